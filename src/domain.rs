@@ -1,0 +1,22 @@
+//! Layer 0: the data strata talks about — sessions, messages, system prompts,
+//! compactions and usage — with serde, and nothing that performs I/O.
+//!
+//! Names follow the OpenAI / Anthropic vocabulary (`role`, `tool_calls`,
+//! `tool_call_id`, `prompt_tokens`). Every module may use this one; it uses
+//! only `serde` and `uuid`.
+
+mod compaction;
+mod ids;
+mod message;
+mod session;
+mod system_prompt;
+mod usage;
+
+pub use compaction::{Compaction, CompactionTrigger};
+pub use ids::{CompactionId, MessageId, PromptId, SessionId};
+pub use message::{Message, MessageKind, MessageStatus, Role, TokenCount, ToolCall};
+pub use session::{Session, SessionSummary};
+pub use system_prompt::{
+    Fingerprint, LayerInfo, LayerName, PromptMode, SourceInfo, SourceStatus, SystemPrompt, Tier,
+};
+pub use usage::Usage;

@@ -1,0 +1,151 @@
+//! One stored chat message, in the OpenAI chat-completions vocabulary.
+
+use super::ids::{CompactionId, MessageId, SessionId};
+use serde::{Deserialize, Serialize};
+
+/// Who wrote a message: the `role` field of the OpenAI and Anthropic APIs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// Instructions; strata's own system prompt is stored separately, so a
+    /// stored `system` message is one that came from an import.
+    System,
+    /// The human.
+    User,
+    /// The model.
+    Assistant,
+    /// The result of one tool call, answering `tool_call_id`.
+    Tool,
+}
+
+impl Role {
+    /// The wire name (`"system"`, `"user"`, `"assistant"`, `"tool"`).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::System => "system",
+            Self::User => "user",
+            Self::Assistant => "assistant",
+            Self::Tool => "tool",
+        }
+    }
+
+    /// Parses a wire name; `None` for anything else.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "system" => Some(Self::System),
+            "user" => Some(Self::User),
+            "assistant" => Some(Self::Assistant),
+            "tool" => Some(Self::Tool),
+            _ => None,
+        }
+    }
+}
+
+/// One function call requested by the assistant, as in OpenAI's
+/// `tool_calls[]`: `arguments` is the JSON text exactly as the model wrote it
+/// (it may be invalid JSON while streaming or in imported transcripts).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolCall {
+    /// The call id that a `tool` message's `tool_call_id` answers.
+    pub id: String,
+    /// The function name.
+    pub name: String,
+    /// The arguments, a JSON object serialised as a string.
+    pub arguments: String,
+}
+
+/// What a message is, beyond its role.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageKind {
+    /// Written by the user, the model or a tool.
+    #[default]
+    Normal,
+    /// A compaction summary standing for archived messages.
+    Summary,
+    /// Inserted by strata (for example a note that earlier messages were omitted).
+    Synthetic,
+}
+
+/// Lifecycle of a message's content.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum MessageStatus {
+    /// Fully written.
+    #[default]
+    Complete,
+    /// A reply still arriving; a crash leaves it to be marked interrupted.
+    Streaming,
+    /// A reply cut short (cancelled or the process died); the partial text is kept.
+    Interrupted,
+    /// The request failed; `content` holds what arrived, if anything.
+    Error,
+}
+
+/// A cached token count and the tokenizer that produced it (for example
+/// `o200k_base`), so a count is never reused across tokenizers.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TokenCount {
+    /// Tokenizer id, e.g. `o200k_base`, `cl100k_base`.
+    pub tokenizer: String,
+    /// Tokens of this message including the per-message chat overhead.
+    pub tokens: u32,
+}
+
+/// One message of a session.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    /// Unique id.
+    pub id: MessageId,
+    /// Owning session.
+    pub session_id: SessionId,
+    /// Position in the session, strictly increasing from 1.
+    pub seq: i64,
+    /// `system`, `user`, `assistant` or `tool`.
+    pub role: Role,
+    /// The text content (may be empty for an assistant message that only calls tools).
+    pub content: String,
+    /// Tool calls of an assistant message; empty otherwise.
+    pub tool_calls: Vec<ToolCall>,
+    /// For a `tool` message, the id of the call it answers.
+    pub tool_call_id: Option<String>,
+    /// Never truncated, pruned or dropped by the pipeline.
+    pub pinned: bool,
+    /// Number of later assistant turns after which the pipeline prunes it.
+    pub ephemeral_ttl: Option<u32>,
+    /// Normal, summary or synthetic.
+    pub kind: MessageKind,
+    /// The compaction that archived this message, if any.
+    pub archived_by: Option<CompactionId>,
+    /// Complete, streaming, interrupted or error.
+    pub status: MessageStatus,
+    /// Creation time, unix milliseconds.
+    pub created_at: i64,
+    /// Cached token count, if computed.
+    pub tokens: Option<TokenCount>,
+}
+
+impl Message {
+    /// A complete, normal, unpinned message with no tool data and no cached count.
+    #[must_use]
+    pub fn new(session_id: SessionId, role: Role, content: impl Into<String>, created_at: i64) -> Self {
+        Self {
+            id: MessageId::new(),
+            session_id,
+            seq: 0,
+            role,
+            content: content.into(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+            pinned: false,
+            ephemeral_ttl: None,
+            kind: MessageKind::Normal,
+            archived_by: None,
+            status: MessageStatus::Complete,
+            created_at,
+            tokens: None,
+        }
+    }
+}
