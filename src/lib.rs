@@ -8,3 +8,4 @@
 //! [`workspace`], [`config`]; 3 [`runtime`]; the binary is the CLI.
 
 pub mod domain;
+pub mod tokens;
