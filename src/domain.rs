@@ -8,6 +8,7 @@
 mod compaction;
 mod ids;
 mod message;
+mod request;
 mod session;
 mod system_prompt;
 mod usage;
@@ -15,6 +16,7 @@ mod usage;
 pub use compaction::{Compaction, CompactionTrigger};
 pub use ids::{CompactionId, MessageId, PromptId, SessionId};
 pub use message::{Message, MessageKind, MessageStatus, Role, TokenCount, ToolCall};
+pub use request::{ChatRequest, ProviderUsage, RequestMessage, RequestSystem, StreamEvent};
 pub use session::{Session, SessionSummary};
 pub use system_prompt::{
     Fingerprint, LayerInfo, LayerName, PromptMode, SourceInfo, SourceStatus, SystemPrompt, Tier,

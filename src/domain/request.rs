@@ -1,0 +1,102 @@
+//! The provider-neutral chat request that the per-turn pipeline produces and
+//! every provider adapter translates to its wire format, and the events a
+//! provider stream yields.
+
+use super::message::{Role, ToolCall};
+use serde::{Deserialize, Serialize};
+
+/// One message as sent to a provider (OpenAI chat-completions vocabulary).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestMessage {
+    /// `user`, `assistant` or `tool` (a `system` message here is an imported
+    /// one; providers that allow one system prompt merge it after strata's).
+    pub role: Role,
+    /// Text content; may be empty for an assistant message with tool calls.
+    pub content: String,
+    /// Tool calls of an assistant message.
+    pub tool_calls: Vec<ToolCall>,
+    /// For a `tool` message, the call it answers.
+    pub tool_call_id: Option<String>,
+}
+
+/// The system prompt as sent: the frozen bytes and where the cache boundary is.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RequestSystem {
+    /// Exact bytes of the frozen system prompt.
+    pub text: String,
+    /// Byte offset in `text` where the volatile part starts (Anthropic
+    /// sends `text[..offset]` and `text[offset..]` as two cached blocks).
+    pub boundary_offset: Option<usize>,
+}
+
+/// A complete chat request, ready for a provider.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ChatRequest {
+    /// Model name as the provider knows it.
+    pub model: String,
+    /// strata's frozen system prompt.
+    pub system: RequestSystem,
+    /// The conversation, oldest first.
+    pub messages: Vec<RequestMessage>,
+    /// Maximum output tokens (`max_tokens`).
+    pub max_tokens: u64,
+    /// Tool schemas in OpenAI `tools[]` form (`{type: "function", function: {name, description, parameters}}`).
+    pub tools: Vec<serde_json::Value>,
+    /// Sampling temperature; `None` leaves the provider default.
+    pub temperature: Option<f32>,
+}
+
+/// Token usage as a provider reported it. `cache_read_tokens` is OpenAI's
+/// `usage.prompt_tokens_details.cached_tokens`, Anthropic's
+/// `cache_read_input_tokens`, or the local model's re-used KV prefix;
+/// `cache_write_tokens` is Anthropic's `cache_creation_input_tokens`.
+/// `prompt_tokens` is the whole input (for Anthropic: `input_tokens` +
+/// cache read + cache write).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderUsage {
+    /// Input tokens.
+    pub prompt_tokens: Option<u64>,
+    /// Output tokens.
+    pub completion_tokens: Option<u64>,
+    /// Input tokens read from the prompt cache.
+    pub cache_read_tokens: Option<u64>,
+    /// Input tokens written to the prompt cache.
+    pub cache_write_tokens: Option<u64>,
+    /// Reasoning tokens (part of the output).
+    pub reasoning_tokens: Option<u64>,
+}
+
+/// One event of a streamed reply.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum StreamEvent {
+    /// More reply text.
+    TextDelta {
+        /// The new text (complete UTF-8).
+        text: String,
+    },
+    /// More reasoning ("thinking") text.
+    ReasoningDelta {
+        /// The new text.
+        text: String,
+    },
+    /// Part of a tool call: `id` and `name` when first seen (some servers
+    /// repeat them: set, don't append), `arguments` to append.
+    ToolCallDelta {
+        /// Position of the call in the reply.
+        index: usize,
+        /// Call id.
+        id: Option<String>,
+        /// Function name.
+        name: Option<String>,
+        /// Arguments text to append.
+        arguments: String,
+    },
+    /// Usage, usually near the end.
+    Usage(ProviderUsage),
+    /// The reply is complete.
+    Done {
+        /// Provider's finish/stop reason (`stop`, `length`, `tool_calls`, `end_turn`, ...).
+        finish_reason: Option<String>,
+    },
+}
