@@ -9,3 +9,4 @@
 
 pub mod domain;
 pub mod tokens;
+pub mod provider;

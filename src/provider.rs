@@ -1,0 +1,28 @@
+//! Layer 2 adapter: providers turn a [`ChatRequest`] into a stream of
+//! [`StreamEvent`]s — OpenAI-compatible chat completions, Anthropic
+//! Messages, and the embedded llama.cpp model.
+//!
+//! Invariant: dropping the stream cancels the request (the HTTP connection
+//! is closed, or the local model stops generating at the next token).
+//! Providers never touch the store, the workspace or the UI.
+
+mod error;
+
+pub use error::ProviderError;
+
+use crate::domain::{ChatRequest, StreamEvent};
+use futures::Stream;
+use std::pin::Pin;
+
+/// A streamed reply: events until `Done`, or one error.
+pub type EventStream = Pin<Box<dyn Stream<Item = Result<StreamEvent, ProviderError>> + Send>>;
+
+/// Something that answers chat requests.
+pub trait Provider: Send + Sync {
+    /// `openai`, `anthropic` or `local`.
+    fn name(&self) -> &'static str;
+
+    /// Starts a request. The stream yields deltas, usage, then `Done`, or an
+    /// error; dropping it cancels the request.
+    fn stream(&self, request: ChatRequest) -> EventStream;
+}

@@ -1,0 +1,108 @@
+//! How a provider request can fail, and what strata does about each kind
+//! (DESIGN §8): authentication and bad requests are fatal; rate limits,
+//! overload, server and network errors are retried with backoff; a context
+//! overflow goes to compression.
+
+use std::time::Duration;
+
+/// A failed provider request. Each message is one sentence for the user.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum ProviderError {
+    /// The key is missing, wrong or not allowed (HTTP 401/403). Fatal.
+    #[error("the {provider} API rejected the key ({message}); check {key_env}")]
+    Auth {
+        /// Provider name.
+        provider: &'static str,
+        /// Variable the key was read from.
+        key_env: String,
+        /// The provider's message.
+        message: String,
+    },
+    /// Too many requests (HTTP 429). Retried, honouring `retry_after`.
+    #[error("the provider is rate-limiting requests ({message}); wait a moment and try again")]
+    RateLimited {
+        /// What `Retry-After` asked for.
+        retry_after: Option<Duration>,
+        /// The provider's message.
+        message: String,
+    },
+    /// The provider is overloaded (HTTP 529, Anthropic `overloaded_error`). Retried.
+    #[error("the provider is overloaded ({message}); try again in a moment")]
+    Overloaded {
+        /// What `Retry-After` asked for.
+        retry_after: Option<Duration>,
+        /// The provider's message.
+        message: String,
+    },
+    /// The server failed (HTTP 5xx). Retried.
+    #[error("the provider's server failed with HTTP {status} ({message}); try again later")]
+    Server {
+        /// HTTP status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// The request is longer than the model's context window. Goes to compression.
+    #[error("the request is too long for the model's context window ({message}); use /compress, /new or a model with a larger window")]
+    ContextOverflow {
+        /// The provider's message.
+        message: String,
+    },
+    /// The provider refused the request as malformed (HTTP 400/404/422). Fatal.
+    #[error("the provider refused the request: {message}")]
+    BadRequest {
+        /// HTTP status.
+        status: u16,
+        /// The provider's message.
+        message: String,
+    },
+    /// The connection failed or timed out. Retried, then reported.
+    #[error("cannot reach the provider at {url} ({message}); check the network and the base URL")]
+    Network {
+        /// Where strata tried to connect.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
+    /// The stream ended without a reply (e.g. HTTP 200 with an empty body).
+    #[error("the provider ended the reply without sending anything; try again")]
+    EmptyResponse,
+    /// The stream could not be understood.
+    #[error("the provider sent a reply strata cannot read ({message})")]
+    Protocol {
+        /// What was wrong.
+        message: String,
+    },
+    /// The embedded model could not be loaded or run.
+    #[error("the local model failed: {message}")]
+    Local {
+        /// What went wrong, with what to do.
+        message: String,
+    },
+}
+
+impl ProviderError {
+    /// Whether retrying the same request may succeed.
+    #[must_use]
+    pub fn is_retryable(&self) -> bool {
+        matches!(
+            self,
+            Self::RateLimited { .. } | Self::Overloaded { .. } | Self::Server { .. } | Self::Network { .. }
+        )
+    }
+
+    /// The delay the provider asked for, if any.
+    #[must_use]
+    pub fn retry_after(&self) -> Option<Duration> {
+        match self {
+            Self::RateLimited { retry_after, .. } | Self::Overloaded { retry_after, .. } => *retry_after,
+            _ => None,
+        }
+    }
+
+    /// Whether this is a context overflow (which compression may fix).
+    #[must_use]
+    pub fn is_overflow(&self) -> bool {
+        matches!(self, Self::ContextOverflow { .. })
+    }
+}
