@@ -84,7 +84,8 @@ pub(crate) fn make_private(path: &Path) -> Result<(), StoreError> {
     Ok(())
 }
 
-#[cfg(all(test, unix))]
+#[cfg(test)]
+#[cfg(unix)]
 mod tests {
     use super::*;
     use std::os::unix::fs::PermissionsExt;

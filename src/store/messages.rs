@@ -138,10 +138,8 @@ impl Store {
             return Err(session_missing(session));
         }
         let first = next_seq(&tx, session)?;
-        let mut seq = first;
-        for m in messages.iter() {
+        for (seq, m) in (first..).zip(messages.iter()) {
             insert(&tx, session, seq, m)?;
-            seq += 1;
         }
         tx.commit()?;
         for (m, seq) in messages.iter_mut().zip(first..) {
