@@ -8,5 +8,6 @@
 //! [`workspace`], [`config`]; 3 [`runtime`]; the binary is the CLI.
 
 pub mod domain;
+pub mod store;
 pub mod tokens;
 pub mod provider;

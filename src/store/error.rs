@@ -1,0 +1,176 @@
+//! [`StoreError`]: everything the store can report, each variant one sentence
+//! for the user saying what happened and what to do.
+
+use std::path::PathBuf;
+
+/// An error from the session store.
+///
+/// Retry semantics are given per variant. No variant leaves a half-written
+/// change behind: every write runs in a transaction that is rolled back on
+/// error.
+#[derive(Debug, thiserror::Error)]
+pub enum StoreError {
+    /// The data directory could not be created. Not retryable until the
+    /// permissions or `STRATA_HOME` change.
+    #[error(
+        "cannot create the data directory {}: {reason}; check that its parent is writable (STRATA_HOME)",
+        path.display()
+    )]
+    CreateDir {
+        /// The directory.
+        path: PathBuf,
+        /// What the operating system said.
+        reason: String,
+    },
+
+    /// SQLite could not open or create the database file. Not retryable until
+    /// the permissions or `STRATA_HOME` change.
+    #[error(
+        "cannot open/create the database at {}: {reason}; check that the data directory is writable (STRATA_HOME)",
+        path.display()
+    )]
+    Open {
+        /// The database file.
+        path: PathBuf,
+        /// What SQLite or the operating system said.
+        reason: String,
+    },
+
+    /// The file is not an SQLite database, or is damaged. Not retryable; the
+    /// file was not modified.
+    #[error(
+        "the file at {} is not a strata database or is damaged ({reason}); move it aside or use another STRATA_HOME",
+        path.display()
+    )]
+    NotADatabase {
+        /// The database file.
+        path: PathBuf,
+        /// What SQLite said.
+        reason: String,
+    },
+
+    /// The database was written by a newer strata. Not retryable; the file was
+    /// not modified.
+    #[error(
+        "The database at {} was written by a newer strata (schema {found}, this one knows {known}); upgrade strata or use another STRATA_HOME.",
+        path.display()
+    )]
+    TooNew {
+        /// The database file.
+        path: PathBuf,
+        /// `PRAGMA user_version` found in the file.
+        found: i64,
+        /// The newest schema version this binary knows.
+        known: i64,
+    },
+
+    /// Applying the schema migrations failed; they were rolled back, so the
+    /// database is as it was. Not retryable without a fix.
+    #[error(
+        "cannot upgrade the database at {} to schema {known}: {reason}; it was left unchanged",
+        path.display()
+    )]
+    Migrate {
+        /// The database file.
+        path: PathBuf,
+        /// The schema version being applied.
+        known: i64,
+        /// What went wrong.
+        reason: String,
+    },
+
+    /// Another process held the database lock for longer than the busy
+    /// timeout. Retryable.
+    #[error("the database is busy (another strata is writing to it); try again in a moment")]
+    Busy,
+
+    /// No session has this id or id prefix. Not retryable.
+    #[error("no session matches '{id}'; run `strata sessions` to list them")]
+    SessionNotFound {
+        /// What the user gave.
+        id: String,
+    },
+
+    /// The id prefix is too short to look up. Not retryable.
+    #[error(
+        "the session id '{id}' is too short; give the full id or at least {min} of its characters"
+    )]
+    IdTooShort {
+        /// What the user gave.
+        id: String,
+        /// The minimum prefix length.
+        min: usize,
+    },
+
+    /// The id prefix matches more than one session. Not retryable; give more
+    /// characters.
+    #[error("the session id prefix '{id}' matches {count} sessions; type more of the id")]
+    AmbiguousSession {
+        /// What the user gave.
+        id: String,
+        /// How many sessions it matches (at least 2).
+        count: u64,
+    },
+
+    /// No message has this id. Not retryable.
+    #[error("no message with id {id} is stored; it may belong to a deleted session")]
+    MessageNotFound {
+        /// The message id.
+        id: String,
+    },
+
+    /// A stored value could not be decoded (bad JSON, unknown enum text, a
+    /// number out of range). Not retryable; check the database.
+    #[error(
+        "the database holds a value strata cannot read ({what}); the database may be damaged; restore a backup or use another STRATA_HOME"
+    )]
+    Decode {
+        /// Which value, and why.
+        what: String,
+    },
+
+    /// A value is too large to store (a count above `i64::MAX`). Not retryable.
+    #[error("the value of {what} is too large to store; nothing was saved")]
+    OutOfRange {
+        /// Which field.
+        what: &'static str,
+    },
+
+    /// Any other SQLite failure. The change was rolled back. Retryable only if
+    /// the cause was transient (disk full, I/O error).
+    #[error("a database operation failed ({0}); the change was not saved")]
+    Sqlite(#[source] rusqlite::Error),
+
+    /// The thread that owns the database has stopped. Not retryable in this
+    /// process; restart strata.
+    #[error("the database thread has stopped; restart strata")]
+    Closed,
+
+    /// A job on the database thread panicked; its transaction was rolled
+    /// back. Not retryable; this is a bug in strata.
+    #[error("a database job failed unexpectedly and was rolled back; please report this bug")]
+    JobPanicked,
+}
+
+impl From<rusqlite::Error> for StoreError {
+    fn from(e: rusqlite::Error) -> Self {
+        use rusqlite::Error as E;
+        match e {
+            E::FromSqlConversionFailure(column, _, ref cause) => Self::Decode {
+                what: format!("column {column}: {cause}"),
+            },
+            E::IntegralValueOutOfRange(column, value) => Self::Decode {
+                what: format!("column {column}: {value} is out of range"),
+            },
+            E::InvalidColumnType(column, ref name, ty) => Self::Decode {
+                what: format!("column {column} ({name}) holds {ty}"),
+            },
+            _ => match e.sqlite_error_code() {
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+                    Self::Busy
+                }
+                _ => Self::Sqlite(e),
+            },
+        }
+    }
+}

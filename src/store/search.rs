@@ -1,0 +1,83 @@
+//! Turning what a user typed into an FTS5 query that cannot fail to parse.
+//!
+//! Every whitespace-separated term becomes a quoted FTS5 string (inner `"`
+//! doubled) followed by `*`, so `foo"bar`, `AND(`, `NEAR` or `-x` are plain
+//! words to look for, each matched as a prefix, all of them required.
+//! Terms without a letter or digit are dropped, since the tokenizer would
+//! reduce them to nothing.
+
+/// The FTS5 `MATCH` expression for `text`, or `None` when it holds nothing
+/// searchable (empty, or punctuation only).
+///
+/// `foo "bar` → `"foo"* """bar"*`.
+pub(crate) fn fts_query(text: &str) -> Option<String> {
+    let terms: Vec<String> = text
+        .split_whitespace()
+        .filter(|t| t.chars().any(char::is_alphanumeric))
+        .map(|t| format!("\"{}\"*", t.replace('"', "\"\"")))
+        .collect();
+    if terms.is_empty() {
+        None
+    } else {
+        Some(terms.join(" "))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn each_term_is_quoted_and_prefix_matched() {
+        assert_eq!(
+            fts_query("hello world").as_deref(),
+            Some("\"hello\"* \"world\"*")
+        );
+    }
+
+    #[test]
+    fn quotes_are_doubled_and_operators_are_words() {
+        assert_eq!(fts_query("foo\"bar").as_deref(), Some("\"foo\"\"bar\"*"));
+        assert_eq!(fts_query("AND(").as_deref(), Some("\"AND(\"*"));
+    }
+
+    #[test]
+    fn nothing_searchable_gives_none() {
+        assert_eq!(fts_query(""), None);
+        assert_eq!(fts_query("  \t "), None);
+        assert_eq!(fts_query("( ) \" *"), None);
+    }
+
+    #[test]
+    fn every_query_parses_in_fts5() {
+        let conn = rusqlite::Connection::open_in_memory().unwrap();
+        conn.execute_batch(
+            "CREATE VIRTUAL TABLE t USING fts5(x); INSERT INTO t VALUES ('foo bar');",
+        )
+        .unwrap();
+        for input in [
+            "foo\"bar",
+            "AND(",
+            "NEAR(a b)",
+            "a OR b",
+            "-x",
+            "^start",
+            "x:y",
+            "\"",
+            "'",
+            "a*b",
+            "{col}",
+            "日本語",
+            "emoji 🎉",
+            "foo\" OR \"bar",
+        ] {
+            if let Some(q) = fts_query(input) {
+                let r: rusqlite::Result<i64> =
+                    conn.query_row("SELECT count(*) FROM t WHERE t MATCH ?1", [&q], |r| {
+                        r.get(0)
+                    });
+                assert!(r.is_ok(), "{input:?} gave {q:?}: {r:?}");
+            }
+        }
+    }
+}
