@@ -2,8 +2,38 @@
 //! or decides on a token count: the context pane, the compression trigger,
 //! the tail walk and `strata context`.
 //!
-//! No I/O. The BPE tables ship inside the `tiktoken-rs` crate.
+//! - [`TokenCounter`]: the tokenizer behind a trait object, chosen
+//!   per provider and model by [`counter_for`];
+//! - [`message_tokens`] and friends: the chat-format overhead rule;
+//! - [`TokenCache`]: per-message counts computed once;
+//! - [`Threshold`]: the compression threshold of DESIGN §7;
+//! - [`Budget`]: where the window goes, by category (DESIGN §5);
+//! - [`context_window_for`], [`default_reserved_output`]: model defaults.
+//!
+//! No I/O, no clock. The BPE tables ship inside the `tiktoken-rs` crate; the
+//! first count under an encoding builds its table (~0.3 s), so the first
+//! call belongs off the UI task. Any module may call this one.
 
+mod budget;
+mod cache;
 mod counter;
+mod models;
+mod overhead;
+mod threshold;
 
+pub use budget::{Budget, BudgetInput, BudgetItem, Categories, Category};
+pub use cache::{HistoryCounts, TokenCache};
 pub use counter::{Encoding, TiktokenCounter, TokenCounter};
+pub use models::{
+    MAX_DEFAULT_RESERVED_OUTPUT, context_window_for, counter_for, default_reserved_output,
+    encoding_for,
+};
+pub use overhead::{
+    REPLY_PRIMING_TOKENS, SYSTEM_ROLE_TOKENS, TOKENS_PER_MESSAGE, TOKENS_PER_NAME,
+    TOKENS_PER_TOOL_CALL, message_tokens, name_tokens, request_overhead, tool_schema_items,
+    tool_schema_tokens,
+};
+pub use threshold::{
+    DEFAULT_THRESHOLD_CAP, DEFAULT_THRESHOLD_RATIO, SMALL_WINDOW_PERCENT, THRESHOLD_FLOOR,
+    Threshold, ThresholdSettings,
+};

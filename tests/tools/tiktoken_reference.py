@@ -1,0 +1,117 @@
+#!/usr/bin/env python3
+"""Print Python tiktoken's reference token counts for strata's fixture set.
+
+The output is the body of the REFERENCE table in tests/tokens_reference.rs:
+one `("name", o200k_base, cl100k_base),` line per fixture, counted with
+`len(encoding.encode_ordinary(text))`.
+
+How to run (from the repository root):
+
+    python3 -m venv /tmp/tk && /tmp/tk/bin/pip install tiktoken
+    /tmp/tk/bin/python tests/tools/tiktoken_reference.py          # the table
+    /tmp/tk/bin/python tests/tools/tiktoken_reference.py --bench  # timings
+
+tiktoken normally downloads its BPE files. When TIKTOKEN_CACHE_DIR is not
+set, this script builds a cache directory itself from the identical files
+shipped inside the tiktoken-rs crate source (found under
+~/.cargo/registry/src/*/tiktoken-rs-*/assets/, or given with --assets DIR):
+tiktoken looks a file up as sha1(official URL) in that directory (see
+tiktoken/load.py), and the URLs are the ones in tiktoken_ext/openai_public.py.
+
+Fixtures (read byte for byte, shared with the Rust test):
+  tests/fixtures/tokens/cases.json   small named strings (whitespace runs, emoji, CJK, ...)
+  tests/fixtures/tokens/*.txt        longer texts (english, rust, python, cjk, emoji, whitespace)
+  mixed_100k                         mixed_text(100_000), generated as described in
+                                     tests/common/mixed_text.rs (same rule here).
+"""
+
+import argparse
+import glob
+import hashlib
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FIXTURES = os.path.join(ROOT, "fixtures", "tokens")
+ENCODINGS = ("o200k_base", "cl100k_base")
+URL = "https://openaipublic.blob.core.windows.net/encodings/{}.tiktoken"
+TEXT_FILES = ("english", "rust", "python", "cjk", "emoji", "whitespace")
+
+
+def read(name):
+    with open(os.path.join(FIXTURES, name), "rb") as f:
+        return f.read().decode("utf-8")
+
+
+def mixed_text(target_bytes):
+    """Blocks "[i] " + paragraph, i = 0, 1, ..., until at least target_bytes."""
+    paragraph = read("mixed_paragraph.txt")
+    parts, size, i = [], 0, 0
+    while size < target_bytes:
+        block = f"[{i}] {paragraph}"
+        parts.append(block)
+        size += len(block.encode("utf-8"))
+        i += 1
+    return "".join(parts)
+
+
+def prepare_cache(assets):
+    if os.environ.get("TIKTOKEN_CACHE_DIR"):
+        return
+    if assets is None:
+        found = sorted(glob.glob(os.path.expanduser(
+            "~/.cargo/registry/src/*/tiktoken-rs-*/assets")))
+        if not found:
+            sys.exit("no tiktoken-rs assets found; pass --assets DIR or set TIKTOKEN_CACHE_DIR")
+        assets = found[-1]
+    cache = tempfile.mkdtemp(prefix="tiktoken-cache-")
+    for enc in ENCODINGS:
+        key = hashlib.sha1(URL.format(enc).encode()).hexdigest()
+        shutil.copyfile(os.path.join(assets, f"{enc}.tiktoken"), os.path.join(cache, key))
+    os.environ["TIKTOKEN_CACHE_DIR"] = cache
+
+
+def fixtures():
+    with open(os.path.join(FIXTURES, "cases.json"), "rb") as f:
+        for case in json.loads(f.read().decode("utf-8")):
+            yield case["name"], case["text"]
+    for name in TEXT_FILES:
+        yield f"file_{name}", read(f"{name}.txt")
+    yield "mixed_100k", mixed_text(100_000)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--assets", help="tiktoken-rs assets directory")
+    parser.add_argument("--bench", action="store_true", help="time 1 MB of mixed text")
+    args = parser.parse_args()
+    prepare_cache(args.assets)
+    import tiktoken
+
+    encs = [tiktoken.get_encoding(e) for e in ENCODINGS]
+    if args.bench:
+        text = mixed_text(1_000_000)
+        mb = len(text.encode("utf-8")) / 1e6
+        for enc in encs:
+            enc.encode_ordinary("warm up")
+            best = min(_timed(enc, text) for _ in range(5))
+            print(f"{enc.name}: {best:.3f} s for {mb:.2f} MB = {mb / best:.1f} MB/s")
+        return
+    print(f"// Python tiktoken {tiktoken.__version__}, encode_ordinary")
+    for name, text in fixtures():
+        counts = ", ".join(str(len(e.encode_ordinary(text))) for e in encs)
+        print(f'    ("{name}", {counts}),')
+
+
+def _timed(enc, text):
+    start = time.perf_counter()
+    enc.encode_ordinary(text)
+    return time.perf_counter() - start
+
+
+if __name__ == "__main__":
+    main()
