@@ -8,4 +8,5 @@
 //! [`workspace`], [`config`]; 3 [`runtime`]; the binary is the CLI.
 
 pub mod domain;
+pub mod prompt;
 pub mod tokens;
