@@ -10,3 +10,4 @@
 pub mod domain;
 pub mod prompt;
 pub mod tokens;
+pub mod workspace;
