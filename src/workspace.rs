@@ -28,8 +28,8 @@ pub use skills_cache::SKILLS_CACHE_FILE;
 
 use crate::domain::PromptMode;
 use crate::prompt::{
-    EnvFacts, PromptInputs, PromptSettings, RecentSession, SessionFacts, ToolFacts,
-    WorkspaceFacts, per_file_cap,
+    EnvFacts, PromptInputs, PromptSettings, RecentSession, SessionFacts, ToolFacts, WorkspaceFacts,
+    per_file_cap,
 };
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -83,7 +83,9 @@ pub enum WorkspaceError {
         reason: String,
     },
     /// The skills cache could not be saved; the next run parses again.
-    #[error("The skills cache {path} could not be written ({source}); skills still work but are re-read each time.")]
+    #[error(
+        "The skills cache {path} could not be written ({source}); skills still work but are re-read each time."
+    )]
     CacheWrite {
         /// The cache file.
         path: String,
@@ -92,7 +94,9 @@ pub enum WorkspaceError {
         source: std::io::Error,
     },
     /// `prompt.context_cmd` could not be started.
-    #[error("prompt.context_cmd `{command}` could not be started ({source}); check the command in the config.")]
+    #[error(
+        "prompt.context_cmd `{command}` could not be started ({source}); check the command in the config."
+    )]
     CommandSpawn {
         /// The command.
         command: String,
@@ -101,7 +105,9 @@ pub enum WorkspaceError {
         source: std::io::Error,
     },
     /// `prompt.context_cmd` exited unsuccessfully (its output is still used).
-    #[error("prompt.context_cmd `{command}` exited with status {status}; its output is used as it is.")]
+    #[error(
+        "prompt.context_cmd `{command}` exited with status {status}; its output is used as it is."
+    )]
     CommandFailed {
         /// The command.
         command: String,
@@ -109,7 +115,9 @@ pub enum WorkspaceError {
         status: String,
     },
     /// `prompt.context_cmd` ran past its timeout and was killed.
-    #[error("prompt.context_cmd `{command}` did not finish within {seconds} s and was stopped; make it faster or remove it.")]
+    #[error(
+        "prompt.context_cmd `{command}` did not finish within {seconds} s and was stopped; make it faster or remove it."
+    )]
     CommandTimeout {
         /// The command.
         command: String,
@@ -182,8 +190,8 @@ pub fn gather_with_stats(request: &GatherRequest) -> (PromptInputs, ReadStats) {
     if !identity_files[0].has_text() {
         identity_files.push(reader.read(&config("IDENTITY.md"), None, cap));
     }
-    let tools_file = (some && request.tools.enabled)
-        .then(|| reader.read(&config("TOOLS.md"), None, cap));
+    let tools_file =
+        (some && request.tools.enabled).then(|| reader.read(&config("TOOLS.md"), None, cap));
     let instruction_files = if some {
         instructions::instruction_files(
             request.settings.instruction_files,
@@ -209,8 +217,8 @@ pub fn gather_with_stats(request: &GatherRequest) -> (PromptInputs, ReadStats) {
     };
     let memory_file = full.then(|| reader.read(&config("MEMORY.md"), None, cap));
     let user_file = full.then(|| reader.read(&config("USER.md"), None, cap));
-    let bootstrap = (full && request.first_session)
-        .then(|| reader.read(&config("BOOTSTRAP.md"), None, cap));
+    let bootstrap =
+        (full && request.first_session).then(|| reader.read(&config("BOOTSTRAP.md"), None, cap));
     let computed = match request.settings.context_cmd.as_deref().map(str::trim) {
         Some(cmd) if full && !cmd.is_empty() => {
             let (out, cmd_warnings) = run_context_cmd(cmd, &root, CONTEXT_CMD_TIMEOUT);

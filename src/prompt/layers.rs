@@ -247,11 +247,14 @@ fn workspace(inputs: &PromptInputs) -> Layer {
     let text = if ws.root.is_empty() {
         String::new()
     } else {
+        let git = ws.git_root.as_deref();
+        let root_is_git = git == Some(ws.root.as_str());
         fill(
             assets::WORKSPACE,
             &[
-                ("root", Some(&ws.root)),
-                ("git_root", ws.git_root.as_deref()),
+                ("root", (!root_is_git).then_some(ws.root.as_str())),
+                ("git_workspace", root_is_git.then_some(ws.root.as_str())),
+                ("git_root", git.filter(|_| !root_is_git)),
                 ("cwd", cwd),
             ],
         )

@@ -160,7 +160,8 @@ mod tests {
     #[test]
     fn a_failing_command_warns_and_keeps_its_output() {
         let dir = tempfile::tempdir().unwrap();
-        let (out, warnings) = run_context_cmd("echo partial; exit 3", dir.path(), CONTEXT_CMD_TIMEOUT);
+        let (out, warnings) =
+            run_context_cmd("echo partial; exit 3", dir.path(), CONTEXT_CMD_TIMEOUT);
         assert_eq!(out.output, "partial\n");
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("exited with status 3"), "{warnings:?}");
@@ -182,7 +183,11 @@ mod tests {
     #[test]
     fn huge_output_is_cut_at_the_byte_limit() {
         let dir = tempfile::tempdir().unwrap();
-        let (out, _) = run_context_cmd("yes 0123456789 | head -c 1000000", dir.path(), CONTEXT_CMD_TIMEOUT);
+        let (out, _) = run_context_cmd(
+            "yes 0123456789 | head -c 1000000",
+            dir.path(),
+            CONTEXT_CMD_TIMEOUT,
+        );
         assert!(out.cut_short);
         assert_eq!(out.output.len() as u64, MAX_OUTPUT_BYTES);
     }

@@ -57,10 +57,7 @@ pub fn session_time_zone(now: &jiff::Zoned) -> String {
     let tz = now.time_zone();
     match tz.iana_name() {
         Some(name) => name.to_owned(),
-        None => tz
-            .to_offset_info(now.timestamp())
-            .abbreviation()
-            .to_owned(),
+        None => tz.to_offset_info(now.timestamp()).abbreviation().to_owned(),
     }
 }
 

@@ -14,8 +14,8 @@
 //! Minimal mode reads the `AGENTS.md` family only.
 
 use super::read::Reader;
-use crate::prompt::{InstructionPolicy, SourceText};
 use crate::domain::SourceStatus;
+use crate::prompt::{InstructionPolicy, SourceText};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -28,7 +28,12 @@ pub(crate) enum Family {
     Cursor,
 }
 
-const FAMILIES: [Family; 4] = [Family::Strata, Family::Agents, Family::Claude, Family::Cursor];
+const FAMILIES: [Family; 4] = [
+    Family::Strata,
+    Family::Agents,
+    Family::Claude,
+    Family::Cursor,
+];
 
 fn exists(path: &Path) -> bool {
     fs::symlink_metadata(path).is_ok()
@@ -71,7 +76,11 @@ fn read_in_dir(
         }
         Family::Claude => {
             let path = dir.join("CLAUDE.md");
-            if exists(&path) { vec![read(path)] } else { Vec::new() }
+            if exists(&path) {
+                vec![read(path)]
+            } else {
+                Vec::new()
+            }
         }
         Family::Cursor if is_root => {
             let mut files = Vec::new();
@@ -161,7 +170,9 @@ pub(crate) fn instruction_files(
         }
     }
     if files.iter().all(|f| f.status == SourceStatus::Missing) {
-        files = vec![SourceText::missing(root.join("AGENTS.md").display().to_string())];
+        files = vec![SourceText::missing(
+            root.join("AGENTS.md").display().to_string(),
+        )];
     }
     files
 }

@@ -84,7 +84,9 @@ impl SkillsCache {
                 version: CACHE_VERSION,
                 entries: entries.to_vec(),
             })?;
-            let tmp = self.file.with_extension(format!("json.{}.tmp", std::process::id()));
+            let tmp = self
+                .file
+                .with_extension(format!("json.{}.tmp", std::process::id()));
             fs::write(&tmp, body)?;
             fs::rename(&tmp, &self.file)
         };
