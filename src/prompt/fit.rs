@@ -91,13 +91,13 @@ pub(crate) fn fit(
         SourceBody::Whole { text } => {
             let total = text.chars().count() as u64;
             let body = strip(text);
-            let body = body.trim();
-            if body.chars().count() <= cap {
-                return found(source, body, total);
+            if body.trim().chars().count() <= cap {
+                return found(source, body.trim(), total);
             }
+            // Cut exactly: the head and tail are the file's own characters.
             let (h, t) = head_tail(cap);
-            let head = first_chars(body, h).to_owned();
-            let tail = last_chars(body, t).to_owned();
+            let head = first_chars(&body, h).to_owned();
+            let tail = last_chars(&body, t).to_owned();
             (head, tail, total, "characters", true)
         }
         SourceBody::Excerpt {
@@ -106,9 +106,8 @@ pub(crate) fn fit(
             original_bytes,
         } => {
             let (h, t) = head_tail(cap);
-            let head = strip(head);
-            let head = first_chars(head.trim_start(), h).to_owned();
-            let tail = last_chars(tail.trim_end(), t).to_owned();
+            let head = first_chars(&strip(head), h).to_owned();
+            let tail = last_chars(tail, t).to_owned();
             (head, tail, *original_bytes, "bytes", false)
         }
     };
