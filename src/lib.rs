@@ -8,6 +8,8 @@
 //! [`workspace`], [`config`]; 3 [`runtime`]; the binary is the CLI.
 
 pub mod domain;
+pub mod prompt;
+pub mod provider;
 pub mod store;
 pub mod tokens;
-pub mod provider;
+pub mod workspace;
