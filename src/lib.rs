@@ -7,9 +7,12 @@
 //! 0 [`domain`]; 1 core, pure: [`tokens`], [`prompt`]; 2 adapters: [`store`],
 //! [`workspace`], [`config`]; 3 [`runtime`]; the binary is the CLI.
 
+pub mod config;
+pub mod conversation;
 pub mod domain;
 pub mod prompt;
 pub mod provider;
+pub mod runtime;
 pub mod store;
 pub mod tokens;
 pub mod workspace;

@@ -24,8 +24,8 @@ mod template;
 pub use fit::{split_frontmatter, strip_frontmatter};
 pub use guidance::ModelFamily;
 pub use inputs::{
-    ComputedOutput, EnvFacts, PromptInputs, RecentSession, SessionFacts, SkillEntry, SourceBody,
-    SourceText, ToolFacts, WorkspaceFacts,
+    ComputedOutput, EnvFacts, PromptInputs, RecentSession, SessionFacts, SkillEntry, SourceBody, SourceText,
+    ToolFacts, WorkspaceFacts,
 };
 pub use scan::{Finding, FindingKind, scan};
 pub use settings::{

@@ -92,8 +92,7 @@ impl Store {
     /// # Errors
     /// [`StoreError::Migrate`] if the schema cannot be created (a bug).
     pub fn open_in_memory() -> Result<Self, StoreError> {
-        let conn =
-            Connection::open_in_memory().map_err(|e| open_error(Path::new(":memory:"), &e))?;
+        let conn = Connection::open_in_memory().map_err(|e| open_error(Path::new(":memory:"), &e))?;
         Self::init(conn, None)
     }
 
@@ -114,10 +113,8 @@ impl Store {
         let _mode: String = conn
             .query_row("PRAGMA journal_mode = WAL", [], |r| r.get(0))
             .map_err(fail)?;
-        conn.pragma_update(None, "synchronous", "NORMAL")
-            .map_err(fail)?;
-        conn.pragma_update(None, "foreign_keys", true)
-            .map_err(fail)?;
+        conn.pragma_update(None, "synchronous", "NORMAL").map_err(fail)?;
+        conn.pragma_update(None, "foreign_keys", true).map_err(fail)?;
         conn.set_transaction_behavior(TransactionBehavior::Immediate);
         conn.set_prepared_statement_cache_capacity(64);
         schema::migrate(&mut conn).map_err(|reason| StoreError::Migrate {

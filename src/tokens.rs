@@ -25,15 +25,13 @@ pub use budget::{Budget, BudgetInput, BudgetItem, Categories, Category};
 pub use cache::{HistoryCounts, TokenCache};
 pub use counter::{Encoding, TiktokenCounter, TokenCounter};
 pub use models::{
-    MAX_DEFAULT_RESERVED_OUTPUT, context_window_for, counter_for, default_reserved_output,
-    encoding_for,
+    MAX_DEFAULT_RESERVED_OUTPUT, context_window_for, counter_for, default_reserved_output, encoding_for,
 };
 pub use overhead::{
-    REPLY_PRIMING_TOKENS, SYSTEM_ROLE_TOKENS, TOKENS_PER_MESSAGE, TOKENS_PER_NAME,
-    TOKENS_PER_TOOL_CALL, message_tokens, name_tokens, request_overhead, tool_schema_items,
-    tool_schema_tokens,
+    REPLY_PRIMING_TOKENS, SYSTEM_ROLE_TOKENS, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_TOOL_CALL,
+    message_tokens, name_tokens, request_overhead, tool_schema_items, tool_schema_tokens,
 };
 pub use threshold::{
-    DEFAULT_THRESHOLD_CAP, DEFAULT_THRESHOLD_RATIO, SMALL_WINDOW_PERCENT, THRESHOLD_FLOOR,
-    Threshold, ThresholdSettings,
+    DEFAULT_THRESHOLD_CAP, DEFAULT_THRESHOLD_RATIO, SMALL_WINDOW_PERCENT, THRESHOLD_FLOOR, Threshold,
+    ThresholdSettings,
 };

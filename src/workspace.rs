@@ -105,9 +105,7 @@ pub enum WorkspaceError {
         source: std::io::Error,
     },
     /// `prompt.context_cmd` exited unsuccessfully (its output is still used).
-    #[error(
-        "prompt.context_cmd `{command}` exited with status {status}; its output is used as it is."
-    )]
+    #[error("prompt.context_cmd `{command}` exited with status {status}; its output is used as it is.")]
     CommandFailed {
         /// The command.
         command: String,
@@ -163,6 +161,15 @@ pub struct GatherRequest {
     pub tools: ToolFacts,
 }
 
+/// The workspace root of a working directory: the git root when `cwd` is
+/// inside a repository, else `cwd` itself (symlinks resolved when possible).
+/// Sessions are grouped by this path.
+#[must_use]
+pub fn workspace_root(cwd: &Path) -> PathBuf {
+    let cwd = fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+    find_git_root(&cwd).unwrap_or(cwd)
+}
+
 /// Gathers everything [`crate::prompt::assemble`] needs. Never fails.
 #[must_use]
 pub fn gather(request: &GatherRequest) -> PromptInputs {
@@ -182,6 +189,7 @@ pub fn gather_with_stats(request: &GatherRequest) -> (PromptInputs, ReadStats) {
     let cwd = fs::canonicalize(&request.cwd).unwrap_or_else(|_| request.cwd.clone());
     let git_root = find_git_root(&cwd);
     let root = git_root.clone().unwrap_or_else(|| cwd.clone());
+    debug_assert_eq!(root, workspace_root(&request.cwd));
     let dirs = chain(&root, &cwd);
     let shown = |p: &Path| p.display().to_string();
     let config = |name: &str| request.config_dir.join(name);
@@ -190,8 +198,7 @@ pub fn gather_with_stats(request: &GatherRequest) -> (PromptInputs, ReadStats) {
     if !identity_files[0].has_text() {
         identity_files.push(reader.read(&config("IDENTITY.md"), None, cap));
     }
-    let tools_file =
-        (some && request.tools.enabled).then(|| reader.read(&config("TOOLS.md"), None, cap));
+    let tools_file = (some && request.tools.enabled).then(|| reader.read(&config("TOOLS.md"), None, cap));
     let instruction_files = if some {
         instructions::instruction_files(
             request.settings.instruction_files,
@@ -217,8 +224,7 @@ pub fn gather_with_stats(request: &GatherRequest) -> (PromptInputs, ReadStats) {
     };
     let memory_file = full.then(|| reader.read(&config("MEMORY.md"), None, cap));
     let user_file = full.then(|| reader.read(&config("USER.md"), None, cap));
-    let bootstrap =
-        (full && request.first_session).then(|| reader.read(&config("BOOTSTRAP.md"), None, cap));
+    let bootstrap = (full && request.first_session).then(|| reader.read(&config("BOOTSTRAP.md"), None, cap));
     let computed = match request.settings.context_cmd.as_deref().map(str::trim) {
         Some(cmd) if full && !cmd.is_empty() => {
             let (out, cmd_warnings) = run_context_cmd(cmd, &root, CONTEXT_CMD_TIMEOUT);

@@ -7,8 +7,8 @@ mod support;
 
 use strata::domain::{LayerName, PromptMode, SourceStatus};
 use strata::prompt::{
-    AssembledPrompt, ComputedOutput, EnvFacts, PromptInputs, PromptSettings, RecentSession,
-    SessionFacts, SkillEntry, SourceText, ToolFacts, WorkspaceFacts, assemble,
+    AssembledPrompt, ComputedOutput, EnvFacts, PromptInputs, PromptSettings, RecentSession, SessionFacts,
+    SkillEntry, SourceText, ToolFacts, WorkspaceFacts, assemble,
 };
 
 fn inputs(mode: PromptMode) -> PromptInputs {
@@ -175,10 +175,7 @@ fn tools_layers_follow_tool_availability() {
     i.tools.enabled = false;
     let p = build(&i);
     assert!(!names(&p).contains(&LayerName::ModelGuidance));
-    assert!(
-        !p.text.contains("Prefer ripgrep."),
-        "TOOLS.md only with tools"
-    );
+    assert!(!p.text.contains("Prefer ripgrep."), "TOOLS.md only with tools");
 }
 
 #[test]
@@ -186,9 +183,7 @@ fn the_computed_layer_keeps_the_head_of_long_output() {
     let mut i = inputs(PromptMode::Full);
     let p = build(&i);
     assert!(p.text.contains("(The command printed nothing.)"));
-    let long: String = (0..120_000)
-        .map(|n| char::from(b'a' + (n % 26) as u8))
-        .collect();
+    let long: String = (0..120_000).map(|n| char::from(b'a' + (n % 26) as u8)).collect();
     i.computed = Some(ComputedOutput {
         command: "cat big".to_owned(),
         output: long.clone(),
@@ -199,11 +194,7 @@ fn the_computed_layer_keeps_the_head_of_long_output() {
     assert!(!p.text.contains(&long[..100_001]));
     assert!(p.text.contains("[output cut at 100,000 characters]"));
     assert!(p.warnings.iter().any(|w| w.contains("`cat big`")));
-    let computed = p
-        .layers
-        .iter()
-        .find(|l| l.name == LayerName::Computed)
-        .unwrap();
+    let computed = p.layers.iter().find(|l| l.name == LayerName::Computed).unwrap();
     assert_eq!(computed.sources[0].status, SourceStatus::Truncated);
     assert_eq!(computed.sources[0].kept_chars, 100_000);
 }
@@ -229,10 +220,7 @@ fn empty_layers_are_left_out() {
     i.environment = EnvFacts::default();
     assert!(!names(&build(&i)).contains(&LayerName::Environment));
     let p = build(&inputs(PromptMode::Full));
-    assert!(
-        p.text
-            .contains("# Environment\n\n- Operating system: macos\n\n")
-    );
+    assert!(p.text.contains("# Environment\n\n- Operating system: macos\n\n"));
 }
 
 #[test]

@@ -110,8 +110,7 @@ fn a_sparse_1_gb_agents_md_is_read_in_bounded_bytes() {
     let mut file = File::create(&agents).unwrap();
     file.write_all(edge.as_bytes()).unwrap();
     file.set_len(size).unwrap();
-    file.seek(SeekFrom::Start(size - edge.len() as u64))
-        .unwrap();
+    file.seek(SeekFrom::Start(size - edge.len() as u64)).unwrap();
     file.write_all(edge.as_bytes()).unwrap();
     drop(file);
 
@@ -258,10 +257,7 @@ fn no_instruction_file_is_listed_as_missing_without_a_warning() {
     let sources = project_sources(&p);
     assert_eq!(sources.len(), 1);
     assert_eq!(sources[0].status, SourceStatus::Missing);
-    assert_eq!(
-        sources[0].path,
-        f.ws.join("AGENTS.md").display().to_string()
-    );
+    assert_eq!(sources[0].path, f.ws.join("AGENTS.md").display().to_string());
     assert!(!p.text.contains("# Project instructions"));
     assert!(p.warnings.is_empty(), "{:?}", p.warnings);
 }

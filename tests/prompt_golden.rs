@@ -115,11 +115,7 @@ fn the_text_has_the_date_but_no_time_of_day() {
 fn the_boundary_marker_opens_the_volatile_tier() {
     let f = support::fixture();
     let p = assemble(
-        &gather(&golden_request(
-            &f,
-            InstructionPolicy::First,
-            PromptMode::Full,
-        )),
+        &gather(&golden_request(&f, InstructionPolicy::First, PromptMode::Full)),
         &support::counter(),
     );
     let offset = p.boundary_offset.unwrap();

@@ -60,16 +60,8 @@ fn block_suspicious_withholds_the_file() {
             .contains("[strata withheld this file because it looks like a prompt injection")
     );
     assert!(p.text.contains("Use tabs."), "clean files are kept");
-    let project = p
-        .layers
-        .iter()
-        .find(|l| l.name == LayerName::Project)
-        .unwrap();
+    let project = p.layers.iter().find(|l| l.name == LayerName::Project).unwrap();
     assert_eq!(project.sources[0].status, SourceStatus::Blocked);
     assert_eq!(project.sources[1].status, SourceStatus::Found);
-    assert!(
-        p.warnings
-            .iter()
-            .any(|w| w.contains("withheld from the prompt"))
-    );
+    assert!(p.warnings.iter().any(|w| w.contains("withheld from the prompt")));
 }

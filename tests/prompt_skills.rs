@@ -19,11 +19,7 @@ fn build(req: &GatherRequest) -> AssembledPrompt {
 }
 
 fn skills_text(p: &AssembledPrompt) -> &str {
-    let l = p
-        .layers
-        .iter()
-        .find(|l| l.name == LayerName::Skills)
-        .unwrap();
+    let l = p.layers.iter().find(|l| l.name == LayerName::Skills).unwrap();
     &p.text[l.start..l.end]
 }
 
@@ -41,10 +37,7 @@ fn descriptions_are_cut_to_sixty_characters() {
         description,
         "Drafts release notes from merged pull requests, grouped b..."
     );
-    assert!(
-        skills_text(&p)
-            .contains("- code-review: Review a diff for bugs, style and missing tests\n")
-    );
+    assert!(skills_text(&p).contains("- code-review: Review a diff for bugs, style and missing tests\n"));
 }
 
 #[test]
@@ -76,11 +69,7 @@ fn a_workspace_skill_wins_a_name_clash() {
     let text = skills_text(&p);
     assert!(text.contains("- code-review: Project-specific review checklist"));
     assert_eq!(text.matches("- code-review").count(), 1);
-    let layer = p
-        .layers
-        .iter()
-        .find(|l| l.name == LayerName::Skills)
-        .unwrap();
+    let layer = p.layers.iter().find(|l| l.name == LayerName::Skills).unwrap();
     assert!(
         layer
             .sources

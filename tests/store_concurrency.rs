@@ -71,10 +71,7 @@ fn two_processes_appending_to_one_session_lose_nothing() {
             "writer failed:\n{stdout}\n{}",
             String::from_utf8_lossy(&out.stderr)
         );
-        assert!(
-            stdout.contains("1 passed"),
-            "the child ran no writer: {stdout}"
-        );
+        assert!(stdout.contains("1 passed"), "the child ran no writer: {stdout}");
     }
 
     let store = Store::open(&db).unwrap();

@@ -14,10 +14,7 @@ fn sha256(path: &Path) -> String {
 }
 
 fn dir_listing(dir: &Path) -> Vec<PathBuf> {
-    let mut v: Vec<_> = fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .collect();
+    let mut v: Vec<_> = fs::read_dir(dir).unwrap().map(|e| e.unwrap().path()).collect();
     v.sort();
     v
 }
@@ -25,9 +22,7 @@ fn dir_listing(dir: &Path) -> Vec<PathBuf> {
 /// The schema as SQLite records it, and the version.
 fn schema_of(path: &Path) -> (i64, Vec<(String, String)>) {
     let conn = rusqlite::Connection::open(path).unwrap();
-    let version = conn
-        .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .unwrap();
+    let version = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
     let mut stmt = conn
         .prepare("SELECT name, coalesce(sql, '') FROM sqlite_schema ORDER BY name")
         .unwrap();
@@ -72,9 +67,7 @@ fn the_file_is_left_in_wal_mode() {
     let db = tmp.path().join("strata.db");
     let _store = Store::open(&db).unwrap();
     let conn = rusqlite::Connection::open(&db).unwrap();
-    let mode: String = conn
-        .query_row("PRAGMA journal_mode", [], |r| r.get(0))
-        .unwrap();
+    let mode: String = conn.query_row("PRAGMA journal_mode", [], |r| r.get(0)).unwrap();
     assert_eq!(mode, "wal");
 }
 
@@ -148,10 +141,8 @@ fn a_newer_database_in_wal_mode_is_refused_untouched() {
     let db = tmp.path().join("strata.db");
     {
         let conn = rusqlite::Connection::open(&db).unwrap();
-        conn.execute_batch(
-            "PRAGMA journal_mode = WAL; CREATE TABLE future (x); PRAGMA user_version = 2;",
-        )
-        .unwrap();
+        conn.execute_batch("PRAGMA journal_mode = WAL; CREATE TABLE future (x); PRAGMA user_version = 2;")
+            .unwrap();
     }
     let before = sha256(&db);
     assert!(matches!(
@@ -189,10 +180,7 @@ fn database_files_are_private_and_a_missing_data_dir_is_created_0700() {
     assert_eq!(mode(&db), 0o600);
     let wal = data.join("strata.db-wal");
     let shm = data.join("strata.db-shm");
-    assert!(
-        wal.exists() && shm.exists(),
-        "WAL companions exist while open"
-    );
+    assert!(wal.exists() && shm.exists(), "WAL companions exist while open");
     assert_eq!(mode(&wal), 0o600);
     assert_eq!(mode(&shm), 0o600);
 }
@@ -206,10 +194,7 @@ fn an_existing_world_readable_database_is_made_private() {
     drop(Store::open(&db).unwrap());
     fs::set_permissions(&db, fs::Permissions::from_mode(0o644)).unwrap();
     drop(Store::open(&db).unwrap());
-    assert_eq!(
-        fs::metadata(&db).unwrap().permissions().mode() & 0o777,
-        0o600
-    );
+    assert_eq!(fs::metadata(&db).unwrap().permissions().mode() & 0o777, 0o600);
 }
 
 #[test]
@@ -239,10 +224,7 @@ fn a_database_path_that_cannot_be_opened_is_a_clear_error() {
     assert!(matches!(err, StoreError::Open { .. }), "{err:?}");
     let msg = err.to_string();
     assert!(
-        msg.starts_with(&format!(
-            "cannot open/create the database at {}: ",
-            db.display()
-        )),
+        msg.starts_with(&format!("cannot open/create the database at {}: ", db.display())),
         "{msg}"
     );
     assert!(

@@ -142,10 +142,7 @@ fn counters_follow_appends_and_token_updates() {
     store.create_session(&s, &p).unwrap();
     let mut msgs = vec![user(s.id, "a"), user(s.id, "b"), rich_assistant(s.id)];
     store.append_messages(s.id, &mut msgs).unwrap();
-    assert_eq!(
-        msgs.iter().map(|m| m.seq).collect::<Vec<_>>(),
-        vec![1, 2, 3]
-    );
+    assert_eq!(msgs.iter().map(|m| m.seq).collect::<Vec<_>>(), vec![1, 2, 3]);
 
     let row = &store.list_sessions(&SessionQuery::default()).unwrap()[0];
     assert_eq!((row.messages, row.tokens), (3, 42));
@@ -159,10 +156,7 @@ fn counters_follow_appends_and_token_updates() {
         .unwrap();
     let row = &store.list_sessions(&SessionQuery::default()).unwrap()[0];
     assert_eq!((row.messages, row.tokens), (3, 45));
-    assert_eq!(
-        store.message(msgs[0].id).unwrap().unwrap().tokens,
-        Some(count(5))
-    );
+    assert_eq!(store.message(msgs[0].id).unwrap().unwrap().tokens, Some(count(5)));
 }
 
 #[test]
@@ -177,10 +171,7 @@ fn unknown_message_in_token_update_stores_nothing() {
         tokens: 9,
     };
     let err = store
-        .set_message_tokens(&[
-            (m.id, count.clone()),
-            (strata::domain::MessageId::new(), count),
-        ])
+        .set_message_tokens(&[(m.id, count.clone()), (strata::domain::MessageId::new(), count)])
         .unwrap_err();
     assert!(matches!(err, StoreError::MessageNotFound { .. }), "{err}");
     assert_eq!(store.message(m.id).unwrap().unwrap().tokens, None);
@@ -206,10 +197,7 @@ fn streaming_updates_replace_content_and_status() {
     store
         .update_message(m.id, "partial answer", MessageStatus::Complete)
         .unwrap();
-    assert_eq!(
-        store.messages(s.id, false).unwrap()[0].content,
-        "partial answer"
-    );
+    assert_eq!(store.messages(s.id, false).unwrap()[0].content, "partial answer");
     let q = SessionQuery {
         search: Some("answer".into()),
         ..SessionQuery::default()
@@ -221,11 +209,7 @@ fn streaming_updates_replace_content_and_status() {
     );
 
     let err = store
-        .update_message(
-            strata::domain::MessageId::new(),
-            "x",
-            MessageStatus::Complete,
-        )
+        .update_message(strata::domain::MessageId::new(), "x", MessageStatus::Complete)
         .unwrap_err();
     assert!(matches!(err, StoreError::MessageNotFound { .. }));
 }
@@ -253,10 +237,7 @@ fn new_prompt_version_becomes_current_and_bumps_updated_at() {
     assert!(back.updated_at > s.updated_at);
 
     let again = prompt(s.id, 2, "other");
-    assert!(
-        store.add_prompt_version(&again).is_err(),
-        "version 2 is taken"
-    );
+    assert!(store.add_prompt_version(&again).is_err(), "version 2 is taken");
     assert_eq!(store.current_prompt(s.id).unwrap(), Some(p2));
 }
 
@@ -271,11 +252,7 @@ fn model_change_and_rename_update_the_row() {
     store.rename_session(s.id, "new title").unwrap();
     let back = store.session(s.id).unwrap().unwrap();
     assert_eq!(
-        (
-            back.provider.as_str(),
-            back.model.as_str(),
-            back.title.as_str()
-        ),
+        (back.provider.as_str(), back.model.as_str(), back.title.as_str()),
         ("anthropic", "claude-sonnet-4-5", "new title")
     );
     let search = |text: &str| {
@@ -315,11 +292,7 @@ fn find_session_by_full_id_or_unique_prefix() {
     );
     // The two ids share their time prefix; the first differing character
     // makes a unique prefix.
-    let common = a_id
-        .chars()
-        .zip(b_id.chars())
-        .take_while(|(x, y)| x == y)
-        .count();
+    let common = a_id.chars().zip(b_id.chars()).take_while(|(x, y)| x == y).count();
     let unique = &b_id[..(common + 1).max(4)];
     assert_eq!(store.find_session(unique).unwrap().id, b.id);
     if common >= 4 {

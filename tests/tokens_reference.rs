@@ -67,8 +67,7 @@ struct Case {
 
 /// Every fixture, in the order the script prints them.
 fn fixtures() -> Vec<(String, String)> {
-    let cases: Vec<Case> =
-        serde_json::from_str(include_str!("fixtures/tokens/cases.json")).unwrap();
+    let cases: Vec<Case> = serde_json::from_str(include_str!("fixtures/tokens/cases.json")).unwrap();
     let mut out: Vec<(String, String)> = cases.into_iter().map(|c| (c.name, c.text)).collect();
     let files = [
         ("english", include_str!("fixtures/tokens/english.txt")),

@@ -17,6 +17,18 @@ pub enum Tier {
     Volatile,
 }
 
+impl Tier {
+    /// `stable`, `context` or `volatile`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Stable => "stable",
+            Self::Context => "context",
+            Self::Volatile => "volatile",
+        }
+    }
+}
+
 /// The name of a layer (DESIGN §4), in the order layers appear in the text.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -150,6 +162,20 @@ pub enum SourceStatus {
     Skipped,
     /// Refused (outside the workspace, or replaced because it looked like an injection).
     Blocked,
+}
+
+impl SourceStatus {
+    /// `found`, `missing`, `truncated`, `skipped` or `blocked`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Found => "found",
+            Self::Missing => "missing",
+            Self::Truncated => "truncated",
+            Self::Skipped => "skipped",
+            Self::Blocked => "blocked",
+        }
+    }
 }
 
 /// One source of a layer, as shown in the layer table.

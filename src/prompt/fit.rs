@@ -84,8 +84,7 @@ pub(crate) fn fit(
             "{path} is not valid UTF-8; the invalid bytes were replaced with U+FFFD."
         ));
     }
-    let strip =
-        |s: &'_ str| -> String { if strip_fm { strip_frontmatter(s) } else { s }.to_owned() };
+    let strip = |s: &'_ str| -> String { if strip_fm { strip_frontmatter(s) } else { s }.to_owned() };
     let (head, tail, total, unit, whole) = match &source.body {
         SourceBody::Empty => return nothing(source, SourceStatus::Found),
         SourceBody::Whole { text } => {
@@ -242,11 +241,7 @@ mod tests {
     fn skipped_blocked_and_lossy_sources_warn() {
         let mut w = Vec::new();
         let skipped = SourceText::skipped("/p/A.md", "it is a directory");
-        assert!(
-            fit(&skipped, 9, CapKind::PerFile, true, &mut w)
-                .body
-                .is_none()
-        );
+        assert!(fit(&skipped, 9, CapKind::PerFile, true, &mut w).body.is_none());
         let blocked = SourceText::blocked("/p/B.md", "it resolves outside the workspace");
         assert_eq!(
             fit(&blocked, 9, CapKind::PerFile, true, &mut w).info.status,

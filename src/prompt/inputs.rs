@@ -96,9 +96,7 @@ impl SourceText {
             && match &self.body {
                 SourceBody::Empty => false,
                 SourceBody::Whole { text } => !text.trim().is_empty(),
-                SourceBody::Excerpt { head, tail, .. } => {
-                    !head.trim().is_empty() || !tail.trim().is_empty()
-                }
+                SourceBody::Excerpt { head, tail, .. } => !head.trim().is_empty() || !tail.trim().is_empty(),
             }
     }
 }

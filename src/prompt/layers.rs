@@ -43,8 +43,7 @@ pub(crate) fn build(inputs: &PromptInputs, warnings: &mut Vec<String>) -> Vec<La
         some.then(|| environment(inputs)),
         some.then(|| workspace(inputs)),
         some.then(|| {
-            let (text, sources) =
-                project_layer(&inputs.instruction_files, &inputs.settings, cap, warnings);
+            let (text, sources) = project_layer(&inputs.instruction_files, &inputs.settings, cap, warnings);
             Layer {
                 name: LayerName::Project,
                 text,
@@ -160,11 +159,7 @@ fn skill_line(skill: &SkillEntry) -> String {
         .map(|d| d.split_whitespace().collect::<Vec<_>>().join(" "))
         .filter(|d| !d.is_empty());
     match description {
-        Some(d) => format!(
-            "- {}: {}",
-            skill.name,
-            ellipsize(&d, SKILL_DESCRIPTION_CHARS)
-        ),
+        Some(d) => format!("- {}: {}", skill.name, ellipsize(&d, SKILL_DESCRIPTION_CHARS)),
         None => format!("- {}", skill.name),
     }
 }
@@ -177,11 +172,7 @@ fn skills(skills: &[SkillEntry]) -> Option<Layer> {
     }
     let mut groups: BTreeMap<Option<&str>, Vec<&SkillEntry>> = BTreeMap::new();
     for skill in skills {
-        let category = skill
-            .category
-            .as_deref()
-            .map(str::trim)
-            .filter(|c| !c.is_empty());
+        let category = skill.category.as_deref().map(str::trim).filter(|c| !c.is_empty());
         groups.entry(category).or_default().push(skill);
     }
     let mut text = fill(assets::SKILLS, &[]);
@@ -221,11 +212,7 @@ fn nonempty(v: &Option<String>) -> Option<&str> {
 
 fn environment(inputs: &PromptInputs) -> Layer {
     let env = &inputs.environment;
-    let (os, shell, terminal) = (
-        nonempty(&env.os),
-        nonempty(&env.shell),
-        nonempty(&env.terminal),
-    );
+    let (os, shell, terminal) = (nonempty(&env.os), nonempty(&env.shell), nonempty(&env.terminal));
     let text = if os.is_none() && shell.is_none() && terminal.is_none() {
         String::new()
     } else {

@@ -127,22 +127,14 @@ mod tests {
         assert_eq!(
             fill(
                 t,
-                &[
-                    ("title", Some("T")),
-                    ("opt", None),
-                    ("body", Some("{title}"))
-                ]
+                &[("title", Some("T")), ("opt", None), ("body", Some("{title}"))]
             ),
             "# T\nbody: {title}"
         );
         assert_eq!(
             fill(
                 t,
-                &[
-                    ("title", Some("T")),
-                    ("opt", Some("o")),
-                    ("body", Some("b"))
-                ]
+                &[("title", Some("T")), ("opt", Some("o")), ("body", Some("b"))]
             ),
             "# T\no\n\nbody: b"
         );

@@ -43,7 +43,9 @@ pub enum ProviderError {
         message: String,
     },
     /// The request is longer than the model's context window. Goes to compression.
-    #[error("the request is too long for the model's context window ({message}); use /compress, /new or a model with a larger window")]
+    #[error(
+        "the request is too long for the model's context window ({message}); use /compress, /new or a model with a larger window"
+    )]
     ContextOverflow {
         /// The provider's message.
         message: String,

@@ -109,8 +109,7 @@ where
     T::Err: std::fmt::Display,
 {
     let s: String = row.get(column)?;
-    s.parse()
-        .map_err(|e| bad(column, format!("bad id '{s}': {e}")))
+    s.parse().map_err(|e| bad(column, format!("bad id '{s}': {e}")))
 }
 
 /// Reads a nullable id column.
@@ -119,11 +118,8 @@ where
     T::Err: std::fmt::Display,
 {
     let s: Option<String> = row.get(column)?;
-    s.map(|s| {
-        s.parse()
-            .map_err(|e| bad(column, format!("bad id '{s}': {e}")))
-    })
-    .transpose()
+    s.map(|s| s.parse().map_err(|e| bad(column, format!("bad id '{s}': {e}"))))
+        .transpose()
 }
 
 /// Reads a non-negative INTEGER column as `u64`.
@@ -168,11 +164,7 @@ mod tests {
 
     #[test]
     fn every_enum_name_parses_back() {
-        for k in [
-            MessageKind::Normal,
-            MessageKind::Summary,
-            MessageKind::Synthetic,
-        ] {
+        for k in [MessageKind::Normal, MessageKind::Summary, MessageKind::Synthetic] {
             assert_eq!(parse_kind(kind_str(k)), Some(k));
         }
         for s in [

@@ -92,9 +92,7 @@ pub enum StoreError {
     },
 
     /// The id prefix is too short to look up. Not retryable.
-    #[error(
-        "the session id '{id}' is too short; give the full id or at least {min} of its characters"
-    )]
+    #[error("the session id '{id}' is too short; give the full id or at least {min} of its characters")]
     IdTooShort {
         /// What the user gave.
         id: String,
@@ -166,9 +164,7 @@ impl From<rusqlite::Error> for StoreError {
                 what: format!("column {column} ({name}) holds {ty}"),
             },
             _ => match e.sqlite_error_code() {
-                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
-                    Self::Busy
-                }
+                Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => Self::Busy,
                 _ => Self::Sqlite(e),
             },
         }

@@ -53,8 +53,7 @@ impl StoreHandle {
     {
         let (reply, answer) = mpsc::sync_channel::<Result<R, StoreError>>(1);
         let boxed: Job = Box::new(move |store: &mut Store| {
-            let result =
-                catch_unwind(AssertUnwindSafe(|| job(store))).map_err(|_| StoreError::JobPanicked);
+            let result = catch_unwind(AssertUnwindSafe(|| job(store))).map_err(|_| StoreError::JobPanicked);
             // The caller may have stopped waiting; nothing to do then.
             let _ = reply.send(result);
         });

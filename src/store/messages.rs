@@ -12,8 +12,7 @@ use super::{Store, StoreError};
 use crate::domain::{Message, MessageId, MessageStatus, SessionId, TokenCount, ToolCall};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
-const MESSAGE_COLUMNS: &str =
-    "id, session_id, seq, role, content, tool_calls, tool_call_id, pinned,
+const MESSAGE_COLUMNS: &str = "id, session_id, seq, role, content, tool_calls, tool_call_id, pinned,
      ephemeral_ttl, kind, archived_by, status, created_at, tokens, tokenizer";
 
 fn message_row(row: &Row<'_>) -> rusqlite::Result<Message> {
@@ -167,10 +166,9 @@ impl Store {
             .prepare_cached(
                 "UPDATE messages SET content = ?2, status = ?3 WHERE id = ?1 RETURNING session_id",
             )?
-            .query_row(
-                params![message.to_string(), content, status_str(status)],
-                |r| r.get(0),
-            )
+            .query_row(params![message.to_string(), content, status_str(status)], |r| {
+                r.get(0)
+            })
             .optional()?;
         let Some(session) = session else {
             return Err(StoreError::MessageNotFound {
@@ -189,17 +187,13 @@ impl Store {
     /// # Errors
     /// [`StoreError::MessageNotFound`] for an unknown id (nothing is
     /// stored); [`StoreError::Sqlite`].
-    pub fn set_message_tokens(
-        &mut self,
-        counts: &[(MessageId, TokenCount)],
-    ) -> Result<(), StoreError> {
+    pub fn set_message_tokens(&mut self, counts: &[(MessageId, TokenCount)]) -> Result<(), StoreError> {
         let tx = self.conn.transaction()?;
         {
             let mut stmt =
                 tx.prepare_cached("UPDATE messages SET tokens = ?2, tokenizer = ?3 WHERE id = ?1")?;
             for (message, count) in counts {
-                let n =
-                    stmt.execute(params![message.to_string(), count.tokens, count.tokenizer])?;
+                let n = stmt.execute(params![message.to_string(), count.tokens, count.tokenizer])?;
                 if n == 0 {
                     return Err(StoreError::MessageNotFound {
                         id: message.to_string(),
@@ -242,19 +236,14 @@ impl Store {
     ///
     /// # Errors
     /// [`StoreError::Decode`]; [`StoreError::Sqlite`].
-    pub fn messages(
-        &self,
-        session: SessionId,
-        include_archived: bool,
-    ) -> Result<Vec<Message>, StoreError> {
+    pub fn messages(&self, session: SessionId, include_archived: bool) -> Result<Vec<Message>, StoreError> {
         let filter = if include_archived {
             ""
         } else {
             "AND archived_by IS NULL"
         };
-        let sql = format!(
-            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 {filter} ORDER BY seq"
-        );
+        let sql =
+            format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 {filter} ORDER BY seq");
         let rows = self
             .conn
             .prepare_cached(&sql)?

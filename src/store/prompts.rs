@@ -20,16 +20,9 @@ fn prompt_row(row: &Row<'_>) -> rusqlite::Result<SystemPrompt> {
         version: row.get(2)?,
         text: row.get(3)?,
         layers: json(row, 4)?,
-        boundary_offset: opt_uint(row, 5)?
-            .map(usize::try_from)
-            .transpose()
-            .map_err(|e| {
-                rusqlite::Error::FromSqlConversionFailure(
-                    5,
-                    rusqlite::types::Type::Integer,
-                    e.into(),
-                )
-            })?,
+        boundary_offset: opt_uint(row, 5)?.map(usize::try_from).transpose().map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(5, rusqlite::types::Type::Integer, e.into())
+        })?,
         sha256: row.get(6)?,
         fingerprint: json(row, 7)?,
         created_at: row.get(8)?,

@@ -84,10 +84,7 @@ mod tests {
         let tables: i64 = conn
             .query_row("SELECT count(*) FROM sqlite_schema", [], |r| r.get(0))
             .unwrap();
-        assert_eq!(
-            tables, 0,
-            "the first file must be rolled back with the second"
-        );
+        assert_eq!(tables, 0, "the first file must be rolled back with the second");
         assert_eq!(user_version(&conn).unwrap(), 0);
     }
 }

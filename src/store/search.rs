@@ -29,10 +29,7 @@ mod tests {
 
     #[test]
     fn each_term_is_quoted_and_prefix_matched() {
-        assert_eq!(
-            fts_query("hello world").as_deref(),
-            Some("\"hello\"* \"world\"*")
-        );
+        assert_eq!(fts_query("hello world").as_deref(), Some("\"hello\"* \"world\"*"));
     }
 
     #[test]
@@ -51,10 +48,8 @@ mod tests {
     #[test]
     fn every_query_parses_in_fts5() {
         let conn = rusqlite::Connection::open_in_memory().unwrap();
-        conn.execute_batch(
-            "CREATE VIRTUAL TABLE t USING fts5(x); INSERT INTO t VALUES ('foo bar');",
-        )
-        .unwrap();
+        conn.execute_batch("CREATE VIRTUAL TABLE t USING fts5(x); INSERT INTO t VALUES ('foo bar');")
+            .unwrap();
         for input in [
             "foo\"bar",
             "AND(",
@@ -73,9 +68,7 @@ mod tests {
         ] {
             if let Some(q) = fts_query(input) {
                 let r: rusqlite::Result<i64> =
-                    conn.query_row("SELECT count(*) FROM t WHERE t MATCH ?1", [&q], |r| {
-                        r.get(0)
-                    });
+                    conn.query_row("SELECT count(*) FROM t WHERE t MATCH ?1", [&q], |r| r.get(0));
                 assert!(r.is_ok(), "{input:?} gave {q:?}: {r:?}");
             }
         }

@@ -73,11 +73,7 @@ impl Store {
     /// # Errors
     /// [`StoreError::Sqlite`] when the id is taken or the prompt is invalid
     /// (nothing is stored); [`StoreError::Busy`].
-    pub fn create_session(
-        &mut self,
-        session: &Session,
-        prompt: &SystemPrompt,
-    ) -> Result<(), StoreError> {
+    pub fn create_session(&mut self, session: &Session, prompt: &SystemPrompt) -> Result<(), StoreError> {
         let tx = self.conn.transaction()?;
         tx.prepare_cached(
             "INSERT INTO sessions (id, title, workspace, model, provider, current_prompt_id,
@@ -197,9 +193,7 @@ impl Store {
               ORDER BY updated_at DESC, id DESC
               LIMIT :limit"
         );
-        let limit = query
-            .limit
-            .map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
+        let limit = query.limit.map_or(-1, |n| i64::try_from(n).unwrap_or(i64::MAX));
         let mut stmt = self.conn.prepare_cached(&sql)?;
         let mut named: Vec<(&str, &dyn rusqlite::ToSql)> = vec![(":limit", &limit)];
         if let Some(ws) = &query.workspace {
@@ -270,9 +264,7 @@ impl Store {
     pub fn rename_session(&mut self, session: SessionId, title: &str) -> Result<(), StoreError> {
         let n = self
             .conn
-            .prepare_cached(
-                "UPDATE sessions SET title = ?2, updated_at = max(updated_at, ?3) WHERE id = ?1",
-            )?
+            .prepare_cached("UPDATE sessions SET title = ?2, updated_at = max(updated_at, ?3) WHERE id = ?1")?
             .execute(params![session.to_string(), title, now_ms()])?;
         found(n, session)
     }

@@ -156,8 +156,7 @@ fn tier_category(layers: &[LayerInfo], tier: Tier) -> Category {
         let kept: u64 = files.iter().map(|s| s.kept_chars).sum();
         let denominator = kept.max(layer.chars as u64).max(1);
         for source in files {
-            let share =
-                u128::from(tokens) * u128::from(source.kept_chars) / u128::from(denominator);
+            let share = u128::from(tokens) * u128::from(source.kept_chars) / u128::from(denominator);
             category.items.push(BudgetItem {
                 name: format!("{}: {}", layer.name.as_str(), source.path),
                 tokens: u64::try_from(share).unwrap_or(tokens),
@@ -231,11 +230,7 @@ impl Budget {
             window: input.window,
             reserved_output: input.reserved_output,
             effective_window: input.window.saturating_sub(input.reserved_output),
-            threshold: Threshold::from_settings(
-                input.window,
-                input.reserved_output,
-                input.threshold,
-            ),
+            threshold: Threshold::from_settings(input.window, input.reserved_output, input.threshold),
             boundary_tokens,
             tokenizer: input.tokenizer.to_owned(),
             exact: input.exact,

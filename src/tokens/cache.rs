@@ -99,11 +99,7 @@ impl TokenCache {
 
     /// Counts a whole history, tokenising only messages with no count under
     /// `counter`'s tokenizer in this cache or in their row.
-    pub fn count_history(
-        &mut self,
-        counter: &dyn TokenCounter,
-        messages: &[Message],
-    ) -> HistoryCounts {
+    pub fn count_history(&mut self, counter: &dyn TokenCounter, messages: &[Message]) -> HistoryCounts {
         let mut out = HistoryCounts {
             tokens: Vec::with_capacity(messages.len()),
             ..HistoryCounts::default()
@@ -168,11 +164,7 @@ mod tests {
         let session = SessionId::new();
         (0..n)
             .map(|i| {
-                let role = if i % 2 == 0 {
-                    Role::User
-                } else {
-                    Role::Assistant
-                };
+                let role = if i % 2 == 0 { Role::User } else { Role::Assistant };
                 Message::new(session, role, format!("message number {i}"), 0)
             })
             .collect()

@@ -49,9 +49,7 @@ fn normalise(model: &str) -> String {
 fn has_model_prefix(name: &str, prefix: &str) -> bool {
     match name.strip_prefix(prefix) {
         Some(rest) => {
-            rest.is_empty()
-                || prefix.ends_with('-')
-                || !rest.starts_with(|c: char| c.is_ascii_digit())
+            rest.is_empty() || prefix.ends_with('-') || !rest.starts_with(|c: char| c.is_ascii_digit())
         }
         None => false,
     }

@@ -178,10 +178,7 @@ mod tests {
         let mut m = msg(Role::Tool, "ok");
         let without = message_tokens(&c, &m);
         m.tool_call_id = Some("call_abc123".into());
-        assert_eq!(
-            message_tokens(&c, &m),
-            without + c.count("call_abc123") as u32
-        );
+        assert_eq!(message_tokens(&c, &m), without + c.count("call_abc123") as u32);
     }
 
     #[test]

@@ -103,12 +103,7 @@ mod tests {
     use super::*;
 
     fn default(window: u64, reserved: u64) -> Threshold {
-        Threshold::compute(
-            window,
-            reserved,
-            DEFAULT_THRESHOLD_RATIO,
-            DEFAULT_THRESHOLD_CAP,
-        )
+        Threshold::compute(window, reserved, DEFAULT_THRESHOLD_RATIO, DEFAULT_THRESHOLD_CAP)
     }
 
     #[test]

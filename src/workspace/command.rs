@@ -28,11 +28,7 @@ const POLL: Duration = Duration::from_millis(10);
 
 /// Runs `command` in `dir` with `timeout`; returns its output and warnings.
 #[must_use]
-pub fn run_context_cmd(
-    command: &str,
-    dir: &Path,
-    timeout: Duration,
-) -> (ComputedOutput, Vec<String>) {
+pub fn run_context_cmd(command: &str, dir: &Path, timeout: Duration) -> (ComputedOutput, Vec<String>) {
     let mut warnings = Vec::new();
     let mut out = ComputedOutput {
         command: command.to_owned(),
@@ -160,8 +156,7 @@ mod tests {
     #[test]
     fn a_failing_command_warns_and_keeps_its_output() {
         let dir = tempfile::tempdir().unwrap();
-        let (out, warnings) =
-            run_context_cmd("echo partial; exit 3", dir.path(), CONTEXT_CMD_TIMEOUT);
+        let (out, warnings) = run_context_cmd("echo partial; exit 3", dir.path(), CONTEXT_CMD_TIMEOUT);
         assert_eq!(out.output, "partial\n");
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("exited with status 3"), "{warnings:?}");
@@ -170,11 +165,8 @@ mod tests {
     #[test]
     fn a_command_over_its_time_is_killed_with_a_warning() {
         let dir = tempfile::tempdir().unwrap();
-        let (out, warnings) = run_context_cmd(
-            "echo started; sleep 30",
-            dir.path(),
-            Duration::from_millis(300),
-        );
+        let (out, warnings) =
+            run_context_cmd("echo started; sleep 30", dir.path(), Duration::from_millis(300));
         assert_eq!(out.output, "started\n");
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("did not finish"), "{warnings:?}");

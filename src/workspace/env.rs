@@ -32,10 +32,7 @@ impl EnvFacts {
 
 /// The `PRETTY_NAME` value of an `os-release` file, unquoted.
 fn os_release_pretty_name(text: &str) -> Option<String> {
-    let value = text
-        .lines()
-        .find_map(|l| l.strip_prefix("PRETTY_NAME="))?
-        .trim();
+    let value = text.lines().find_map(|l| l.strip_prefix("PRETTY_NAME="))?.trim();
     let value = value
         .strip_prefix('"')
         .and_then(|v| v.strip_suffix('"'))

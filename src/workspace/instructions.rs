@@ -28,12 +28,7 @@ pub(crate) enum Family {
     Cursor,
 }
 
-const FAMILIES: [Family; 4] = [
-    Family::Strata,
-    Family::Agents,
-    Family::Claude,
-    Family::Cursor,
-];
+const FAMILIES: [Family; 4] = [Family::Strata, Family::Agents, Family::Claude, Family::Cursor];
 
 fn exists(path: &Path) -> bool {
     fs::symlink_metadata(path).is_ok()
@@ -144,11 +139,7 @@ pub(crate) fn instruction_files(
     reader: &mut Reader,
     cap: usize,
 ) -> Vec<SourceText> {
-    let families: &[Family] = if agents_only {
-        &[Family::Agents]
-    } else {
-        &FAMILIES
-    };
+    let families: &[Family] = if agents_only { &[Family::Agents] } else { &FAMILIES };
     let mut files = Vec::new();
     match policy {
         InstructionPolicy::First => {
@@ -170,9 +161,7 @@ pub(crate) fn instruction_files(
         }
     }
     if files.iter().all(|f| f.status == SourceStatus::Missing) {
-        files = vec![SourceText::missing(
-            root.join("AGENTS.md").display().to_string(),
-        )];
+        files = vec![SourceText::missing(root.join("AGENTS.md").display().to_string())];
     }
     files
 }

@@ -53,9 +53,7 @@ impl Reader {
                 lossy,
             },
             Ok(None) => SourceText::missing(shown),
-            Err(e @ WorkspaceError::OutsideWorkspace { .. }) => {
-                SourceText::blocked(shown, e.to_string())
-            }
+            Err(e @ WorkspaceError::OutsideWorkspace { .. }) => SourceText::blocked(shown, e.to_string()),
             Err(e) => SourceText::skipped(shown, e.to_string()),
         }
     }
@@ -124,9 +122,7 @@ impl Reader {
     /// Reads at most `limit` bytes from the current position.
     pub fn read_up_to(&mut self, file: &mut File, limit: u64) -> Result<Vec<u8>, WorkspaceError> {
         let mut bytes = Vec::new();
-        file.take(limit)
-            .read_to_end(&mut bytes)
-            .map_err(open_error)?;
+        file.take(limit).read_to_end(&mut bytes).map_err(open_error)?;
         self.stats.bytes_read += bytes.len() as u64;
         Ok(bytes)
     }
@@ -183,11 +179,7 @@ pub(crate) fn trim_partial_end(bytes: &[u8]) -> &[u8] {
 
 /// Drops continuation bytes of a UTF-8 sequence cut off at the start.
 pub(crate) fn trim_partial_start(bytes: &[u8]) -> &[u8] {
-    let skip = bytes
-        .iter()
-        .take(3)
-        .take_while(|b| **b & 0xC0 == 0x80)
-        .count();
+    let skip = bytes.iter().take(3).take_while(|b| **b & 0xC0 == 0x80).count();
     &bytes[skip..]
 }
 

@@ -55,8 +55,7 @@ pub fn git_branch(git_root: &Path) -> Option<String> {
         );
     }
     let short: String = head.chars().take(7).collect();
-    (short.len() == 7 && short.chars().all(|c| c.is_ascii_hexdigit()))
-        .then(|| format!("detached at {short}"))
+    (short.len() == 7 && short.chars().all(|c| c.is_ascii_hexdigit())).then(|| format!("detached at {short}"))
 }
 
 #[cfg(test)]

@@ -104,8 +104,7 @@ fn parse(found: &Found, reader: &mut Reader) -> CachedSkill {
     };
     match serde_yaml_ng::from_str::<Frontmatter>(yaml) {
         Ok(meta) => {
-            let clean =
-                |v: Option<String>| v.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
+            let clean = |v: Option<String>| v.map(|s| s.trim().to_owned()).filter(|s| !s.is_empty());
             if let Some(name) = clean(meta.name) {
                 cached.name = name;
             }

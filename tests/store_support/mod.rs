@@ -4,8 +4,8 @@
 #![allow(dead_code)]
 
 use strata::domain::{
-    Fingerprint, LayerInfo, LayerName, Message, MessageKind, MessageStatus, PromptId, PromptMode,
-    Role, Session, SessionId, SourceInfo, SourceStatus, SystemPrompt, TokenCount, ToolCall,
+    Fingerprint, LayerInfo, LayerName, Message, MessageKind, MessageStatus, PromptId, PromptMode, Role,
+    Session, SessionId, SourceInfo, SourceStatus, SystemPrompt, TokenCount, ToolCall,
 };
 
 /// A prompt version for `session` with two layers and a boundary.

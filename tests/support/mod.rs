@@ -164,11 +164,7 @@ pub fn assert_layer_invariants(p: &AssembledPrompt) {
             l.name.as_str()
         );
         assert!(l.end >= l.start);
-        assert!(
-            l.tier >= tier,
-            "layer {} is out of tier order",
-            l.name.as_str()
-        );
+        assert!(l.tier >= tier, "layer {} is out of tier order", l.name.as_str());
         assert_eq!(l.tier, l.name.tier());
         assert_eq!(l.chars, p.text[l.start..l.end].chars().count());
         tier = l.tier;
@@ -184,10 +180,7 @@ pub fn assert_layer_invariants(p: &AssembledPrompt) {
             assert_eq!(b.start, offset);
             assert!(p.text[offset..].starts_with("---\nEverything above is the same"));
             let first_volatile = p.layers.iter().find(|l| l.tier == Tier::Volatile).unwrap();
-            assert_eq!(
-                first_volatile.name,
-                strata::domain::LayerName::CacheBoundary
-            );
+            assert_eq!(first_volatile.name, strata::domain::LayerName::CacheBoundary);
         }
         (None, None) => {}
         other => panic!("boundary layer and offset disagree: {other:?}"),

@@ -99,11 +99,7 @@ fn input<'a>(
 }
 
 fn item(category: &Category, name: &str) -> Option<u64> {
-    category
-        .items
-        .iter()
-        .find(|i| i.name == name)
-        .map(|i| i.tokens)
+    category.items.iter().find(|i| i.name == name).map(|i| i.tokens)
 }
 
 fn total(c: &Categories) -> u64 {
@@ -185,10 +181,7 @@ fn prompt_tiers_list_layers_then_their_files() {
         ]
     );
     // 400 tokens apportioned by 900 and 300 of the layer's 1,200 chars.
-    assert_eq!(
-        item(&b.categories.context, "project: /repo/AGENTS.md"),
-        Some(300)
-    );
+    assert_eq!(item(&b.categories.context, "project: /repo/AGENTS.md"), Some(300));
     assert_eq!(
         item(&b.categories.context, "project: /repo/sub/AGENTS.md"),
         Some(100)

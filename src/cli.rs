@@ -1,0 +1,44 @@
+//! Command-line interface: `clap` definitions and one function per subcommand.
+//! Errors reach stderr as one sentence; exit codes are 0 ok, 1 runtime error,
+//! 2 usage error.
+
+mod args;
+mod commands;
+mod output;
+
+use args::{Cli, Command};
+use clap::Parser;
+use std::process::ExitCode;
+
+/// Parses the command line, runs the command and maps the result to an exit code.
+pub fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return ExitCode::from(code);
+        }
+    };
+    match run(cli) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("strata: {}", output::sentence(&e));
+            ExitCode::from(e.downcast_ref::<commands::UsageError>().map_or(1, |_| 2))
+        }
+    }
+}
+
+fn run(cli: Cli) -> anyhow::Result<()> {
+    let env = commands::Env::load(&cli.global)?;
+    match cli.command {
+        None => commands::no_command(&env),
+        Some(Command::Prompt(a)) => commands::prompt(&env, &a),
+        Some(Command::Import(a)) => commands::import(&env, &a),
+        Some(Command::Sessions(a)) => commands::sessions(&env, &a),
+        Some(Command::Show(a)) => commands::show(&env, &a),
+        Some(Command::Export(a)) => commands::export(&env, &a),
+        Some(Command::Context(a)) => commands::context(&env, &a),
+    }
+}

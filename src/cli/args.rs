@@ -1,0 +1,135 @@
+//! The command line's shape.
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use std::path::PathBuf;
+
+/// strata: chat with language models in the terminal and see what goes into their context.
+#[derive(Debug, Parser)]
+#[command(name = "strata", version, about, long_about = None)]
+pub struct Cli {
+    #[command(flatten)]
+    pub global: GlobalArgs,
+    #[command(subcommand)]
+    pub command: Option<Command>,
+}
+
+/// Options every command accepts.
+#[derive(Debug, Args)]
+pub struct GlobalArgs {
+    /// Provider to talk to: openai, anthropic or local (default: chosen from the API keys present).
+    #[arg(long, global = true, value_name = "NAME")]
+    pub provider: Option<String>,
+    /// Model name as the provider knows it.
+    #[arg(long, global = true, value_name = "NAME")]
+    pub model: Option<String>,
+    /// System prompt mode for new sessions.
+    #[arg(long = "prompt-mode", global = true, value_enum, value_name = "MODE")]
+    pub prompt_mode: Option<ModeArg>,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Assemble and print the system prompt a new session would get, with its layer table.
+    Prompt(PromptArgs),
+    /// Import an OpenAI-format `messages` JSON array as a new session; prints its id.
+    Import(ImportArgs),
+    /// List sessions, newest first.
+    Sessions(SessionsArgs),
+    /// Show one session: its frozen system prompt and messages.
+    Show(ShowArgs),
+    /// Export one session as Markdown or JSON.
+    Export(ExportArgs),
+    /// Show the token budget of a session's next request.
+    Context(ContextArgs),
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ModeArg {
+    Full,
+    Minimal,
+    None,
+}
+
+#[derive(Debug, Args)]
+pub struct PromptArgs {
+    /// Workspace directory (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Prompt mode (overrides --prompt-mode and the config).
+    #[arg(long, value_enum, value_name = "MODE")]
+    pub mode: Option<ModeArg>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ImportArgs {
+    /// A JSON file holding an array of OpenAI chat messages.
+    pub file: PathBuf,
+    /// Session title (default: the first user message).
+    #[arg(long, value_name = "TITLE")]
+    pub title: Option<String>,
+    /// Workspace the session belongs to (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+}
+
+#[derive(Debug, Args)]
+pub struct SessionsArgs {
+    /// Only sessions whose title or messages match these words (full-text search).
+    #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+    pub search: Option<String>,
+    /// At most this many sessions.
+    #[arg(long, value_name = "N")]
+    pub limit: Option<usize>,
+    /// Print JSON instead of a table.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct ShowArgs {
+    /// Session id (or a unique prefix of at least 4 characters).
+    pub id: String,
+    /// Include messages archived by compression.
+    #[arg(long)]
+    pub archived: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum ExportFormat {
+    Md,
+    Json,
+}
+
+#[derive(Debug, Args)]
+pub struct ExportArgs {
+    /// Session id (or a unique prefix).
+    pub id: String,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "md")]
+    pub format: ExportFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct ContextArgs {
+    /// Session id (or a unique prefix).
+    pub id: String,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+impl From<ModeArg> for strata::domain::PromptMode {
+    fn from(m: ModeArg) -> Self {
+        match m {
+            ModeArg::Full => Self::Full,
+            ModeArg::Minimal => Self::Minimal,
+            ModeArg::None => Self::None,
+        }
+    }
+}

@@ -1,0 +1,127 @@
+//! One function per subcommand, plus the environment they share.
+
+mod context;
+mod import;
+mod prompt;
+mod sessions;
+
+pub use context::context;
+pub use import::import;
+pub use prompt::prompt;
+pub use sessions::{export, sessions, show};
+
+use super::args::GlobalArgs;
+use anyhow::Context as _;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use strata::config::{Config, ModelChoice, Paths, SelectionRequest, select_model};
+use strata::domain::PromptMode;
+use strata::runtime::Runtime;
+
+/// A usage error: bad arguments that clap could not catch. Exit code 2.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct UsageError(pub String);
+
+/// What every command needs: paths, config, and the global options.
+pub struct Env {
+    pub paths: Paths,
+    pub config: Config,
+    pub provider: Option<String>,
+    pub model: Option<String>,
+    pub prompt_mode: Option<PromptMode>,
+}
+
+impl Env {
+    /// Resolves paths and loads the config, printing its warnings to stderr.
+    pub fn load(global: &GlobalArgs) -> anyhow::Result<Self> {
+        let paths = Paths::from_env()?;
+        let loaded = Config::load(&paths.config_file())?;
+        for w in &loaded.warnings {
+            eprintln!("strata: warning: {w}");
+        }
+        Ok(Self {
+            paths,
+            config: loaded.config,
+            provider: global.provider.clone(),
+            model: global.model.clone(),
+            prompt_mode: global.prompt_mode.map(Into::into),
+        })
+    }
+
+    /// Provider and model from the options, config and environment.
+    pub fn choice(&self) -> anyhow::Result<ModelChoice> {
+        let env = |name: &str| std::env::var(name).ok();
+        Ok(select_model(&SelectionRequest {
+            provider: self.provider.as_deref(),
+            model: self.model.as_deref(),
+            config: &self.config,
+            env: &env,
+        })?)
+    }
+
+    /// Provider and model of an existing session, with this config's limits.
+    pub fn choice_for(&self, session: &strata::domain::Session) -> anyhow::Result<ModelChoice> {
+        let env = |name: &str| std::env::var(name).ok();
+        Ok(select_model(&SelectionRequest {
+            provider: Some(&session.provider),
+            model: Some(&session.model),
+            config: &self.config,
+            env: &env,
+        })?)
+    }
+
+    /// Opens the store (creating it when missing).
+    pub fn runtime(&self) -> anyhow::Result<Runtime> {
+        Ok(Runtime::open(self.paths.clone(), self.config.clone())?)
+    }
+
+    /// Opens the store only when the database already exists.
+    pub fn existing_runtime(&self) -> anyhow::Result<Option<Runtime>> {
+        if self.paths.database().exists() {
+            self.runtime().map(Some)
+        } else {
+            Ok(None)
+        }
+    }
+}
+
+/// `strata` with no subcommand. The full-screen app is not built yet, so it
+/// says what exists instead.
+pub fn no_command(_env: &Env) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "strata's full-screen chat is not available in this version.\n\
+         Try `strata prompt` to see the system prompt a session here would get,\n\
+         `strata import FILE` to import a conversation, and `strata --help` for all commands."
+    )?;
+    Ok(())
+}
+
+/// The working directory to use: `dir` when given (it must be a directory), else the current one.
+pub fn workspace_dir(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
+    match dir {
+        Some(d) => {
+            if !d.is_dir() {
+                return Err(UsageError(format!(
+                    "the workspace {} is not a directory; pass an existing directory to --workspace",
+                    d.display()
+                ))
+                .into());
+            }
+            std::path::absolute(d)
+                .with_context(|| format!("cannot resolve the workspace path {}", d.display()))
+        }
+        None => std::env::current_dir()
+            .context("cannot read the current directory; cd into an existing directory"),
+    }
+}
+
+/// Writes JSON, pretty-printed, followed by a newline.
+pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
+    let mut out = std::io::stdout().lock();
+    serde_json::to_writer_pretty(&mut out, value)?;
+    writeln!(out)?;
+    Ok(())
+}

@@ -1,0 +1,60 @@
+//! `strata context ID`: the token budget of a session's next request.
+
+use super::{Env, print_json};
+use crate::cli::args::ContextArgs;
+use crate::cli::output::thousands;
+use std::io::Write;
+
+pub fn context(env: &Env, args: &ContextArgs) -> anyhow::Result<()> {
+    let mut runtime = env.runtime()?;
+    let session = runtime.store.find_session(&args.id)?;
+    let choice = env.choice_for(&session)?;
+    let report = runtime.context_report(&session, &choice)?;
+    if args.json {
+        return print_json(&report);
+    }
+    let b = &report.budget;
+    let approx = if b.exact { "" } else { "~" };
+    let mut out = std::io::stdout().lock();
+    writeln!(
+        out,
+        "{} · {} · window {} · tokenizer {}{}",
+        session.title,
+        report.model,
+        thousands(b.window),
+        b.tokenizer,
+        if b.exact { "" } else { " (estimate)" }
+    )?;
+    let c = &b.categories;
+    for (name, cat) in [
+        ("stable", &c.stable),
+        ("context", &c.context),
+        ("volatile", &c.volatile),
+        ("tools", &c.tools),
+        ("history", &c.history),
+        ("reserved_output", &c.reserved_output),
+        ("free", &c.free),
+    ] {
+        let share = if b.window == 0 {
+            0.0
+        } else {
+            cat.tokens as f64 * 100.0 / b.window as f64
+        };
+        writeln!(
+            out,
+            "{name:<16} {approx}{:>10}  {share:5.1}%",
+            thousands(cat.tokens)
+        )?;
+        for item in &cat.items {
+            writeln!(out, "  {:<40} {approx}{:>8}", item.name, thousands(item.tokens))?;
+        }
+    }
+    writeln!(
+        out,
+        "threshold: requested {approx}{} · effective {approx}{} · cache boundary after {approx}{} tokens",
+        thousands(b.threshold.requested),
+        thousands(b.threshold.effective),
+        thousands(b.boundary_tokens)
+    )?;
+    Ok(())
+}

@@ -1,0 +1,170 @@
+//! The TOML config file: its sections and their defaults.
+
+use super::ConfigError;
+use serde::Deserialize;
+use std::path::Path;
+
+/// The whole config file. Every section and key is optional.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct Config {
+    /// `[model]`: which provider and model, and their limits.
+    pub model: ModelConfig,
+    /// `[providers.*]`: per-provider endpoints and key variables.
+    pub providers: ProvidersConfig,
+    /// `[prompt]`: system prompt assembly.
+    pub prompt: crate::prompt::PromptSettings,
+    /// `[compression]`: when and how conversations are compressed.
+    pub compression: CompressionConfig,
+    /// `[ui]`: the full-screen app (read by the app itself).
+    pub ui: toml::Table,
+}
+
+/// `[model]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ModelConfig {
+    /// `openai`, `anthropic` or `local`; unset: chosen from the keys present.
+    pub provider: Option<String>,
+    /// Model name as the provider knows it.
+    pub name: Option<String>,
+    /// The model's context window in tokens, when strata does not know it.
+    pub context_window: Option<u64>,
+    /// Tokens reserved for the reply (`max_tokens`).
+    pub max_tokens: Option<u64>,
+}
+
+/// `[providers]`.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ProvidersConfig {
+    /// `[providers.openai]`: any OpenAI-compatible chat-completions server.
+    pub openai: ProviderConfig,
+    /// `[providers.anthropic]`.
+    pub anthropic: ProviderConfig,
+    /// `[providers.local]`: the embedded model.
+    pub local: ProviderConfig,
+}
+
+/// One `[providers.NAME]` section.
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct ProviderConfig {
+    /// Base URL, e.g. `http://127.0.0.1:8080/v1`.
+    pub base_url: Option<String>,
+    /// The *name* of the environment variable that holds the API key (the key
+    /// itself never goes in the file).
+    pub api_key_env: Option<String>,
+    /// Default model for this provider.
+    pub model: Option<String>,
+}
+
+/// `[compression]` (DESIGN §7).
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default)]
+pub struct CompressionConfig {
+    /// Automatic compression on or off.
+    pub enabled: bool,
+    /// Share of the effective window that triggers compression.
+    pub threshold: f64,
+    /// Upper bound of the effective threshold, in tokens.
+    pub threshold_tokens: u64,
+}
+
+impl Default for CompressionConfig {
+    fn default() -> Self {
+        Self {
+            enabled: true,
+            threshold: 0.75,
+            threshold_tokens: 256_000,
+        }
+    }
+}
+
+/// A parsed config plus the warnings found while reading it.
+#[derive(Clone, Debug, Default)]
+pub struct LoadedConfig {
+    /// The values.
+    pub config: Config,
+    /// One sentence per problem that did not stop loading (unknown keys).
+    pub warnings: Vec<String>,
+}
+
+impl Config {
+    /// Reads `path`; a missing file gives the defaults.
+    ///
+    /// # Errors
+    /// [`ConfigError::Read`] when the file exists but cannot be read,
+    /// [`ConfigError::Parse`] when it is not valid TOML for these sections.
+    pub fn load(path: &Path) -> Result<LoadedConfig, ConfigError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(LoadedConfig::default()),
+            Err(source) => {
+                return Err(ConfigError::Read {
+                    path: path.to_path_buf(),
+                    source,
+                });
+            }
+        };
+        Self::parse(&text).map_err(|message| ConfigError::Parse {
+            path: path.to_path_buf(),
+            message,
+        })
+    }
+
+    /// Parses TOML text, collecting unknown keys as warnings.
+    ///
+    /// # Errors
+    /// The parser's message when the text is not valid for these sections.
+    pub fn parse(text: &str) -> Result<LoadedConfig, String> {
+        let deserializer = toml::Deserializer::parse(text).map_err(|e| e.to_string().trim().to_owned())?;
+        let mut unknown = Vec::new();
+        let config: Config = serde_ignored::deserialize(deserializer, |path| {
+            let key = path.to_string();
+            if !key.starts_with("ui.") {
+                unknown.push(key);
+            }
+        })
+        .map_err(|e| e.to_string().trim().to_owned())?;
+        let warnings = unknown
+            .into_iter()
+            .map(|key| format!("config.toml: unknown key '{key}' is ignored; check its spelling"))
+            .collect();
+        Ok(LoadedConfig { config, warnings })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_text_gives_defaults() {
+        let loaded = Config::parse("").unwrap();
+        assert!(loaded.warnings.is_empty());
+        assert!(loaded.config.compression.enabled);
+        assert!((loaded.config.compression.threshold - 0.75).abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn unknown_keys_are_named_in_warnings() {
+        let loaded = Config::parse("[model]\nname = \"gpt-4o\"\ncolour = 3\n[bogus]\nx = 1\n").unwrap();
+        assert_eq!(loaded.config.model.name.as_deref(), Some("gpt-4o"));
+        assert_eq!(loaded.warnings.len(), 2, "{:?}", loaded.warnings);
+        assert!(loaded.warnings.iter().any(|w| w.contains("'model.colour'")));
+        assert!(loaded.warnings.iter().any(|w| w.contains("'bogus'")));
+    }
+
+    #[test]
+    fn wrong_type_is_an_error_with_a_location() {
+        let err = Config::parse("[model]\ncontext_window = \"big\"\n").unwrap_err();
+        assert!(err.contains("context_window") || err.contains("line"), "{err}");
+    }
+
+    #[test]
+    fn missing_file_gives_defaults() {
+        let loaded = Config::load(Path::new("/nonexistent/strata/config.toml")).unwrap();
+        assert!(loaded.config.model.provider.is_none());
+    }
+}

@@ -1,0 +1,369 @@
+//! Layer 1 (pure): the conversation state machine, `handle(Event) -> Vec<Effect>`.
+//!
+//! It owns one session's active messages and the turn in progress, and says
+//! what must happen — persist this message, send this request, record this
+//! usage, show this text — without doing any of it. The runtime executes the
+//! effects and feeds results back as events. Time is passed in with every
+//! event (unix milliseconds); nothing here reads a clock or performs I/O.
+//!
+//! Invariants:
+//! - the user's message is persisted before the request is sent;
+//! - the assistant reply is persisted as `streaming` when the request
+//!   starts, updated as text arrives (at most every [`FLUSH_INTERVAL_MS`] or
+//!   [`FLUSH_BYTES`]), and finalised as `complete`, `interrupted` or `error`;
+//! - every finished request yields one usage record carrying the provider's
+//!   numbers next to strata's estimate of the same request.
+
+mod calibration;
+mod turn;
+
+pub use calibration::Calibration;
+
+use crate::domain::{
+    ChatRequest, Message, MessageId, MessageStatus, ProviderUsage, RequestMessage, RequestSystem, Role,
+    Session, StreamEvent, SystemPrompt, ToolCall, Usage,
+};
+use crate::tokens::{self, TokenCounter};
+use std::sync::Arc;
+use turn::Turn;
+
+/// Flush streamed text to the store at least this often while it arrives.
+pub const FLUSH_INTERVAL_MS: i64 = 250;
+/// ... or whenever this many new bytes arrived.
+pub const FLUSH_BYTES: usize = 2_048;
+
+/// Why a request failed, as the core needs to know it (the adapter's error
+/// type stays in the adapter).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum FailureKind {
+    /// The request was too long for the window.
+    Overflow,
+    /// Anything else; the message says what.
+    Other,
+}
+
+/// Input to the state machine.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Event {
+    /// The user sent a message.
+    Submit {
+        /// The text.
+        text: String,
+        /// Now, unix ms.
+        now_ms: i64,
+    },
+    /// The provider stream produced an event.
+    Stream {
+        /// The event.
+        event: StreamEvent,
+        /// Now, unix ms.
+        now_ms: i64,
+    },
+    /// The provider stream failed.
+    Failed {
+        /// Overflow or other.
+        kind: FailureKind,
+        /// One sentence for the user.
+        message: String,
+        /// Now, unix ms.
+        now_ms: i64,
+    },
+    /// The stream ended without `Done` (connection closed).
+    StreamEnded {
+        /// Now, unix ms.
+        now_ms: i64,
+    },
+    /// The user cancelled the reply in progress.
+    Cancel {
+        /// Now, unix ms.
+        now_ms: i64,
+    },
+}
+
+/// Something the runtime must do.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Effect {
+    /// Insert a new message row (the store assigns `seq`).
+    SaveMessage(Message),
+    /// Update a stored message's content, tool calls and status.
+    UpdateMessage {
+        /// Which.
+        id: MessageId,
+        /// Full content so far.
+        content: String,
+        /// Tool calls so far.
+        tool_calls: Vec<ToolCall>,
+        /// New status.
+        status: MessageStatus,
+    },
+    /// Start a provider request.
+    SendRequest(ChatRequest),
+    /// Store a usage row.
+    RecordUsage(Usage),
+    /// Show new reply text.
+    ShowDelta(String),
+    /// The turn ended; `status` says how.
+    TurnFinished {
+        /// The assistant message.
+        message_id: MessageId,
+        /// Complete, interrupted or error.
+        status: MessageStatus,
+        /// Usage, when the provider reported it.
+        usage: Option<ProviderUsage>,
+        /// strata's estimate of the request's input tokens.
+        estimated_prompt_tokens: u64,
+    },
+    /// Tell the user something went wrong (one sentence).
+    ShowError(String),
+    /// Nothing happened because a reply is already streaming.
+    Busy,
+}
+
+/// One session's conversation.
+pub struct Conversation {
+    session: Session,
+    prompt: SystemPrompt,
+    messages: Vec<Message>,
+    counter: Arc<dyn TokenCounter>,
+    max_tokens: u64,
+    turn: Option<Turn>,
+    calibration: Calibration,
+}
+
+impl Conversation {
+    /// A conversation over `messages` (the session's active messages, oldest first).
+    #[must_use]
+    pub fn new(
+        session: Session,
+        prompt: SystemPrompt,
+        messages: Vec<Message>,
+        counter: Arc<dyn TokenCounter>,
+        max_tokens: u64,
+    ) -> Self {
+        Self {
+            session,
+            prompt,
+            messages,
+            counter,
+            max_tokens,
+            turn: None,
+            calibration: Calibration::default(),
+        }
+    }
+
+    /// Starts from a calibration learned from earlier usage rows.
+    #[must_use]
+    pub fn with_calibration(mut self, calibration: Calibration) -> Self {
+        self.calibration = calibration;
+        self
+    }
+
+    /// The active messages, oldest first.
+    #[must_use]
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The session.
+    #[must_use]
+    pub fn session(&self) -> &Session {
+        &self.session
+    }
+
+    /// The estimate calibration so far.
+    #[must_use]
+    pub fn calibration(&self) -> Calibration {
+        self.calibration
+    }
+
+    /// Whether a reply is streaming.
+    #[must_use]
+    pub fn is_streaming(&self) -> bool {
+        self.turn.is_some()
+    }
+
+    /// Applies one event and returns what must happen, in order.
+    pub fn handle(&mut self, event: Event) -> Vec<Effect> {
+        match event {
+            Event::Submit { text, now_ms } => self.submit(text, now_ms),
+            Event::Stream { event, now_ms } => self.stream(event, now_ms),
+            Event::Failed {
+                kind,
+                message,
+                now_ms,
+            } => self.fail(kind, &message, now_ms),
+            Event::StreamEnded { now_ms } => {
+                if self.turn.as_ref().is_some_and(Turn::has_output) {
+                    self.finish(
+                        MessageStatus::Interrupted,
+                        now_ms,
+                        Some("the reply was cut off before it ended".into()),
+                    )
+                } else if self.turn.is_some() {
+                    self.fail(
+                        FailureKind::Other,
+                        "the provider ended the reply without sending anything; try again",
+                        now_ms,
+                    )
+                } else {
+                    Vec::new()
+                }
+            }
+            Event::Cancel { now_ms } => {
+                if self.turn.is_some() {
+                    self.finish(MessageStatus::Interrupted, now_ms, None)
+                } else {
+                    Vec::new()
+                }
+            }
+        }
+    }
+
+    /// The request for the current active messages (system prompt + history).
+    #[must_use]
+    pub fn request(&self) -> ChatRequest {
+        let messages = self
+            .messages
+            .iter()
+            .filter(|m| m.status != MessageStatus::Error || !m.content.is_empty())
+            .map(|m| RequestMessage {
+                role: m.role,
+                content: m.content.clone(),
+                tool_calls: m.tool_calls.clone(),
+                tool_call_id: m.tool_call_id.clone(),
+            })
+            .collect();
+        ChatRequest {
+            model: self.session.model.clone(),
+            system: RequestSystem {
+                text: self.prompt.text.clone(),
+                boundary_offset: self.prompt.boundary_offset,
+            },
+            messages,
+            max_tokens: self.max_tokens,
+            tools: Vec::new(),
+            temperature: None,
+        }
+    }
+
+    /// strata's estimate of a request's input tokens (system prompt, every
+    /// message with its chat overhead, reply priming).
+    #[must_use]
+    pub fn estimate(&self, request: &ChatRequest) -> u64 {
+        let counter = self.counter.as_ref();
+        let system = counter.count(&request.system.text) as u64;
+        let history: u64 = self
+            .messages
+            .iter()
+            .map(|m| match &m.tokens {
+                Some(t) if t.tokenizer == counter.id() => u64::from(t.tokens),
+                _ => u64::from(tokens::message_tokens(counter, m)),
+            })
+            .sum();
+        system + history + u64::from(tokens::request_overhead(!request.system.text.is_empty()))
+    }
+
+    fn submit(&mut self, text: String, now_ms: i64) -> Vec<Effect> {
+        if self.turn.is_some() {
+            return vec![Effect::Busy];
+        }
+        let user = Message::new(self.session.id, Role::User, text, now_ms);
+        self.messages.push(user.clone());
+        let request = self.request();
+        let estimate = self.estimate(&request);
+        let mut assistant = Message::new(self.session.id, Role::Assistant, "", now_ms);
+        assistant.status = MessageStatus::Streaming;
+        self.turn = Some(Turn::new(assistant.id, now_ms, estimate));
+        vec![
+            Effect::SaveMessage(user),
+            Effect::SaveMessage(assistant),
+            Effect::SendRequest(request),
+        ]
+    }
+
+    fn stream(&mut self, event: StreamEvent, now_ms: i64) -> Vec<Effect> {
+        let Some(turn) = self.turn.as_mut() else {
+            return Vec::new();
+        };
+        match event {
+            StreamEvent::TextDelta { text } => {
+                turn.push_text(&text, now_ms);
+                let mut effects = vec![Effect::ShowDelta(text)];
+                if turn.should_flush(now_ms) {
+                    effects.push(turn.flush(now_ms));
+                }
+                effects
+            }
+            StreamEvent::ReasoningDelta { .. } => {
+                turn.mark_output(now_ms);
+                Vec::new()
+            }
+            StreamEvent::ToolCallDelta {
+                index,
+                id,
+                name,
+                arguments,
+            } => {
+                turn.push_tool_call(index, id, name, &arguments, now_ms);
+                Vec::new()
+            }
+            StreamEvent::Usage(usage) => {
+                turn.usage = Some(usage);
+                Vec::new()
+            }
+            StreamEvent::Done { .. } => self.finish(MessageStatus::Complete, now_ms, None),
+        }
+    }
+
+    fn fail(&mut self, _kind: FailureKind, message: &str, now_ms: i64) -> Vec<Effect> {
+        let status = if self.turn.as_ref().is_some_and(Turn::has_output) {
+            MessageStatus::Interrupted
+        } else {
+            MessageStatus::Error
+        };
+        self.finish(status, now_ms, Some(message.to_owned()))
+    }
+
+    fn finish(&mut self, status: MessageStatus, now_ms: i64, error: Option<String>) -> Vec<Effect> {
+        let Some(turn) = self.turn.take() else {
+            return Vec::new();
+        };
+        let mut assistant = Message::new(
+            self.session.id,
+            Role::Assistant,
+            turn.text.clone(),
+            turn.started_at_ms,
+        );
+        assistant.id = turn.message_id;
+        assistant.tool_calls = turn.tool_calls();
+        assistant.status = status;
+        let mut effects = vec![Effect::UpdateMessage {
+            id: turn.message_id,
+            content: turn.text.clone(),
+            tool_calls: assistant.tool_calls.clone(),
+            status,
+        }];
+        self.messages.push(assistant);
+        if let Some(u) = turn.usage {
+            if let Some(actual) = u.prompt_tokens {
+                self.calibration.observe(turn.estimate, actual);
+            }
+        }
+        if turn.usage.is_some() || status == MessageStatus::Complete {
+            effects.push(Effect::RecordUsage(turn.usage_row(&self.session, now_ms)));
+        }
+        if let Some(message) = error {
+            effects.push(Effect::ShowError(message));
+        }
+        effects.push(Effect::TurnFinished {
+            message_id: turn.message_id,
+            status,
+            usage: turn.usage,
+            estimated_prompt_tokens: turn.estimate,
+        });
+        effects
+    }
+}
+
+#[cfg(test)]
+mod tests;

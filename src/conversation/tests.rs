@@ -1,0 +1,239 @@
+//! Specification of the conversation state machine, as behaviour.
+
+use super::*;
+use crate::domain::{Fingerprint, PromptId, PromptMode, SessionId};
+use crate::tokens::{Encoding, TiktokenCounter};
+
+fn conversation() -> Conversation {
+    let id = SessionId::new();
+    let session = Session {
+        id,
+        title: "t".into(),
+        workspace: "/w".into(),
+        model: "gpt-4o".into(),
+        provider: "openai".into(),
+        current_prompt_id: None,
+        parent_id: None,
+        created_at: 0,
+        updated_at: 0,
+    };
+    let prompt = SystemPrompt {
+        id: PromptId::new(),
+        session_id: id,
+        version: 1,
+        text: "You are helpful.\n\nvolatile".into(),
+        layers: Vec::new(),
+        boundary_offset: Some(18),
+        sha256: String::new(),
+        fingerprint: Fingerprint {
+            provider: "openai".into(),
+            model: "gpt-4o".into(),
+            mode: PromptMode::Full,
+            tool_set_hash: String::new(),
+            template_version: 1,
+        },
+        created_at: 0,
+    };
+    Conversation::new(
+        session,
+        prompt,
+        Vec::new(),
+        Arc::new(TiktokenCounter::new(Encoding::O200kBase, true)),
+        1024,
+    )
+}
+
+fn delta(text: &str, now_ms: i64) -> Event {
+    Event::Stream {
+        event: StreamEvent::TextDelta { text: text.into() },
+        now_ms,
+    }
+}
+
+#[test]
+fn user_submit_saves_the_message_before_sending_the_request() {
+    let mut c = conversation();
+    let effects = c.handle(Event::Submit {
+        text: "hi".into(),
+        now_ms: 1,
+    });
+    assert!(matches!(&effects[0], Effect::SaveMessage(m) if m.role == Role::User && m.content == "hi"));
+    assert!(
+        matches!(&effects[1], Effect::SaveMessage(m) if m.role == Role::Assistant && m.status == MessageStatus::Streaming)
+    );
+    let Effect::SendRequest(req) = &effects[2] else {
+        panic!("{effects:?}")
+    };
+    assert_eq!(req.system.text, "You are helpful.\n\nvolatile");
+    assert_eq!(req.system.boundary_offset, Some(18));
+    assert_eq!(req.messages.len(), 1);
+    assert!(c.is_streaming());
+}
+
+#[test]
+fn a_second_submit_while_streaming_is_refused() {
+    let mut c = conversation();
+    c.handle(Event::Submit {
+        text: "a".into(),
+        now_ms: 1,
+    });
+    assert_eq!(
+        c.handle(Event::Submit {
+            text: "b".into(),
+            now_ms: 2
+        }),
+        vec![Effect::Busy]
+    );
+}
+
+#[test]
+fn streamed_text_is_shown_flushed_and_finalised_with_usage() {
+    let mut c = conversation();
+    c.handle(Event::Submit {
+        text: "hi".into(),
+        now_ms: 0,
+    });
+    let e = c.handle(delta("Hel", 10));
+    assert_eq!(e, vec![Effect::ShowDelta("Hel".into())]);
+    let e = c.handle(delta("lo", 10 + FLUSH_INTERVAL_MS));
+    assert!(
+        matches!(&e[1], Effect::UpdateMessage { content, status: MessageStatus::Streaming, .. } if content == "Hello")
+    );
+    let usage = ProviderUsage {
+        prompt_tokens: Some(30),
+        completion_tokens: Some(2),
+        cache_read_tokens: Some(20),
+        ..ProviderUsage::default()
+    };
+    c.handle(Event::Stream {
+        event: StreamEvent::Usage(usage),
+        now_ms: 400,
+    });
+    let e = c.handle(Event::Stream {
+        event: StreamEvent::Done {
+            finish_reason: Some("stop".into()),
+        },
+        now_ms: 500,
+    });
+    assert!(
+        matches!(&e[0], Effect::UpdateMessage { content, status: MessageStatus::Complete, .. } if content == "Hello")
+    );
+    let Effect::RecordUsage(row) = &e[1] else {
+        panic!("{e:?}")
+    };
+    assert_eq!(row.prompt_tokens, Some(30));
+    assert_eq!(row.cache_read_tokens, Some(20));
+    assert!(row.estimated_prompt_tokens > 0);
+    assert_eq!(row.ttft_ms, Some(10));
+    assert_eq!(row.duration_ms, Some(500));
+    assert!(!c.is_streaming());
+    assert_eq!(c.messages().len(), 2);
+    assert_eq!(c.calibration().observations(), 1);
+}
+
+#[test]
+fn no_usage_from_the_provider_still_records_our_estimate() {
+    let mut c = conversation();
+    c.handle(Event::Submit {
+        text: "hi".into(),
+        now_ms: 0,
+    });
+    c.handle(delta("ok", 1));
+    let e = c.handle(Event::Stream {
+        event: StreamEvent::Done { finish_reason: None },
+        now_ms: 2,
+    });
+    let Effect::RecordUsage(row) = &e[1] else {
+        panic!("{e:?}")
+    };
+    assert_eq!(row.prompt_tokens, None);
+    assert!(row.estimated_prompt_tokens > 0);
+}
+
+#[test]
+fn cancel_keeps_the_partial_reply_marked_interrupted() {
+    let mut c = conversation();
+    c.handle(Event::Submit {
+        text: "hi".into(),
+        now_ms: 0,
+    });
+    c.handle(delta("partial", 1));
+    let e = c.handle(Event::Cancel { now_ms: 2 });
+    assert!(
+        matches!(&e[0], Effect::UpdateMessage { content, status: MessageStatus::Interrupted, .. } if content == "partial")
+    );
+    assert_eq!(c.messages()[1].status, MessageStatus::Interrupted);
+}
+
+#[test]
+fn failure_before_any_text_marks_the_reply_as_error_and_keeps_the_user_message() {
+    let mut c = conversation();
+    c.handle(Event::Submit {
+        text: "hi".into(),
+        now_ms: 0,
+    });
+    let e = c.handle(Event::Failed {
+        kind: FailureKind::Other,
+        message: "no network".into(),
+        now_ms: 1,
+    });
+    assert!(matches!(
+        &e[0],
+        Effect::UpdateMessage {
+            status: MessageStatus::Error,
+            ..
+        }
+    ));
+    assert!(e.contains(&Effect::ShowError("no network".into())));
+    assert_eq!(c.messages()[0].content, "hi");
+    // The failed, empty reply is not sent again.
+    assert_eq!(c.request().messages.len(), 1);
+}
+
+#[test]
+fn tool_call_deltas_that_repeat_id_and_name_assemble_one_call() {
+    let mut c = conversation();
+    c.handle(Event::Submit {
+        text: "hi".into(),
+        now_ms: 0,
+    });
+    for part in ["{\"a\"", ":1}"] {
+        c.handle(Event::Stream {
+            event: StreamEvent::ToolCallDelta {
+                index: 0,
+                id: Some("call_1".into()),
+                name: Some("f".into()),
+                arguments: part.into(),
+            },
+            now_ms: 1,
+        });
+    }
+    c.handle(Event::Stream {
+        event: StreamEvent::Done {
+            finish_reason: Some("tool_calls".into()),
+        },
+        now_ms: 2,
+    });
+    let calls = &c.messages()[1].tool_calls;
+    assert_eq!(calls.len(), 1);
+    assert_eq!(
+        (
+            calls[0].id.as_str(),
+            calls[0].name.as_str(),
+            calls[0].arguments.as_str()
+        ),
+        ("call_1", "f", "{\"a\":1}")
+    );
+}
+
+#[test]
+fn calibration_smooths_the_ratio_and_ignores_noise() {
+    let mut cal = Calibration::default();
+    cal.observe(100, 110);
+    assert!((cal.ratio() - 1.1).abs() < 1e-9);
+    cal.observe(100, 120);
+    assert!((cal.ratio() - (0.3 * 1.2 + 0.7 * 1.1)).abs() < 1e-9);
+    cal.observe(100, 10_000);
+    assert_eq!(cal.observations(), 2);
+    assert_eq!(Calibration::default().apply(1000), 1000);
+}

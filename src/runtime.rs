@@ -1,0 +1,19 @@
+//! Layer 3: the runtime. It wires the pure core (prompt assembly, token
+//! accounting) to the adapters (workspace reader, store, config) for the
+//! operations the command line and, later, the full-screen app perform:
+//! building a prompt, creating a session with its frozen prompt, importing a
+//! transcript, and computing the next request's budget.
+//!
+//! Nothing here renders or parses arguments; callers pass resolved values.
+
+mod context;
+mod import;
+mod prompt_build;
+mod session;
+mod transcript;
+
+pub use context::ContextReport;
+pub use import::{ImportError, ImportOutcome, parse_openai_messages};
+pub use prompt_build::{PromptPreview, fingerprint, recent_entry, resolve_mode, to_system_prompt};
+pub use session::{Imported, NewSession, Runtime, RuntimeError, title_from};
+pub use transcript::{export_json, export_markdown};

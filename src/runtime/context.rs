@@ -1,0 +1,93 @@
+//! The budget of a session's next request (`strata context`) and message
+//! token counts, computed once and stored with the tokenizer that made them.
+
+use super::{Runtime, RuntimeError};
+use crate::config::ModelChoice;
+use crate::domain::{Message, Session, SessionId};
+use crate::tokens::{self, Budget, BudgetInput, ThresholdSettings, TokenCache, TokenCounter};
+use serde::Serialize;
+
+/// `strata context --json`: the session, its model and the budget
+/// (`window`, `reserved_output`, `effective_window`, `threshold`,
+/// `boundary_tokens`, `tokenizer`, `exact`, `categories`).
+#[derive(Clone, Debug, Serialize)]
+pub struct ContextReport {
+    /// The session.
+    pub session_id: SessionId,
+    /// Its model.
+    pub model: String,
+    /// Where the window goes.
+    #[serde(flatten)]
+    pub budget: Budget,
+}
+
+impl Runtime {
+    /// The session's messages with token counts under the session's
+    /// tokenizer: cached counts are reused, missing ones computed and stored.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`] when reading or writing fails.
+    pub fn counted_messages(
+        &mut self,
+        session: &Session,
+        include_archived: bool,
+    ) -> Result<Vec<Message>, RuntimeError> {
+        let counter = tokens::counter_for(&session.provider, &session.model);
+        let mut messages = self.store.messages(session.id, include_archived)?;
+        let counts = TokenCache::new().count_history(&counter, &messages);
+        if !counts.newly_counted.is_empty() {
+            self.store.set_message_tokens(&counts.newly_counted)?;
+        }
+        for (m, n) in messages.iter_mut().zip(&counts.tokens) {
+            m.tokens = Some(crate::domain::TokenCount {
+                tokenizer: counter.id().to_owned(),
+                tokens: *n,
+            });
+        }
+        Ok(messages)
+    }
+
+    /// The budget of the session's next request under `choice` (the
+    /// session's own provider and model, with the config's window and
+    /// threshold settings).
+    ///
+    /// # Errors
+    /// [`RuntimeError::NoPrompt`] for a session without a prompt,
+    /// [`RuntimeError::Store`] when reading fails.
+    pub fn context_report(
+        &mut self,
+        session: &Session,
+        choice: &ModelChoice,
+    ) -> Result<ContextReport, RuntimeError> {
+        let prompt = self
+            .store
+            .current_prompt(session.id)?
+            .ok_or(RuntimeError::NoPrompt(session.id))?;
+        let messages = self.counted_messages(session, false)?;
+        let counter = tokens::counter_for(&session.provider, &session.model);
+        let history_tokens: Vec<u32> = messages
+            .iter()
+            .map(|m| m.tokens.as_ref().map_or(0, |t| t.tokens))
+            .collect();
+        let budget = Budget::compute(BudgetInput {
+            layers: &prompt.layers,
+            boundary_offset: prompt.boundary_offset,
+            history: &messages,
+            history_tokens: &history_tokens,
+            tools: &[],
+            window: choice.context_window,
+            reserved_output: choice.max_tokens,
+            threshold: ThresholdSettings {
+                ratio: self.config.compression.threshold,
+                cap_tokens: self.config.compression.threshold_tokens,
+            },
+            tokenizer: counter.id(),
+            exact: counter.exact(),
+        });
+        Ok(ContextReport {
+            session_id: session.id,
+            model: session.model.clone(),
+            budget,
+        })
+    }
+}

@@ -1,0 +1,227 @@
+//! Sessions and their frozen system prompts.
+//!
+//! Invariant: a session's prompt is built once, at creation, and stored as
+//! version 1; every later request reuses the stored bytes. A new version is
+//! built only when the fingerprint (provider, model, mode, tool set, template
+//! version) no longer matches — instruction files changing on disk never
+//! rebuild it.
+
+use super::prompt_build::{PromptPreview, fingerprint, to_system_prompt};
+use crate::config::{Config, ModelChoice, Paths};
+use crate::domain::{PromptMode, Session, SessionId, SystemPrompt};
+use crate::prompt::EnvFacts;
+use crate::store::{Store, StoreError};
+use std::path::Path;
+
+/// Errors of runtime operations; each is one sentence for the user.
+#[derive(Debug, thiserror::Error)]
+pub enum RuntimeError {
+    /// The store failed; see its message.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+    /// A session has no stored system prompt (a damaged database).
+    #[error("session {0} has no stored system prompt; the database may be damaged")]
+    NoPrompt(SessionId),
+    /// An import file was refused; nothing was written.
+    #[error(transparent)]
+    Import(#[from] super::import::ImportError),
+}
+
+/// The runtime for headless commands: paths, config and the open store.
+pub struct Runtime {
+    /// Where strata's files are.
+    pub paths: Paths,
+    /// The loaded config.
+    pub config: Config,
+    /// The session store.
+    pub store: Store,
+}
+
+/// What a new session starts from.
+pub struct NewSession<'a> {
+    /// Working directory.
+    pub cwd: &'a Path,
+    /// Provider and model.
+    pub choice: &'a ModelChoice,
+    /// Prompt mode.
+    pub mode: PromptMode,
+    /// Title; empty means "untitled" until the first user message names it.
+    pub title: String,
+    /// Start time (local zone, for the date line).
+    pub now: &'a jiff::Zoned,
+    /// Full-screen app or headless.
+    pub interactive: bool,
+    /// OS, shell and terminal facts.
+    pub env: EnvFacts,
+}
+
+impl Runtime {
+    /// Opens the store at `paths.database()`, creating it when missing.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`] when the database cannot be opened or is from a newer strata.
+    pub fn open(paths: Paths, config: Config) -> Result<Self, RuntimeError> {
+        let store = Store::open(paths.database())?;
+        Ok(Self { paths, config, store })
+    }
+
+    /// Creates a session and stores its freshly built prompt as version 1.
+    /// Returns the session, its prompt and the assembly warnings.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`] when the session cannot be written.
+    pub fn create_session(
+        &mut self,
+        new: NewSession<'_>,
+    ) -> Result<(Session, SystemPrompt, Vec<String>), RuntimeError> {
+        let built = PromptPreview {
+            paths: &self.paths,
+            config: &self.config,
+            choice: new.choice,
+            mode: new.mode,
+            cwd: new.cwd,
+            now: new.now,
+            interactive: new.interactive,
+            env: new.env,
+        }
+        .build(Some(&self.store))?;
+        let now_ms = new.now.timestamp().as_millisecond();
+        let id = SessionId::new();
+        let prompt = to_system_prompt(&built, id, 1, fingerprint(new.choice, new.mode), now_ms);
+        let session = Session {
+            id,
+            title: new.title,
+            workspace: crate::workspace::workspace_root(new.cwd)
+                .to_string_lossy()
+                .into_owned(),
+            model: new.choice.model.clone(),
+            provider: new.choice.provider.as_str().to_owned(),
+            current_prompt_id: Some(prompt.id),
+            parent_id: None,
+            created_at: now_ms,
+            updated_at: now_ms,
+        };
+        self.store.create_session(&session, &prompt)?;
+        Ok((session, prompt, built.warnings))
+    }
+
+    /// The prompt to send for `session` with `choice` in `mode`: the stored
+    /// one while its fingerprint matches, else a newly built next version
+    /// (and the session's provider and model are updated).
+    ///
+    /// # Errors
+    /// [`RuntimeError::NoPrompt`] for a session without a stored prompt,
+    /// [`RuntimeError::Store`] when writing fails.
+    pub fn frozen_prompt(
+        &mut self,
+        session: &Session,
+        choice: &ModelChoice,
+        mode: PromptMode,
+        now: &jiff::Zoned,
+        env: EnvFacts,
+    ) -> Result<SystemPrompt, RuntimeError> {
+        let current = self
+            .store
+            .current_prompt(session.id)?
+            .ok_or(RuntimeError::NoPrompt(session.id))?;
+        let wanted = fingerprint(choice, mode);
+        if current.fingerprint == wanted {
+            return Ok(current);
+        }
+        let built = PromptPreview {
+            paths: &self.paths,
+            config: &self.config,
+            choice,
+            mode,
+            cwd: Path::new(&session.workspace),
+            now,
+            interactive: false,
+            env,
+        }
+        .build(Some(&self.store))?;
+        let prompt = to_system_prompt(
+            &built,
+            session.id,
+            current.version + 1,
+            wanted,
+            now.timestamp().as_millisecond(),
+        );
+        self.store
+            .update_session_model(session.id, choice.provider.as_str(), &choice.model)?;
+        self.store.add_prompt_version(&prompt)?;
+        Ok(prompt)
+    }
+}
+
+/// A finished import.
+pub struct Imported {
+    /// The new session.
+    pub session: Session,
+    /// Messages stored.
+    pub messages: usize,
+    /// Import and prompt assembly warnings, one sentence each.
+    pub warnings: Vec<String>,
+}
+
+/// Longest title taken from the first user message, in characters.
+const TITLE_CHARS: usize = 60;
+
+/// The first line of the first user message, cut to [`TITLE_CHARS`].
+#[must_use]
+pub fn title_from(messages: &[crate::domain::Message]) -> String {
+    let first = messages
+        .iter()
+        .find(|m| m.role == crate::domain::Role::User)
+        .and_then(|m| m.content.lines().map(str::trim).find(|l| !l.is_empty()))
+        .unwrap_or("Imported session");
+    if first.chars().count() <= TITLE_CHARS {
+        first.to_owned()
+    } else {
+        let cut: String = first.chars().take(TITLE_CHARS - 1).collect();
+        format!("{cut}…")
+    }
+}
+
+impl Runtime {
+    /// Imports an OpenAI-format `messages` JSON text as a new session with
+    /// strata's own frozen prompt. Parsing happens before anything is
+    /// written, so a refused file leaves the database unchanged.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Import`] for a malformed file, [`RuntimeError::Store`]
+    /// when writing fails.
+    pub fn import(
+        &mut self,
+        text: &str,
+        title: Option<String>,
+        cwd: &Path,
+        choice: &ModelChoice,
+        mode: Option<PromptMode>,
+    ) -> Result<Imported, RuntimeError> {
+        let now = jiff::Zoned::now();
+        let placeholder = SessionId::new();
+        let mut outcome =
+            super::import::parse_openai_messages(text, placeholder, now.timestamp().as_millisecond())?;
+        let title = title.unwrap_or_else(|| title_from(&outcome.messages));
+        let mode = super::resolve_mode(mode, &self.config, choice.context_window);
+        let (session, _prompt, mut warnings) = self.create_session(NewSession {
+            cwd,
+            choice,
+            mode,
+            title,
+            now: &now,
+            interactive: false,
+            env: EnvFacts::from_process(),
+        })?;
+        for m in &mut outcome.messages {
+            m.session_id = session.id;
+        }
+        self.store.append_messages(session.id, &mut outcome.messages)?;
+        warnings.extend(outcome.warnings);
+        Ok(Imported {
+            session,
+            messages: outcome.messages.len(),
+            warnings,
+        })
+    }
+}
