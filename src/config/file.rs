@@ -118,7 +118,8 @@ impl Config {
     /// # Errors
     /// The parser's message when the text is not valid for these sections.
     pub fn parse(text: &str) -> Result<LoadedConfig, String> {
-        let deserializer = toml::Deserializer::parse(text).map_err(|e| e.to_string().trim().to_owned())?;
+        let describe = |e: toml::de::Error| describe_error(text, &e);
+        let deserializer = toml::Deserializer::parse(text).map_err(describe)?;
         let mut unknown = Vec::new();
         let config: Config = serde_ignored::deserialize(deserializer, |path| {
             let key = path.to_string();
@@ -126,12 +127,27 @@ impl Config {
                 unknown.push(key);
             }
         })
-        .map_err(|e| e.to_string().trim().to_owned())?;
+        .map_err(describe)?;
         let warnings = unknown
             .into_iter()
             .map(|key| format!("config.toml: unknown key '{key}' is ignored; check its spelling"))
             .collect();
         Ok(LoadedConfig { config, warnings })
+    }
+}
+
+/// `line L, column C: message` on one line (the parser's own rendering
+/// spans several lines with a source excerpt).
+fn describe_error(text: &str, e: &toml::de::Error) -> String {
+    let message = e.message().trim().replace('\n', " ");
+    match e.span() {
+        Some(span) => {
+            let before = &text[..span.start.min(text.len())];
+            let line = before.matches('\n').count() + 1;
+            let column = before.rsplit('\n').next().map_or(0, |l| l.chars().count()) + 1;
+            format!("line {line}, column {column}: {message}")
+        }
+        None => message,
     }
 }
 
@@ -159,7 +175,10 @@ mod tests {
     #[test]
     fn wrong_type_is_an_error_with_a_location() {
         let err = Config::parse("[model]\ncontext_window = \"big\"\n").unwrap_err();
-        assert!(err.contains("context_window") || err.contains("line"), "{err}");
+        assert!(err.starts_with("line 2, column 18: "), "{err}");
+        assert!(!err.contains('\n'), "{err}");
+        let err = Config::parse("[model\nname=").unwrap_err();
+        assert!(err.starts_with("line 1, column 7: "), "{err}");
     }
 
     #[test]
