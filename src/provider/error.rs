@@ -43,7 +43,9 @@ pub enum ProviderError {
         message: String,
     },
     /// The request is longer than the model's context window. Goes to compression.
-    #[error("the request is too long for the model's context window ({message}); use /compress, /new or a model with a larger window")]
+    #[error(
+        "the request is too long for the model's context window ({message}); use /compress, /new or a model with a larger window"
+    )]
     ContextOverflow {
         /// The provider's message.
         message: String,
@@ -87,7 +89,10 @@ impl ProviderError {
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            Self::RateLimited { .. } | Self::Overloaded { .. } | Self::Server { .. } | Self::Network { .. }
+            Self::RateLimited { .. }
+                | Self::Overloaded { .. }
+                | Self::Server { .. }
+                | Self::Network { .. }
         )
     }
 
@@ -95,7 +100,9 @@ impl ProviderError {
     #[must_use]
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            Self::RateLimited { retry_after, .. } | Self::Overloaded { retry_after, .. } => *retry_after,
+            Self::RateLimited { retry_after, .. } | Self::Overloaded { retry_after, .. } => {
+                *retry_after
+            }
             _ => None,
         }
     }
