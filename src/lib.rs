@@ -8,5 +8,5 @@
 //! [`workspace`], [`config`]; 3 [`runtime`]; the binary is the CLI.
 
 pub mod domain;
-pub mod provider;
 pub mod tokens;
+pub mod provider;

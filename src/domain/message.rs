@@ -130,12 +130,7 @@ pub struct Message {
 impl Message {
     /// A complete, normal, unpinned message with no tool data and no cached count.
     #[must_use]
-    pub fn new(
-        session_id: SessionId,
-        role: Role,
-        content: impl Into<String>,
-        created_at: i64,
-    ) -> Self {
+    pub fn new(session_id: SessionId, role: Role, content: impl Into<String>, created_at: i64) -> Self {
         Self {
             id: MessageId::new(),
             session_id,

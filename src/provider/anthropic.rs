@@ -51,8 +51,7 @@ impl AnthropicConfig {
     pub fn from_env(key_env: &str, lookup: impl Fn(&str) -> Option<String>) -> Self {
         let non_empty = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         Self {
-            base_url: non_empty(Self::BASE_URL_ENV)
-                .unwrap_or_else(|| Self::DEFAULT_BASE_URL.to_owned()),
+            base_url: non_empty(Self::BASE_URL_ENV).unwrap_or_else(|| Self::DEFAULT_BASE_URL.to_owned()),
             api_key: non_empty(key_env),
             key_env: key_env.to_owned(),
             ..Self::default()
@@ -155,24 +154,19 @@ impl Provider for AnthropicProvider {
         let body = Bytes::from(body.to_string());
         let this = self.clone();
         let idle = self.timeouts.idle;
-        retry::drive::<decode::AnthropicDecoder, _, _>(
-            self.endpoint.clone(),
-            self.retry,
-            idle,
-            move || {
-                let mut builder = this
-                    .client
-                    .post(&this.endpoint.url)
-                    .header(header::CONTENT_TYPE, "application/json")
-                    .header(header::ACCEPT, "text/event-stream")
-                    .header("anthropic-version", API_VERSION)
-                    .body(body.clone());
-                if let Some(key) = &this.api_key {
-                    builder = builder.header("x-api-key", key.clone());
-                }
-                let endpoint = this.endpoint.clone();
-                async move { http::open_stream(&endpoint, builder, idle).await }
-            },
-        )
+        retry::drive::<decode::AnthropicDecoder, _, _>(self.endpoint.clone(), self.retry, idle, move || {
+            let mut builder = this
+                .client
+                .post(&this.endpoint.url)
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::ACCEPT, "text/event-stream")
+                .header("anthropic-version", API_VERSION)
+                .body(body.clone());
+            if let Some(key) = &this.api_key {
+                builder = builder.header("x-api-key", key.clone());
+            }
+            let endpoint = this.endpoint.clone();
+            async move { http::open_stream(&endpoint, builder, idle).await }
+        })
     }
 }

@@ -43,9 +43,7 @@ pub enum ProviderError {
         message: String,
     },
     /// The request is longer than the model's context window. Goes to compression.
-    #[error(
-        "the request is too long for the model's context window ({message}); use /compress, /new or a model with a larger window"
-    )]
+    #[error("the request is too long for the model's context window ({message}); use /compress, /new or a model with a larger window")]
     ContextOverflow {
         /// The provider's message.
         message: String,
@@ -89,10 +87,7 @@ impl ProviderError {
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            Self::RateLimited { .. }
-                | Self::Overloaded { .. }
-                | Self::Server { .. }
-                | Self::Network { .. }
+            Self::RateLimited { .. } | Self::Overloaded { .. } | Self::Server { .. } | Self::Network { .. }
         )
     }
 
@@ -100,9 +95,7 @@ impl ProviderError {
     #[must_use]
     pub fn retry_after(&self) -> Option<Duration> {
         match self {
-            Self::RateLimited { retry_after, .. } | Self::Overloaded { retry_after, .. } => {
-                *retry_after
-            }
+            Self::RateLimited { retry_after, .. } | Self::Overloaded { retry_after, .. } => *retry_after,
             _ => None,
         }
     }

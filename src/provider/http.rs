@@ -160,8 +160,7 @@ pub(crate) async fn open_stream(
             },
         });
     }
-    let info =
-        info.unwrap_or_else(|| ErrorInfo::plain(String::from_utf8_lossy(&body).into_owned()));
+    let info = info.unwrap_or_else(|| ErrorInfo::plain(String::from_utf8_lossy(&body).into_owned()));
     Err(classify(endpoint, Some(status), retry_after, &info))
 }
 
@@ -255,8 +254,7 @@ impl ErrorInfo {
         ]
         .iter()
         .any(|phrase| message.contains(phrase))
-            || (message.contains("context")
-                && (message.contains("exceed") || message.contains("too long")))
+            || (message.contains("context") && (message.contains("exceed") || message.contains("too long")))
     }
 }
 
@@ -296,42 +294,24 @@ pub(crate) fn classify(
     };
     match info.kind.as_deref() {
         Some("overloaded_error") => {
-            return ProviderError::Overloaded {
-                retry_after,
-                message,
-            };
+            return ProviderError::Overloaded { retry_after, message };
         }
         Some("rate_limit_error") => {
-            return ProviderError::RateLimited {
-                retry_after,
-                message,
-            };
+            return ProviderError::RateLimited { retry_after, message };
         }
         Some("authentication_error" | "permission_error") => return auth(),
         _ => {}
     }
     match status {
         Some(401 | 403) => auth(),
-        Some(429) => ProviderError::RateLimited {
-            retry_after,
-            message,
-        },
-        Some(529) => ProviderError::Overloaded {
-            retry_after,
-            message,
-        },
+        Some(429) => ProviderError::RateLimited { retry_after, message },
+        Some(529) => ProviderError::Overloaded { retry_after, message },
         Some(413) => ProviderError::ContextOverflow { message },
         Some(status @ (408 | 500..=599)) => ProviderError::Server { status, message },
         Some(status) => ProviderError::BadRequest { status, message },
         None => match info.kind.as_deref() {
-            Some("invalid_request_error") => ProviderError::BadRequest {
-                status: 400,
-                message,
-            },
-            _ => ProviderError::Server {
-                status: 500,
-                message,
-            },
+            Some("invalid_request_error") => ProviderError::BadRequest { status: 400, message },
+            _ => ProviderError::Server { status: 500, message },
         },
     }
 }
@@ -339,16 +319,8 @@ pub(crate) fn classify(
 /// How long the response asks the client to wait: `retry-after-ms`
 /// (milliseconds, sent by OpenAI) or `Retry-After` as seconds or an HTTP
 /// date (RFC 9110 §10.2.3), relative to `now`. A date in the past is zero.
-pub(crate) fn retry_after(
-    headers: &reqwest::header::HeaderMap,
-    now: jiff::Timestamp,
-) -> Option<Duration> {
-    let header = |name: &str| {
-        headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .map(str::trim)
-    };
+pub(crate) fn retry_after(headers: &reqwest::header::HeaderMap, now: jiff::Timestamp) -> Option<Duration> {
+    let header = |name: &str| headers.get(name).and_then(|v| v.to_str().ok()).map(str::trim);
     if let Some(ms) = header("retry-after-ms").and_then(|v| v.parse::<f64>().ok()) {
         return Duration::try_from_secs_f64(ms / 1000.0).ok();
     }
@@ -388,10 +360,7 @@ mod tests {
     fn retry_after_accepts_seconds_and_http_dates() {
         let now: jiff::Timestamp = "2015-10-21T07:27:00Z".parse().unwrap();
         assert_eq!(parse_retry_after("7", now), Some(Duration::from_secs(7)));
-        assert_eq!(
-            parse_retry_after("0.5", now),
-            Some(Duration::from_millis(500))
-        );
+        assert_eq!(parse_retry_after("0.5", now), Some(Duration::from_millis(500)));
         assert_eq!(
             parse_retry_after("Wed, 21 Oct 2015 07:28:00 GMT", now),
             Some(Duration::from_secs(60))
@@ -499,15 +468,10 @@ mod tests {
 
     #[test]
     fn error_bodies_in_other_shapes_are_read() {
-        assert_eq!(
-            info(r#"{"error":"model not found"}"#).message,
-            "model not found"
-        );
+        assert_eq!(info(r#"{"error":"model not found"}"#).message, "model not found");
         assert_eq!(info(r#"{"detail":"Not Found"}"#).message, "Not Found");
         assert_eq!(
-            info(r#"{"error":{"code":500,"message":"x"}}"#)
-                .code
-                .as_deref(),
+            info(r#"{"error":{"code":500,"message":"x"}}"#).code.as_deref(),
             Some("500")
         );
         assert!(ErrorInfo::parse(b"<html>bad gateway</html>").is_none());

@@ -49,8 +49,7 @@ impl OpenAiConfig {
     pub fn from_env(key_env: &str, lookup: impl Fn(&str) -> Option<String>) -> Self {
         let non_empty = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         Self {
-            base_url: non_empty(Self::BASE_URL_ENV)
-                .unwrap_or_else(|| Self::DEFAULT_BASE_URL.to_owned()),
+            base_url: non_empty(Self::BASE_URL_ENV).unwrap_or_else(|| Self::DEFAULT_BASE_URL.to_owned()),
             api_key: non_empty(key_env),
             key_env: key_env.to_owned(),
             ..Self::default()
@@ -116,13 +115,12 @@ impl OpenAiProvider {
         let authorization = match &endpoint.api_key {
             None => None,
             Some(key) => {
-                let mut value = HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| {
-                    ProviderError::Auth {
+                let mut value =
+                    HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| ProviderError::Auth {
                         provider: endpoint.provider,
                         key_env: endpoint.key_env.clone(),
                         message: "the key contains characters that cannot be sent".to_owned(),
-                    }
-                })?;
+                    })?;
                 value.set_sensitive(true);
                 Some(value)
             }
@@ -153,23 +151,18 @@ impl Provider for OpenAiProvider {
         let body = Bytes::from(wire::request_body(&request).to_string());
         let this = self.clone();
         let idle = self.timeouts.idle;
-        retry::drive::<decode::OpenAiDecoder, _, _>(
-            self.endpoint.clone(),
-            self.retry,
-            idle,
-            move || {
-                let mut builder = this
-                    .client
-                    .post(&this.endpoint.url)
-                    .header(header::CONTENT_TYPE, "application/json")
-                    .header(header::ACCEPT, "text/event-stream")
-                    .body(body.clone());
-                if let Some(authorization) = &this.authorization {
-                    builder = builder.header(header::AUTHORIZATION, authorization.clone());
-                }
-                let endpoint = this.endpoint.clone();
-                async move { http::open_stream(&endpoint, builder, idle).await }
-            },
-        )
+        retry::drive::<decode::OpenAiDecoder, _, _>(self.endpoint.clone(), self.retry, idle, move || {
+            let mut builder = this
+                .client
+                .post(&this.endpoint.url)
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::ACCEPT, "text/event-stream")
+                .body(body.clone());
+            if let Some(authorization) = &this.authorization {
+                builder = builder.header(header::AUTHORIZATION, authorization.clone());
+            }
+            let endpoint = this.endpoint.clone();
+            async move { http::open_stream(&endpoint, builder, idle).await }
+        })
     }
 }

@@ -211,15 +211,12 @@ where
                 Phase::Connect => match (self.open)().await {
                     Ok(body) => {
                         self.decoder = D::default();
-                        self.phase =
-                            Phase::Read(Box::new(eventsource_stream::EventStream::new(body)));
+                        self.phase = Phase::Read(Box::new(eventsource_stream::EventStream::new(body)));
                     }
                     Err(error) => self.queue.push_back(Err(error)),
                 },
                 Phase::Read(sse) => {
-                    let next =
-                        tokio::time::timeout(self.idle, futures::StreamExt::next(sse.as_mut()))
-                            .await;
+                    let next = tokio::time::timeout(self.idle, futures::StreamExt::next(sse.as_mut())).await;
                     self.read(next);
                 }
             }
@@ -229,17 +226,12 @@ where
     /// Handles one read from the body.
     fn read(
         &mut self,
-        next: Result<
-            Option<Result<eventsource_stream::Event, SseError>>,
-            tokio::time::error::Elapsed,
-        >,
+        next: Result<Option<Result<eventsource_stream::Event, SseError>>, tokio::time::error::Elapsed>,
     ) {
         use eventsource_stream::EventStreamError;
         match next {
             Err(_) => {
-                let error = self
-                    .endpoint
-                    .network(format!("no data for {:?}", self.idle));
+                let error = self.endpoint.network(format!("no data for {:?}", self.idle));
                 self.fail(error);
             }
             Ok(None) => self.end(),

@@ -73,8 +73,7 @@ impl Decoder for AnthropicDecoder {
             }
             "message_stop" => self.stopped = true,
             "error" => {
-                let info = ErrorInfo::from_value(&value)
-                    .unwrap_or_else(|| ErrorInfo::plain(data.to_owned()));
+                let info = ErrorInfo::from_value(&value).unwrap_or_else(|| ErrorInfo::plain(data.to_owned()));
                 return Err(classify(endpoint, None, None, &info));
             }
             _ => {}
@@ -154,10 +153,7 @@ impl AnthropicDecoder {
             }
             Some("tool_use") => {
                 let index = self.tool_blocks.len();
-                let block_index = value
-                    .get("index")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(u64::MAX);
+                let block_index = value.get("index").and_then(Value::as_u64).unwrap_or(u64::MAX);
                 self.tool_blocks.insert(block_index, index);
                 // Streaming sends `input: {}` and the JSON in deltas; a filled-in input is sent as is.
                 let arguments = block
@@ -199,10 +195,7 @@ impl AnthropicDecoder {
                 }
             }
             Some("input_json_delta") => {
-                let block_index = value
-                    .get("index")
-                    .and_then(Value::as_u64)
-                    .unwrap_or(u64::MAX);
+                let block_index = value.get("index").and_then(Value::as_u64).unwrap_or(u64::MAX);
                 if let (Some(&index), Some(arguments)) =
                     (self.tool_blocks.get(&block_index), text("partial_json"))
                 {
@@ -246,7 +239,11 @@ mod tests {
         let mut d = AnthropicDecoder::default();
         feed(&mut d, r#"{"type":"message_start","message":{"usage":{"input_tokens":10,"cache_creation_input_tokens":200,"cache_read_input_tokens":3000,"output_tokens":1}}}"#).unwrap();
         assert_eq!(d.progress(), Progress::Partial);
-        feed(&mut d, r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":42}}"#).unwrap();
+        feed(
+            &mut d,
+            r#"{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":42}}"#,
+        )
+        .unwrap();
         feed(&mut d, r#"{"type":"message_stop"}"#).unwrap();
         assert!(d.is_complete());
         let mut out = Vec::new();
@@ -306,7 +303,11 @@ mod tests {
     #[test]
     fn thinking_and_text_deltas() {
         let mut d = AnthropicDecoder::default();
-        let out = feed(&mut d, r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}"#).unwrap();
+        let out = feed(
+            &mut d,
+            r#"{"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"hm"}}"#,
+        )
+        .unwrap();
         assert_eq!(
             out,
             vec![StreamEvent::ReasoningDelta {

@@ -29,10 +29,7 @@ const SYSTEM_JOIN: &str = "\n\n";
 /// The request body for `POST {base_url}/v1/messages` with streaming on.
 pub(crate) fn request_body(request: &ChatRequest) -> Value {
     let system = system_blocks(request);
-    let system_markers = system
-        .iter()
-        .filter(|b| b.get("cache_control").is_some())
-        .count();
+    let system_markers = system.iter().filter(|b| b.get("cache_control").is_some()).count();
     let mut turns = turns(&request.messages);
     let message_markers = MESSAGE_MARKERS.min(MAX_CACHE_MARKERS.saturating_sub(system_markers));
     let marked = turns.len().saturating_sub(message_markers);
@@ -148,10 +145,8 @@ fn turns(messages: &[RequestMessage]) -> Vec<Turn> {
     }
     for turn in turns.iter_mut().filter(|t| t.role == "user") {
         // Anthropic wants tool results before any text in a user message.
-        let (mut results, rest): (Vec<Value>, Vec<Value>) = turn
-            .blocks
-            .drain(..)
-            .partition(|b| b["type"] == "tool_result");
+        let (mut results, rest): (Vec<Value>, Vec<Value>) =
+            turn.blocks.drain(..).partition(|b| b["type"] == "tool_result");
         results.extend(rest);
         turn.blocks = results;
     }
@@ -199,8 +194,7 @@ fn tool(schema: &Value) -> Value {
 pub(crate) fn count_markers(value: &Value) -> usize {
     match value {
         Value::Object(map) => {
-            usize::from(map.contains_key("cache_control"))
-                + map.values().map(count_markers).sum::<usize>()
+            usize::from(map.contains_key("cache_control")) + map.values().map(count_markers).sum::<usize>()
         }
         Value::Array(items) => items.iter().map(count_markers).sum(),
         _ => 0,
@@ -239,11 +233,7 @@ mod tests {
         (0..6)
             .map(|i| {
                 msg(
-                    if i % 2 == 0 {
-                        Role::User
-                    } else {
-                        Role::Assistant
-                    },
+                    if i % 2 == 0 { Role::User } else { Role::Assistant },
                     &format!("m{i}"),
                 )
             })
@@ -259,11 +249,7 @@ mod tests {
         assert_eq!(system.len(), 2);
         assert_eq!(system[0]["text"], &text[..at]);
         assert_eq!(system[1]["text"], &text[at..]);
-        assert!(
-            system
-                .iter()
-                .all(|b| b["cache_control"]["type"] == "ephemeral")
-        );
+        assert!(system.iter().all(|b| b["cache_control"]["type"] == "ephemeral"));
         assert_eq!(count_markers(&body), 4);
     }
 
@@ -342,10 +328,7 @@ mod tests {
             ],
         ));
         let messages = body["messages"].as_array().unwrap();
-        let roles: Vec<&str> = messages
-            .iter()
-            .map(|m| m["role"].as_str().unwrap())
-            .collect();
+        let roles: Vec<&str> = messages.iter().map(|m| m["role"].as_str().unwrap()).collect();
         assert_eq!(roles, ["user", "assistant", "user"]);
         assert_eq!(messages[0]["content"].as_array().unwrap().len(), 2);
         let calls = messages[1]["content"].as_array().unwrap();

@@ -47,8 +47,7 @@ impl Decoder for OpenAiDecoder {
             message: endpoint.redact(&format!("a stream chunk is not valid JSON ({e})")),
         })?;
         if chunk.get("error").is_some_and(|e| !e.is_null()) {
-            let info =
-                ErrorInfo::from_value(&chunk).unwrap_or_else(|| ErrorInfo::plain(data.to_owned()));
+            let info = ErrorInfo::from_value(&chunk).unwrap_or_else(|| ErrorInfo::plain(data.to_owned()));
             return Err(classify(endpoint, None, None, &info));
         }
         self.received = true;
@@ -97,12 +96,7 @@ impl Decoder for OpenAiDecoder {
 
 impl OpenAiDecoder {
     fn delta(&mut self, delta: &Value, out: &mut Vec<StreamEvent>) {
-        let text = |key: &str| {
-            delta
-                .get(key)
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-        };
+        let text = |key: &str| delta.get(key).and_then(Value::as_str).filter(|s| !s.is_empty());
         // Reasoning text: `reasoning_content` (llama.cpp, DeepSeek, vLLM) or `reasoning` (OpenRouter, Ollama).
         if let Some(reasoning) = text("reasoning_content").or_else(|| text("reasoning")) {
             out.push(StreamEvent::ReasoningDelta {
@@ -227,8 +221,11 @@ mod tests {
     #[test]
     fn usage_with_cached_tokens_comes_before_done() {
         let mut decoder = OpenAiDecoder::default();
-        feed(&mut decoder, r#"{"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}],"usage":null}"#)
-            .unwrap();
+        feed(
+            &mut decoder,
+            r#"{"choices":[{"index":0,"delta":{"content":"hi"},"finish_reason":null}],"usage":null}"#,
+        )
+        .unwrap();
         feed(
             &mut decoder,
             r#"{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}"#,

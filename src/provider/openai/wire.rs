@@ -140,10 +140,7 @@ mod tests {
         let body = request_body(&request(vec![msg(Role::User, "go"), assistant, tool]));
         let messages = body["messages"].as_array().unwrap();
         assert_eq!(messages[2]["content"], "");
-        assert_eq!(
-            messages[2]["tool_calls"][0]["function"]["arguments"],
-            "{\"p\":1}"
-        );
+        assert_eq!(messages[2]["tool_calls"][0]["function"]["arguments"], "{\"p\":1}");
         assert_eq!(messages[2]["tool_calls"][0]["type"], "function");
         assert_eq!(messages[3]["tool_call_id"], "call_1");
         assert!(messages[1].get("tool_calls").is_none());
