@@ -164,27 +164,27 @@ pub(crate) async fn open_stream(
     Err(classify(endpoint, Some(status), retry_after, &info))
 }
 
-/// A reqwest error in words, with the chain of causes (reqwest's own
-/// `Display` stops at "error sending request").
+/// A reqwest error in words: what kind of failure, then its root cause
+/// (reqwest's own `Display` stops at "error sending request").
 pub(crate) fn describe_reqwest(error: &reqwest::Error) -> String {
     use std::error::Error as _;
-    let mut text = if error.is_connect() {
+    let kind = if error.is_connect() {
         "cannot connect".to_owned()
     } else if error.is_timeout() {
         "timed out".to_owned()
+    } else if error.is_body() || error.is_decode() {
+        "cannot read the body".to_owned()
     } else {
         error.to_string()
     };
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let cause_text = cause.to_string();
-        if !text.contains(&cause_text) {
-            text.push_str(": ");
-            text.push_str(&cause_text);
-        }
-        source = cause.source();
+    let mut root = error.source();
+    while let Some(next) = root.and_then(|cause| cause.source()) {
+        root = Some(next);
     }
-    text
+    match root {
+        Some(cause) => format!("{kind}: {cause}"),
+        None => kind,
+    }
 }
 
 /// The parts of a provider's error object strata looks at:
