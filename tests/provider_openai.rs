@@ -9,7 +9,7 @@ mod events;
 mod server;
 
 use events::{collect, fast_retry, finish_reason, text, timeouts, tool_calls, usages};
-use server::{Reply, Server};
+use server::{Body, Reply, Server};
 use std::time::{Duration, Instant};
 use strata::domain::{
     ChatRequest, ProviderUsage, RequestMessage, RequestSystem, Role, StreamEvent, ToolCall,
@@ -246,6 +246,29 @@ async fn empty_200_body_is_an_empty_response_error() {
     assert!(events.is_empty());
     assert_eq!(error, Some(ProviderError::EmptyResponse));
     assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn empty_200_body_with_content_length_is_an_empty_response_error() {
+    let empty = Reply {
+        status: 200,
+        headers: Vec::new(),
+        body: Body::Full(Vec::new()),
+    }
+    .with_header("content-type", "text/event-stream");
+    let server = Server::start(vec![empty]).await;
+    let (events, error) = collect(provider_for(&server, None).stream(request())).await;
+    assert!(events.is_empty());
+    assert_eq!(error, Some(ProviderError::EmptyResponse));
+}
+
+#[tokio::test]
+async fn json_error_body_with_status_200_is_classified() {
+    let body = r#"{"error":{"message":"the request exceeds the available context size","type":"exceed_context_size_error"}}"#;
+    let server = Server::start(vec![Reply::json(200, body)]).await;
+    let (events, error) = collect(provider_for(&server, None).stream(request())).await;
+    assert!(events.is_empty());
+    assert!(error.unwrap().is_overflow());
 }
 
 #[tokio::test]

@@ -82,7 +82,6 @@ fn jitter_unit() -> f64 {
         .build_hasher()
         .finish()
         >> 11;
-    #[allow(clippy::cast_precision_loss)]
     let unit = bits as f64 / (1u64 << 53) as f64;
     unit
 }
