@@ -82,8 +82,7 @@ fn jitter_unit() -> f64 {
         .build_hasher()
         .finish()
         >> 11;
-    let unit = bits as f64 / (1u64 << 53) as f64;
-    unit
+    bits as f64 / (1u64 << 53) as f64
 }
 
 /// How far a decoded reply got, judged when the body ends.
