@@ -6,9 +6,17 @@
 //! is closed, or the local model stops generating at the next token).
 //! Providers never touch the store, the workspace or the UI.
 
+pub mod anthropic;
 mod error;
+mod http;
+pub mod openai;
+mod retry;
 
+pub use anthropic::{AnthropicConfig, AnthropicProvider};
 pub use error::ProviderError;
+pub use http::Timeouts;
+pub use openai::{OpenAiConfig, OpenAiProvider};
+pub use retry::RetryPolicy;
 
 use crate::domain::{ChatRequest, StreamEvent};
 use futures::Stream;

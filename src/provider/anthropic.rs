@@ -1,0 +1,172 @@
+//! Anthropic Messages, streamed (`POST {base_url}/v1/messages`, DESIGN §8),
+//! with the prompt-cache layout of [`wire`]: the system prompt split at the
+//! cache boundary, markers on the last two messages, at most four markers.
+//!
+//! Owns one HTTP client per provider. Invariants: the key goes only into
+//! the `x-api-key` header (marked sensitive) and never into `Debug` output
+//! or error messages. Callers: whoever selects the provider (the runtime).
+
+mod decode;
+mod wire;
+
+use super::http::{self, Endpoint, Timeouts};
+use super::retry::{self, RetryPolicy};
+use super::{EventStream, Provider, ProviderError};
+use crate::domain::ChatRequest;
+use bytes::Bytes;
+use reqwest::header::{self, HeaderValue};
+
+/// The API version strata speaks (`anthropic-version` header).
+pub const API_VERSION: &str = "2023-06-01";
+
+/// How to reach the Anthropic API.
+#[derive(Clone)]
+pub struct AnthropicConfig {
+    /// Base URL without the version, e.g. `https://api.anthropic.com`; a
+    /// trailing slash is ignored.
+    pub base_url: String,
+    /// API key sent as `x-api-key`; `None` sends none (the API will answer 401).
+    pub api_key: Option<String>,
+    /// Name of the variable the key came from, named in error messages.
+    pub key_env: String,
+    /// Retries of failed requests.
+    pub retry: RetryPolicy,
+    /// Connect and idle timeouts.
+    pub timeouts: Timeouts,
+}
+
+impl AnthropicConfig {
+    /// Anthropic's own endpoint.
+    pub const DEFAULT_BASE_URL: &'static str = "https://api.anthropic.com";
+    /// Where the official SDKs read the key.
+    pub const KEY_ENV: &'static str = "ANTHROPIC_API_KEY";
+    /// Where the official SDKs read the base URL.
+    pub const BASE_URL_ENV: &'static str = "ANTHROPIC_BASE_URL";
+
+    /// Reads the key from `key_env` and the base URL from
+    /// `ANTHROPIC_BASE_URL` through `lookup` (normally
+    /// `|name| std::env::var(name).ok()`), as the official SDKs do; empty
+    /// values count as unset.
+    #[must_use]
+    pub fn from_env(key_env: &str, lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let non_empty = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        Self {
+            base_url: non_empty(Self::BASE_URL_ENV).unwrap_or_else(|| Self::DEFAULT_BASE_URL.to_owned()),
+            api_key: non_empty(key_env),
+            key_env: key_env.to_owned(),
+            ..Self::default()
+        }
+    }
+}
+
+impl Default for AnthropicConfig {
+    fn default() -> Self {
+        Self {
+            base_url: Self::DEFAULT_BASE_URL.to_owned(),
+            api_key: None,
+            key_env: Self::KEY_ENV.to_owned(),
+            retry: RetryPolicy::default(),
+            timeouts: Timeouts::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for AnthropicConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnthropicConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("key_env", &self.key_env)
+            .field("retry", &self.retry)
+            .field("timeouts", &self.timeouts)
+            .finish()
+    }
+}
+
+/// A streaming client for the Anthropic Messages API.
+#[derive(Clone)]
+pub struct AnthropicProvider {
+    client: reqwest::Client,
+    endpoint: Endpoint,
+    api_key: Option<HeaderValue>,
+    retry: RetryPolicy,
+    timeouts: Timeouts,
+}
+
+impl std::fmt::Debug for AnthropicProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnthropicProvider")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AnthropicProvider {
+    /// Sets up the client; sends nothing yet.
+    ///
+    /// # Errors
+    /// `Auth` if the key cannot be sent in a header (control characters),
+    /// `Network` if the HTTP client cannot be built.
+    pub fn new(config: AnthropicConfig) -> Result<Self, ProviderError> {
+        let endpoint = Endpoint {
+            provider: "anthropic",
+            url: format!("{}/v1/messages", config.base_url.trim_end_matches('/')),
+            key_env: config.key_env,
+            api_key: config.api_key.filter(|k| !k.is_empty()),
+        };
+        let api_key = match &endpoint.api_key {
+            None => None,
+            Some(key) => {
+                let mut value = HeaderValue::from_str(key).map_err(|_| ProviderError::Auth {
+                    provider: endpoint.provider,
+                    key_env: endpoint.key_env.clone(),
+                    message: "the key contains characters that cannot be sent".to_owned(),
+                })?;
+                value.set_sensitive(true);
+                Some(value)
+            }
+        };
+        let client = http::build_client(&endpoint, config.timeouts)?;
+        Ok(Self {
+            client,
+            endpoint,
+            api_key,
+            retry: config.retry,
+            timeouts: config.timeouts,
+        })
+    }
+
+    /// The full URL requests go to (`{base_url}/v1/messages`).
+    #[must_use]
+    pub fn url(&self) -> &str {
+        &self.endpoint.url
+    }
+}
+
+impl Provider for AnthropicProvider {
+    fn name(&self) -> &'static str {
+        "anthropic"
+    }
+
+    fn stream(&self, request: ChatRequest) -> EventStream {
+        let body = wire::request_body(&request);
+        debug_assert!(wire::count_markers(&body) <= wire::MAX_CACHE_MARKERS);
+        let body = Bytes::from(body.to_string());
+        let this = self.clone();
+        let idle = self.timeouts.idle;
+        retry::drive::<decode::AnthropicDecoder, _, _>(self.endpoint.clone(), self.retry, idle, move || {
+            let mut builder = this
+                .client
+                .post(&this.endpoint.url)
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::ACCEPT, "text/event-stream")
+                .header("anthropic-version", API_VERSION)
+                .body(body.clone());
+            if let Some(key) = &this.api_key {
+                builder = builder.header("x-api-key", key.clone());
+            }
+            let endpoint = this.endpoint.clone();
+            async move { http::open_stream(&endpoint, builder, idle).await }
+        })
+    }
+}

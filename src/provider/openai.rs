@@ -1,0 +1,168 @@
+//! OpenAI-compatible chat completions (`POST {base_url}/chat/completions`,
+//! streamed): OpenAI, OpenRouter, Ollama, llama.cpp's `llama-server`,
+//! llama-cpp-python, vLLM, LM Studio (DESIGN §8).
+//!
+//! Owns one HTTP client per provider. Invariants: the key goes only into
+//! the `Authorization` header (marked sensitive) and never into `Debug`
+//! output or error messages; no key means no `Authorization` header (local
+//! servers need none). Callers: whoever selects the provider (the runtime).
+
+mod decode;
+mod wire;
+
+use super::http::{self, Endpoint, Timeouts};
+use super::retry::{self, RetryPolicy};
+use super::{EventStream, Provider, ProviderError};
+use crate::domain::ChatRequest;
+use bytes::Bytes;
+use reqwest::header::{self, HeaderValue};
+
+/// How to reach an OpenAI-compatible server.
+#[derive(Clone)]
+pub struct OpenAiConfig {
+    /// Base URL up to and including the version, e.g.
+    /// `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`; a trailing
+    /// slash is ignored.
+    pub base_url: String,
+    /// API key sent as `Authorization: Bearer`; `None` sends no header.
+    pub api_key: Option<String>,
+    /// Name of the variable the key came from, named in error messages.
+    pub key_env: String,
+    /// Retries of failed requests.
+    pub retry: RetryPolicy,
+    /// Connect and idle timeouts.
+    pub timeouts: Timeouts,
+}
+
+impl OpenAiConfig {
+    /// OpenAI's own endpoint.
+    pub const DEFAULT_BASE_URL: &'static str = "https://api.openai.com/v1";
+    /// Where the official SDKs read the key.
+    pub const KEY_ENV: &'static str = "OPENAI_API_KEY";
+    /// Where the official SDKs read the base URL.
+    pub const BASE_URL_ENV: &'static str = "OPENAI_BASE_URL";
+
+    /// Reads the key from `key_env` and the base URL from `OPENAI_BASE_URL`
+    /// through `lookup` (normally `|name| std::env::var(name).ok()`), as the
+    /// official SDKs do; empty values count as unset.
+    #[must_use]
+    pub fn from_env(key_env: &str, lookup: impl Fn(&str) -> Option<String>) -> Self {
+        let non_empty = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
+        Self {
+            base_url: non_empty(Self::BASE_URL_ENV).unwrap_or_else(|| Self::DEFAULT_BASE_URL.to_owned()),
+            api_key: non_empty(key_env),
+            key_env: key_env.to_owned(),
+            ..Self::default()
+        }
+    }
+}
+
+impl Default for OpenAiConfig {
+    fn default() -> Self {
+        Self {
+            base_url: Self::DEFAULT_BASE_URL.to_owned(),
+            api_key: None,
+            key_env: Self::KEY_ENV.to_owned(),
+            retry: RetryPolicy::default(),
+            timeouts: Timeouts::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for OpenAiConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiConfig")
+            .field("base_url", &self.base_url)
+            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
+            .field("key_env", &self.key_env)
+            .field("retry", &self.retry)
+            .field("timeouts", &self.timeouts)
+            .finish()
+    }
+}
+
+/// A streaming client for one OpenAI-compatible server.
+#[derive(Clone)]
+pub struct OpenAiProvider {
+    client: reqwest::Client,
+    endpoint: Endpoint,
+    authorization: Option<HeaderValue>,
+    retry: RetryPolicy,
+    timeouts: Timeouts,
+}
+
+impl std::fmt::Debug for OpenAiProvider {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiProvider")
+            .field("endpoint", &self.endpoint)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiProvider {
+    /// Sets up the client; sends nothing yet.
+    ///
+    /// # Errors
+    /// `Auth` if the key cannot be sent in a header (control characters),
+    /// `Network` if the HTTP client cannot be built.
+    pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
+        let endpoint = Endpoint {
+            provider: "openai",
+            url: format!("{}/chat/completions", config.base_url.trim_end_matches('/')),
+            key_env: config.key_env,
+            api_key: config.api_key.filter(|k| !k.is_empty()),
+        };
+        let authorization = match &endpoint.api_key {
+            None => None,
+            Some(key) => {
+                let mut value =
+                    HeaderValue::from_str(&format!("Bearer {key}")).map_err(|_| ProviderError::Auth {
+                        provider: endpoint.provider,
+                        key_env: endpoint.key_env.clone(),
+                        message: "the key contains characters that cannot be sent".to_owned(),
+                    })?;
+                value.set_sensitive(true);
+                Some(value)
+            }
+        };
+        let client = http::build_client(&endpoint, config.timeouts)?;
+        Ok(Self {
+            client,
+            endpoint,
+            authorization,
+            retry: config.retry,
+            timeouts: config.timeouts,
+        })
+    }
+
+    /// The full URL requests go to (`{base_url}/chat/completions`).
+    #[must_use]
+    pub fn url(&self) -> &str {
+        &self.endpoint.url
+    }
+}
+
+impl Provider for OpenAiProvider {
+    fn name(&self) -> &'static str {
+        "openai"
+    }
+
+    fn stream(&self, request: ChatRequest) -> EventStream {
+        let body = Bytes::from(wire::request_body(&request).to_string());
+        let this = self.clone();
+        let idle = self.timeouts.idle;
+        retry::drive::<decode::OpenAiDecoder, _, _>(self.endpoint.clone(), self.retry, idle, move || {
+            let mut builder = this
+                .client
+                .post(&this.endpoint.url)
+                .header(header::CONTENT_TYPE, "application/json")
+                .header(header::ACCEPT, "text/event-stream")
+                .body(body.clone());
+            if let Some(authorization) = &this.authorization {
+                builder = builder.header(header::AUTHORIZATION, authorization.clone());
+            }
+            let endpoint = this.endpoint.clone();
+            async move { http::open_stream(&endpoint, builder, idle).await }
+        })
+    }
+}
