@@ -137,7 +137,8 @@ CREATE VIRTUAL TABLE messages_fts USING fts5 (
     content,
     content = 'messages',
     content_rowid = 'num',
-    tokenize = 'unicode61 remove_diacritics 2'
+    tokenize = 'unicode61 remove_diacritics 2',
+    columnsize = 0
 );
 
 CREATE TRIGGER messages_fts_insert AFTER INSERT ON messages BEGIN
@@ -157,7 +158,8 @@ CREATE VIRTUAL TABLE sessions_fts USING fts5 (
     title,
     content = 'sessions',
     content_rowid = 'num',
-    tokenize = 'unicode61 remove_diacritics 2'
+    tokenize = 'unicode61 remove_diacritics 2',
+    columnsize = 0
 );
 
 CREATE TRIGGER sessions_fts_insert AFTER INSERT ON sessions BEGIN

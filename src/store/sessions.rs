@@ -173,12 +173,10 @@ impl Store {
         }
         if fts.is_some() {
             filters.push(
-                "num IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH :fts
-                         UNION
-                         SELECT s.num FROM messages_fts
-                           JOIN messages m ON m.num = messages_fts.rowid
-                           JOIN sessions s ON s.id = m.session_id
-                          WHERE messages_fts MATCH :fts)",
+                "(num IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH :fts)
+                  OR id IN (SELECT m.session_id FROM messages_fts
+                              JOIN messages m ON m.num = messages_fts.rowid
+                             WHERE messages_fts MATCH :fts))",
             );
         }
         let filter = if filters.is_empty() {
