@@ -56,7 +56,11 @@ pub struct AssembledPrompt {
     pub sha256: String,
     /// Id of the tokenizer that counted `total_tokens` and the layer tokens.
     pub tokenizer: String,
-    /// Tokens of the whole text.
+    /// Tokens of the whole text: the sum of the layers' counts. Every layer
+    /// starts with a non-blank character after a blank line, which the
+    /// tiktoken pre-tokenisers always split at, so for them the sum equals a
+    /// count of the whole text (the golden tests check this); the text is
+    /// not tokenised twice.
     pub total_tokens: usize,
     /// Byte offset in `text` of the cache boundary marker, when there is one.
     pub boundary_offset: Option<usize>,
@@ -125,7 +129,7 @@ pub fn assemble(inputs: &PromptInputs, counter: &dyn TokenCounter) -> AssembledP
     AssembledPrompt {
         sha256: hex::encode(Sha256::digest(text.as_bytes())),
         tokenizer: counter.id().to_owned(),
-        total_tokens: counter.count(&text),
+        total_tokens: table.iter().map(|l| l.tokens).sum(),
         text,
         boundary_offset,
         layers: table,

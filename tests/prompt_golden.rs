@@ -7,6 +7,7 @@ mod support;
 
 use strata::domain::PromptMode;
 use strata::prompt::{InstructionPolicy, PromptSettings, RecentSession, ToolFacts, assemble};
+use strata::tokens::{Encoding, TiktokenCounter, TokenCounter};
 use strata::workspace::{GatherRequest, gather};
 use support::Fixture;
 
@@ -41,6 +42,16 @@ fn golden(policy: InstructionPolicy, mode: PromptMode) {
     let counter = support::counter();
     let real = assemble(&inputs, &counter);
     support::assert_layer_invariants(&real);
+    for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
+        let counter = TiktokenCounter::new(encoding, true);
+        let p = assemble(&inputs, &counter);
+        assert_eq!(
+            p.total_tokens,
+            counter.count(&p.text),
+            "layer counts do not add up to the whole text under {}",
+            encoding.id()
+        );
+    }
     let normalized = assemble(&support::normalize(&inputs, &f), &counter);
     assert_eq!(
         support::filter_paths(&real.text, &f),

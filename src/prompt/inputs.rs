@@ -2,6 +2,7 @@
 //! environment, already read and bounded by the `workspace` adapter (or built
 //! by hand in tests). Plain data with serde, no behaviour beyond small helpers.
 
+use super::fit::strip_frontmatter;
 use super::settings::PromptSettings;
 use crate::domain::{PromptMode, SourceStatus};
 use serde::{Deserialize, Serialize};
@@ -89,14 +90,17 @@ impl SourceText {
         }
     }
 
-    /// Whether this source has text to include.
+    /// Whether this source has text to include (YAML frontmatter alone
+    /// does not count).
     #[must_use]
     pub fn has_text(&self) -> bool {
         self.status == SourceStatus::Found
             && match &self.body {
                 SourceBody::Empty => false,
-                SourceBody::Whole { text } => !text.trim().is_empty(),
-                SourceBody::Excerpt { head, tail, .. } => !head.trim().is_empty() || !tail.trim().is_empty(),
+                SourceBody::Whole { text } => !strip_frontmatter(text).trim().is_empty(),
+                SourceBody::Excerpt { head, tail, .. } => {
+                    !strip_frontmatter(head).trim().is_empty() || !tail.trim().is_empty()
+                }
             }
     }
 }
