@@ -98,8 +98,10 @@ def main():
         mb = len(text.encode("utf-8")) / 1e6
         for enc in encs:
             enc.encode_ordinary("warm up")
-            best = min(_timed(enc, text) for _ in range(5))
-            print(f"{enc.name}: {best:.3f} s for {mb:.2f} MB = {mb / best:.1f} MB/s")
+            runs = sorted(_timed(enc, text) for _ in range(10))
+            best, median = runs[0], (runs[4] + runs[5]) / 2
+            print(f"{enc.name}: {mb:.2f} MB, best {best:.3f} s ({mb / best:.1f} MB/s), "
+                  f"median {median:.3f} s ({mb / median:.1f} MB/s)")
         return
     print(f"// Python tiktoken {tiktoken.__version__}, encode_ordinary")
     for name, text in fixtures():
