@@ -47,11 +47,7 @@ fn new_session(store: &mut Store, title: &str, workspace: &str) -> SessionId {
 }
 
 fn message(session: SessionId, i: usize) -> Message {
-    let role = if i % 2 == 0 {
-        Role::User
-    } else {
-        Role::Assistant
-    };
+    let role = if i % 2 == 0 { Role::User } else { Role::Assistant };
     let mut m = Message::new(
         session,
         role,
@@ -185,10 +181,5 @@ fn bench_list_and_search(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(
-    benches,
-    bench_append,
-    bench_bulk_import,
-    bench_list_and_search
-);
+criterion_group!(benches, bench_append, bench_bulk_import, bench_list_and_search);
 criterion_main!(benches);

@@ -22,9 +22,7 @@ fn count_1mb(c: &mut Criterion) {
     for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
         let counter = TiktokenCounter::new(encoding, true);
         counter.count("warm up the BPE table");
-        group.bench_function(encoding.id(), |b| {
-            b.iter(|| counter.count(black_box(&text)))
-        });
+        group.bench_function(encoding.id(), |b| b.iter(|| counter.count(black_box(&text))));
     }
     group.finish();
 }

@@ -40,5 +40,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Show(a)) => commands::show(&env, &a),
         Some(Command::Export(a)) => commands::export(&env, &a),
         Some(Command::Context(a)) => commands::context(&env, &a),
+        Some(Command::Chat(a)) => commands::chat(&env, &a),
     }
 }

@@ -73,6 +73,12 @@ pub enum Event {
         /// Now, unix ms.
         now_ms: i64,
     },
+    /// Time passed with no stream event: text not yet stored is flushed
+    /// once [`FLUSH_INTERVAL_MS`] has passed since the last flush.
+    Tick {
+        /// Now, unix ms.
+        now_ms: i64,
+    },
     /// The user cancelled the reply in progress.
     Cancel {
         /// Now, unix ms.
@@ -209,6 +215,10 @@ impl Conversation {
                     Vec::new()
                 }
             }
+            Event::Tick { now_ms } => match self.turn.as_mut() {
+                Some(turn) if turn.should_flush(now_ms) => vec![turn.flush(now_ms)],
+                _ => Vec::new(),
+            },
             Event::Cancel { now_ms } => {
                 if self.turn.is_some() {
                     self.finish(MessageStatus::Interrupted, now_ms, None)

@@ -6,14 +6,18 @@
 //!
 //! Nothing here renders or parses arguments; callers pass resolved values.
 
+mod chat;
 mod context;
 mod import;
 mod prompt_build;
+mod providers;
 mod session;
 mod transcript;
 
+pub use chat::{ChatOutput, TurnOutcome};
 pub use context::ContextReport;
 pub use import::{ImportError, ImportOutcome, parse_openai_messages};
 pub use prompt_build::{PromptPreview, fingerprint, recent_entry, resolve_mode, to_system_prompt};
+pub use providers::provider_for;
 pub use session::{Imported, NewSession, Runtime, RuntimeError, title_from};
 pub use transcript::{export_json, export_markdown};

@@ -185,17 +185,47 @@ fn streaming_updates_replace_content_and_status() {
     let mut m = strata::domain::Message::new(s.id, Role::Assistant, "", 1);
     m.status = MessageStatus::Streaming;
     store.append_message(&mut m).unwrap();
+    m.tokens = Some(strata::domain::TokenCount {
+        tokenizer: "o200k_base".into(),
+        tokens: 5,
+    });
     store
-        .update_message(m.id, "partial ans", MessageStatus::Streaming)
+        .set_message_tokens(&[(m.id, m.tokens.clone().unwrap())])
         .unwrap();
-    assert_eq!(store.mark_interrupted().unwrap(), 1);
+    let call = strata::domain::ToolCall {
+        id: "c1".into(),
+        name: "ls".into(),
+        arguments: "{}".into(),
+    };
+    store
+        .update_message(
+            m.id,
+            "partial ans",
+            std::slice::from_ref(&call),
+            MessageStatus::Streaming,
+        )
+        .unwrap();
+    let streaming = store.message(m.id).unwrap().unwrap();
+    assert_eq!(streaming.tool_calls, vec![call]);
+    assert_eq!(
+        streaming.tokens, None,
+        "a changed content forgets its cached count"
+    );
+    // The writer (this process) is alive: nothing to recover.
+    assert_eq!(store.recover_interrupted(|_| true).unwrap(), 0);
+    assert_eq!(
+        store
+            .recover_interrupted(|pid| pid != std::process::id())
+            .unwrap(),
+        1
+    );
     let back = store.message(m.id).unwrap().unwrap();
     assert_eq!(
         (back.content.as_str(), back.status),
         ("partial ans", MessageStatus::Interrupted)
     );
     store
-        .update_message(m.id, "partial answer", MessageStatus::Complete)
+        .update_message(m.id, "partial answer", &[], MessageStatus::Complete)
         .unwrap();
     assert_eq!(store.messages(s.id, false).unwrap()[0].content, "partial answer");
     let q = SessionQuery {
@@ -209,7 +239,12 @@ fn streaming_updates_replace_content_and_status() {
     );
 
     let err = store
-        .update_message(strata::domain::MessageId::new(), "x", MessageStatus::Complete)
+        .update_message(
+            strata::domain::MessageId::new(),
+            "x",
+            &[],
+            MessageStatus::Complete,
+        )
         .unwrap_err();
     assert!(matches!(err, StoreError::MessageNotFound { .. }));
 }

@@ -41,6 +41,9 @@ pub enum Command {
     Export(ExportArgs),
     /// Show the token budget of a session's next request.
     Context(ContextArgs),
+    /// Send one message and stream the reply to stdout (continues the latest
+    /// session of the workspace unless --session or --new says otherwise).
+    Chat(ChatArgs),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -132,4 +135,23 @@ impl From<ModeArg> for strata::domain::PromptMode {
             ModeArg::None => Self::None,
         }
     }
+}
+
+#[derive(Debug, Args)]
+pub struct ChatArgs {
+    /// The message; `-` reads it from standard input.
+    #[arg(required = true, value_name = "MESSAGE", allow_hyphen_values = true)]
+    pub message: Vec<String>,
+    /// Continue this session (id or unique prefix).
+    #[arg(long, value_name = "ID", conflicts_with = "new")]
+    pub session: Option<String>,
+    /// Start a new session.
+    #[arg(long)]
+    pub new: bool,
+    /// Workspace directory (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Print one JSON object per line: start, delta, usage, done, error.
+    #[arg(long)]
+    pub json: bool,
 }

@@ -1,10 +1,12 @@
 //! One function per subcommand, plus the environment they share.
 
+mod chat;
 mod context;
 mod import;
 mod prompt;
 mod sessions;
 
+pub use chat::chat;
 pub use context::context;
 pub use import::import;
 pub use prompt::prompt;

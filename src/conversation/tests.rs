@@ -237,3 +237,32 @@ fn calibration_smooths_the_ratio_and_ignores_noise() {
     assert_eq!(cal.observations(), 2);
     assert_eq!(Calibration::default().apply(1000), 1000);
 }
+
+#[test]
+fn a_tick_flushes_text_that_waited_long_enough() {
+    let mut c = conversation();
+    c.handle(Event::Submit {
+        text: "hi".into(),
+        now_ms: 0,
+    });
+    c.handle(delta("slow", 1));
+    assert!(
+        c.handle(Event::Tick {
+            now_ms: FLUSH_INTERVAL_MS - 1
+        })
+        .is_empty()
+    );
+    let e = c.handle(Event::Tick {
+        now_ms: FLUSH_INTERVAL_MS,
+    });
+    assert!(
+        matches!(&e[..], [Effect::UpdateMessage { content, status: MessageStatus::Streaming, .. }] if content == "slow")
+    );
+    assert!(
+        c.handle(Event::Tick {
+            now_ms: 10 * FLUSH_INTERVAL_MS
+        })
+        .is_empty(),
+        "nothing new to flush"
+    );
+}

@@ -61,7 +61,8 @@ impl Runtime {
     /// # Errors
     /// [`RuntimeError::Store`] when the database cannot be opened or is from a newer strata.
     pub fn open(paths: Paths, config: Config) -> Result<Self, RuntimeError> {
-        let store = Store::open(paths.database())?;
+        let mut store = Store::open(paths.database())?;
+        store.recover_interrupted(process_is_alive)?;
         Ok(Self { paths, config, store })
     }
 
@@ -151,6 +152,13 @@ impl Runtime {
         self.store.add_prompt_version(&prompt)?;
         Ok(prompt)
     }
+}
+
+/// Whether process `pid` is running (Linux: `/proc/<pid>` exists). Where
+/// that cannot be told, every writer counts as gone, so a reply left
+/// streaming is marked interrupted at the next start.
+fn process_is_alive(pid: u32) -> bool {
+    cfg!(target_os = "linux") && Path::new(&format!("/proc/{pid}")).exists()
 }
 
 /// A finished import.

@@ -65,12 +65,16 @@ impl StoreHandle {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::store::KNOWN_VERSION;
 
     #[test]
     fn a_panicking_job_is_reported_and_the_thread_survives() {
         let handle = StoreHandle::spawn(Store::open_in_memory().unwrap()).unwrap();
         let r: Result<(), _> = handle.call(|_| panic!("boom"));
         assert!(matches!(r, Err(StoreError::JobPanicked)));
-        assert_eq!(handle.call(|s| s.schema_version().unwrap()).unwrap(), 1);
+        assert_eq!(
+            handle.call(|s| s.schema_version().unwrap()).unwrap(),
+            KNOWN_VERSION
+        );
     }
 }

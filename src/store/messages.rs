@@ -67,8 +67,8 @@ fn insert(conn: &Connection, session: SessionId, seq: i64, m: &Message) -> Resul
     conn.prepare_cached(
         "INSERT INTO messages (id, session_id, seq, role, content, tool_calls, tool_call_id,
                                pinned, ephemeral_ttl, kind, archived_by, status, created_at,
-                               tokens, tokenizer)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15)",
+                               tokens, tokenizer, writer_pid)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
     )?
     .execute(params![
         m.id.to_string(),
@@ -86,6 +86,7 @@ fn insert(conn: &Connection, session: SessionId, seq: i64, m: &Message) -> Resul
         m.created_at,
         m.tokens.as_ref().map(|t| t.tokens),
         m.tokens.as_ref().map(|t| t.tokenizer.as_str()),
+        (m.status == MessageStatus::Streaming).then(std::process::id),
     ])?;
     Ok(())
 }
@@ -148,9 +149,10 @@ impl Store {
         Ok(())
     }
 
-    /// Replaces a message's content and status (a streaming reply as it
-    /// grows, then its final state); keeps the search index in step and
-    /// bumps the session's `updated_at`.
+    /// Replaces a message's content, tool calls and status (a streaming
+    /// reply as it grows, then its final state); forgets its cached token
+    /// count (the content changed), keeps the search index in step and bumps
+    /// the session's `updated_at`. A final status releases the writer mark.
     ///
     /// # Errors
     /// [`StoreError::MessageNotFound`]; [`StoreError::Busy`];
@@ -159,16 +161,32 @@ impl Store {
         &mut self,
         message: MessageId,
         content: &str,
+        tool_calls: &[ToolCall],
         status: MessageStatus,
     ) -> Result<(), StoreError> {
+        let tool_calls = if tool_calls.is_empty() {
+            None
+        } else {
+            Some(to_json(&tool_calls, "tool_calls")?)
+        };
+        let writer = (status == MessageStatus::Streaming).then(std::process::id);
         let tx = self.conn.transaction()?;
         let session: Option<String> = tx
             .prepare_cached(
-                "UPDATE messages SET content = ?2, status = ?3 WHERE id = ?1 RETURNING session_id",
+                "UPDATE messages SET content = ?2, status = ?3, tool_calls = ?4, writer_pid = ?5,
+                                     tokens = NULL, tokenizer = NULL
+                 WHERE id = ?1 RETURNING session_id",
             )?
-            .query_row(params![message.to_string(), content, status_str(status)], |r| {
-                r.get(0)
-            })
+            .query_row(
+                params![
+                    message.to_string(),
+                    content,
+                    status_str(status),
+                    tool_calls,
+                    writer
+                ],
+                |r| r.get(0),
+            )
             .optional()?;
         let Some(session) = session else {
             return Err(StoreError::MessageNotFound {
@@ -205,17 +223,39 @@ impl Store {
         Ok(())
     }
 
-    /// Marks every message still `streaming` as `interrupted` (run at start
-    /// up: a process that died mid-reply leaves its partial text behind).
-    /// Returns how many were marked.
+    /// Marks `interrupted` every reply left `streaming` by a process that
+    /// is gone (`is_alive(pid)` false, or no writer recorded), so a crash or
+    /// kill never leaves a reply looking live; replies still being written
+    /// by a running process are left alone. Returns how many were marked.
+    /// Call once at start-up.
     ///
     /// # Errors
     /// [`StoreError::Busy`]; [`StoreError::Sqlite`].
-    pub fn mark_interrupted(&mut self) -> Result<usize, StoreError> {
-        Ok(self.conn.execute(
-            "UPDATE messages SET status = 'interrupted' WHERE status = 'streaming'",
-            [],
-        )?)
+    pub fn recover_interrupted(&mut self, is_alive: impl Fn(u32) -> bool) -> Result<usize, StoreError> {
+        let tx = self.conn.transaction()?;
+        let stale: Vec<String> = {
+            let mut stmt =
+                tx.prepare_cached("SELECT id, writer_pid FROM messages WHERE status = 'streaming'")?;
+            let rows = stmt.query_map([], |r| Ok((r.get::<_, String>(0)?, r.get::<_, Option<u32>>(1)?)))?;
+            let mut stale = Vec::new();
+            for row in rows {
+                let (id, pid) = row?;
+                if !pid.is_some_and(&is_alive) {
+                    stale.push(id);
+                }
+            }
+            stale
+        };
+        {
+            let mut stmt = tx.prepare_cached(
+                "UPDATE messages SET status = 'interrupted', writer_pid = NULL WHERE id = ?1",
+            )?;
+            for id in &stale {
+                stmt.execute([id])?;
+            }
+        }
+        tx.commit()?;
+        Ok(stale.len())
     }
 
     /// One message by id.

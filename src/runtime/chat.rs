@@ -1,0 +1,183 @@
+//! Running chat turns: the conversation state machine's effects executed
+//! against the store and a provider.
+//!
+//! The user's message is stored before the request goes out; the reply is
+//! stored as `streaming` and updated as text arrives, so a crash or kill
+//! leaves it in the database (marked interrupted at the next start).
+
+use super::{Runtime, RuntimeError};
+use crate::config::ModelChoice;
+use crate::conversation::{Calibration, Conversation, Effect, Event, FailureKind};
+use crate::domain::{MessageStatus, PromptMode, Session, SessionId, Usage};
+use crate::prompt::EnvFacts;
+use crate::provider::{EventStream, Provider, ProviderError};
+use crate::tokens::TokenCounter;
+use futures::StreamExt;
+use std::future::Future;
+use std::sync::Arc;
+
+/// What a turn shows while it runs.
+#[derive(Debug)]
+pub enum ChatOutput<'a> {
+    /// Reply text as it arrives.
+    Delta(&'a str),
+    /// The usage row recorded for the request.
+    Usage(&'a Usage),
+    /// Something went wrong (one sentence).
+    Error(&'a str),
+}
+
+/// How a turn ended.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TurnOutcome {
+    /// The session.
+    pub session_id: SessionId,
+    /// Complete, interrupted or error.
+    pub status: MessageStatus,
+    /// The error that ended it, if any.
+    pub error: Option<ProviderError>,
+}
+
+/// What woke the turn loop.
+enum Wake {
+    /// The provider stream produced an item or ended.
+    Stream(Option<Result<crate::domain::StreamEvent, ProviderError>>),
+    /// The flush interval passed.
+    Tick,
+    /// The caller cancelled.
+    Cancel,
+}
+
+fn now_ms() -> i64 {
+    jiff::Timestamp::now().as_millisecond()
+}
+
+impl Runtime {
+    /// A conversation over the session's active messages with its frozen
+    /// prompt (rebuilt as a new version only when `choice` or `mode` changed
+    /// the fingerprint), counted with `counter`, calibrated from its usage rows.
+    ///
+    /// # Errors
+    /// [`RuntimeError`] when the store cannot be read or written.
+    pub fn open_conversation(
+        &mut self,
+        session: &Session,
+        choice: &ModelChoice,
+        mode: PromptMode,
+        counter: Arc<dyn TokenCounter>,
+    ) -> Result<Conversation, RuntimeError> {
+        let now = jiff::Zoned::now();
+        let prompt = self.frozen_prompt(session, choice, mode, &now, EnvFacts::from_process())?;
+        let session = self.store.session(session.id)?.unwrap_or_else(|| session.clone());
+        let messages = self.store.messages(session.id, false)?;
+        let calibration = Calibration::from_history(
+            self.store
+                .usage(session.id)?
+                .into_iter()
+                .filter_map(|u| u.prompt_tokens.map(|actual| (u.estimated_prompt_tokens, actual))),
+        );
+        Ok(
+            Conversation::new(session, prompt, messages, counter, choice.max_tokens)
+                .with_calibration(calibration),
+        )
+    }
+
+    /// Runs one turn: stores the user's message, streams the reply from
+    /// `provider` into the store and `out`, records usage. `cancel` resolving
+    /// (e.g. Ctrl-C) stops the stream and keeps the partial reply, marked
+    /// interrupted.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`] when the store fails; provider failures are
+    /// not errors here but end the turn with status `error` or `interrupted`.
+    pub async fn chat_turn(
+        &mut self,
+        conversation: &mut Conversation,
+        provider: &dyn Provider,
+        text: String,
+        cancel: impl Future<Output = ()>,
+        out: &mut dyn FnMut(ChatOutput<'_>),
+    ) -> Result<TurnOutcome, RuntimeError> {
+        let session_id = conversation.session().id;
+        let mut pending = conversation.handle(Event::Submit {
+            text,
+            now_ms: now_ms(),
+        });
+        let mut stream: Option<EventStream> = None;
+        let mut error: Option<ProviderError> = None;
+        let mut cancel = std::pin::pin!(cancel);
+        loop {
+            for effect in std::mem::take(&mut pending) {
+                match effect {
+                    Effect::SaveMessage(mut m) => self.store.append_message(&mut m)?,
+                    Effect::UpdateMessage {
+                        id,
+                        content,
+                        tool_calls,
+                        status,
+                    } => self.store.update_message(id, &content, &tool_calls, status)?,
+                    Effect::SendRequest(request) => stream = Some(provider.stream(request)),
+                    Effect::RecordUsage(usage) => {
+                        self.store.record_usage(&usage)?;
+                        out(ChatOutput::Usage(&usage));
+                    }
+                    Effect::ShowDelta(text) => out(ChatOutput::Delta(&text)),
+                    Effect::ShowError(message) => out(ChatOutput::Error(&message)),
+                    Effect::TurnFinished { status, .. } => {
+                        return Ok(TurnOutcome {
+                            session_id,
+                            status,
+                            error,
+                        });
+                    }
+                    Effect::Busy => out(ChatOutput::Error(
+                        "a reply is already streaming; wait for it or cancel it",
+                    )),
+                }
+            }
+            let Some(s) = stream.as_mut() else {
+                return Ok(TurnOutcome {
+                    session_id,
+                    status: MessageStatus::Error,
+                    error,
+                });
+            };
+            let tick = tokio::time::sleep(std::time::Duration::from_millis(
+                u64::try_from(crate::conversation::FLUSH_INTERVAL_MS).unwrap_or(250),
+            ));
+            let wake = tokio::select! {
+                next = s.next() => Wake::Stream(next),
+                () = &mut cancel => Wake::Cancel,
+                () = tick => Wake::Tick,
+            };
+            let now_ms = now_ms();
+            pending = match wake {
+                Wake::Tick => conversation.handle(Event::Tick { now_ms }),
+                Wake::Stream(Some(Ok(event))) => conversation.handle(Event::Stream { event, now_ms }),
+                Wake::Stream(Some(Err(e))) => {
+                    stream = None;
+                    let kind = if e.is_overflow() {
+                        FailureKind::Overflow
+                    } else {
+                        FailureKind::Other
+                    };
+                    let message = e.to_string();
+                    error = Some(e);
+                    conversation.handle(Event::Failed {
+                        kind,
+                        message,
+                        now_ms,
+                    })
+                }
+                Wake::Stream(None) => {
+                    stream = None;
+                    conversation.handle(Event::StreamEnded { now_ms })
+                }
+                Wake::Cancel => {
+                    stream = None;
+                    conversation.handle(Event::Cancel { now_ms })
+                }
+            };
+        }
+    }
+}
