@@ -41,5 +41,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Export(a)) => commands::export(&env, &a),
         Some(Command::Context(a)) => commands::context(&env, &a),
         Some(Command::Chat(a)) => commands::chat(&env, &a),
+        Some(Command::Doctor(a)) => commands::doctor(&env, &a),
     }
 }

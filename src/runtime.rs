@@ -8,6 +8,7 @@
 
 mod chat;
 mod context;
+pub mod doctor;
 mod import;
 mod prompt_build;
 mod providers;

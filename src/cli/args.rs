@@ -44,6 +44,8 @@ pub enum Command {
     /// Send one message and stream the reply to stdout (continues the latest
     /// session of the workspace unless --session or --new says otherwise).
     Chat(ChatArgs),
+    /// Check the config, the data directory, the database and the provider.
+    Doctor(DoctorArgs),
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]
@@ -152,6 +154,13 @@ pub struct ChatArgs {
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
     /// Print one JSON object per line: start, delta, usage, done, error.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct DoctorArgs {
+    /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
 }

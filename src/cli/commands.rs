@@ -2,12 +2,14 @@
 
 mod chat;
 mod context;
+mod doctor;
 mod import;
 mod prompt;
 mod sessions;
 
 pub use chat::chat;
 pub use context::context;
+pub use doctor::doctor;
 pub use import::import;
 pub use prompt::prompt;
 pub use sessions::{export, sessions, show};
@@ -29,6 +31,7 @@ pub struct UsageError(pub String);
 pub struct Env {
     pub paths: Paths,
     pub config: Config,
+    pub config_warnings: Vec<String>,
     pub provider: Option<String>,
     pub model: Option<String>,
     pub prompt_mode: Option<PromptMode>,
@@ -45,6 +48,7 @@ impl Env {
         Ok(Self {
             paths,
             config: loaded.config,
+            config_warnings: loaded.warnings,
             provider: global.provider.clone(),
             model: global.model.clone(),
             prompt_mode: global.prompt_mode.map(Into::into),

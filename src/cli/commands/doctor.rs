@@ -1,0 +1,38 @@
+//! `strata doctor`.
+
+use super::{Env, print_json};
+use crate::cli::args::DoctorArgs;
+use std::io::Write;
+use strata::runtime::doctor::{self, CheckStatus};
+
+pub fn doctor(env: &Env, args: &DoctorArgs) -> anyhow::Result<()> {
+    let mut checks = vec![doctor::config_check(&env.paths, &env.config_warnings)];
+    checks.extend(doctor::database_checks(&env.paths));
+    let lookup = |name: &str| std::env::var(name).ok();
+    match env.choice() {
+        Ok(choice) => checks.push(doctor::provider_check(&choice, &lookup)),
+        Err(e) => checks.push(doctor::Check {
+            name: "provider",
+            status: CheckStatus::Fail,
+            detail: e.to_string(),
+        }),
+    }
+    let failed = checks.iter().filter(|c| c.status == CheckStatus::Fail).count();
+    if args.json {
+        print_json(&checks)?;
+    } else {
+        let mut out = std::io::stdout().lock();
+        for c in &checks {
+            let mark = match c.status {
+                CheckStatus::Ok => "ok  ",
+                CheckStatus::Warn => "warn",
+                CheckStatus::Fail => "FAIL",
+            };
+            writeln!(out, "{mark}  {:<9} {}", c.name, c.detail)?;
+        }
+    }
+    if failed > 0 {
+        anyhow::bail!("{failed} check(s) failed; see the lines marked FAIL above");
+    }
+    Ok(())
+}

@@ -1,0 +1,203 @@
+//! `strata doctor`: checks of the config, the data directory, the database
+//! and the provider, each one line a user can act on.
+
+use crate::config::{ModelChoice, Paths, ProviderKind};
+use crate::store::Store;
+use serde::Serialize;
+use std::net::{TcpStream, ToSocketAddrs};
+use std::time::Duration;
+
+/// How long the provider reachability check waits for a TCP connection.
+pub const CONNECT_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The outcome of one check.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum CheckStatus {
+    /// Fine.
+    Ok,
+    /// Works, but something deserves attention.
+    Warn,
+    /// Broken; the detail says what to do.
+    Fail,
+}
+
+/// One check: what was looked at, the verdict and a sentence.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Check {
+    /// Short name: `config`, `data`, `database`, `provider`, `model`.
+    pub name: &'static str,
+    /// Verdict.
+    pub status: CheckStatus,
+    /// One sentence.
+    pub detail: String,
+}
+
+fn check(name: &'static str, status: CheckStatus, detail: impl Into<String>) -> Check {
+    Check {
+        name,
+        status,
+        detail: detail.into(),
+    }
+}
+
+/// The config file's state, from the warnings its loading produced.
+#[must_use]
+pub fn config_check(paths: &Paths, warnings: &[String]) -> Check {
+    let file = paths.config_file();
+    if !file.exists() {
+        return check(
+            "config",
+            CheckStatus::Ok,
+            format!("no {} (defaults in use)", file.display()),
+        );
+    }
+    if warnings.is_empty() {
+        check("config", CheckStatus::Ok, format!("{} is valid", file.display()))
+    } else {
+        check(
+            "config",
+            CheckStatus::Warn,
+            format!("{}: {}", file.display(), warnings.join(" ")),
+        )
+    }
+}
+
+/// The data directory and the database: opens it, runs `PRAGMA integrity_check`.
+#[must_use]
+pub fn database_checks(paths: &Paths) -> Vec<Check> {
+    let db = paths.database();
+    match Store::open(&db) {
+        Err(e) => vec![check("database", CheckStatus::Fail, e.to_string())],
+        Ok(store) => {
+            let integrity = match store.integrity_check() {
+                Ok(s) if s == "ok" => check(
+                    "database",
+                    CheckStatus::Ok,
+                    format!(
+                        "{} (schema {}) passes the integrity check",
+                        db.display(),
+                        store.schema_version().unwrap_or(0)
+                    ),
+                ),
+                Ok(s) => check(
+                    "database",
+                    CheckStatus::Fail,
+                    format!(
+                        "{} fails the integrity check ({s}); restore a backup or move it away",
+                        db.display()
+                    ),
+                ),
+                Err(e) => check("database", CheckStatus::Fail, e.to_string()),
+            };
+            vec![
+                check(
+                    "data",
+                    CheckStatus::Ok,
+                    format!("{} is writable", paths.data_dir.display()),
+                ),
+                integrity,
+            ]
+        }
+    }
+}
+
+/// The provider: is a key set (never shown), and does its host accept a
+/// TCP connection within [`CONNECT_TIMEOUT`].
+#[must_use]
+pub fn provider_check(choice: &ModelChoice, env: &dyn Fn(&str) -> Option<String>) -> Check {
+    let name = choice.provider.as_str();
+    if choice.provider == ProviderKind::Local {
+        return check(
+            "provider",
+            CheckStatus::Ok,
+            format!("local model {}", choice.model),
+        );
+    }
+    let default_url = match choice.provider {
+        ProviderKind::Anthropic => "https://api.anthropic.com",
+        _ => "https://api.openai.com/v1",
+    };
+    let url = choice.base_url.clone().unwrap_or_else(|| default_url.to_owned());
+    let key_env = choice.api_key_env.clone().unwrap_or_default();
+    let has_key = env(&key_env).is_some_and(|k| !k.trim().is_empty());
+    if !has_key && choice.base_url.is_none() {
+        return check(
+            "provider",
+            CheckStatus::Fail,
+            format!("{name} needs an API key in {key_env}; set it or choose another provider"),
+        );
+    }
+    match reachable(&url) {
+        Ok(()) => check(
+            "provider",
+            CheckStatus::Ok,
+            format!(
+                "{name} {} at {url} is reachable{}",
+                choice.model,
+                if has_key { ", key set" } else { "" }
+            ),
+        ),
+        Err(why) => check(
+            "provider",
+            CheckStatus::Fail,
+            format!("cannot reach {url} ({why}); check the network and the base URL"),
+        ),
+    }
+}
+
+fn reachable(url: &str) -> Result<(), String> {
+    let parsed = reqwest::Url::parse(url).map_err(|e| format!("invalid URL: {e}"))?;
+    let host = parsed.host_str().ok_or("no host in the URL")?;
+    let port = parsed
+        .port_or_known_default()
+        .ok_or("no port for the URL's scheme")?;
+    let addrs: Vec<_> = (host, port)
+        .to_socket_addrs()
+        .map_err(|e| format!("cannot resolve {host}: {e}"))?
+        .collect();
+    let mut last = String::from("no address");
+    for addr in addrs {
+        match TcpStream::connect_timeout(&addr, CONNECT_TIMEOUT) {
+            Ok(_) => return Ok(()),
+            Err(e) => last = e.to_string(),
+        }
+    }
+    Err(last)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn choice(base_url: Option<String>) -> ModelChoice {
+        ModelChoice {
+            provider: ProviderKind::OpenAi,
+            model: "m".into(),
+            context_window: 8_192,
+            max_tokens: 1_024,
+            api_key_env: Some("K".into()),
+            base_url,
+        }
+    }
+
+    #[test]
+    fn a_listening_server_is_reachable_and_a_closed_port_is_not() {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let url = format!("http://{}/v1", listener.local_addr().unwrap());
+        let c = provider_check(&choice(Some(url)), &|_| None);
+        assert_eq!(c.status, CheckStatus::Ok, "{c:?}");
+        let port = listener.local_addr().unwrap().port();
+        drop(listener);
+        let c = provider_check(&choice(Some(format!("http://127.0.0.1:{port}/v1"))), &|_| None);
+        assert_eq!(c.status, CheckStatus::Fail, "{c:?}");
+        assert!(c.detail.starts_with("cannot reach"));
+    }
+
+    #[test]
+    fn a_hosted_provider_without_a_key_fails_and_names_the_variable() {
+        let c = provider_check(&choice(None), &|_| None);
+        assert_eq!(c.status, CheckStatus::Fail);
+        assert!(c.detail.contains(" K;"), "{}", c.detail);
+    }
+}

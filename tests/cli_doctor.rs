@@ -1,0 +1,52 @@
+//! `strata doctor` and a damaged database.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+
+use common::Sandbox;
+
+#[test]
+fn doctor_passes_on_a_fresh_home() {
+    let sb = Sandbox::new();
+    let checks = sb.json(&["doctor", "--json"]);
+    let names: Vec<&str> = checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["config", "data", "database", "provider"]);
+    assert!(
+        checks.as_array().unwrap().iter().all(|c| c["status"] == "ok"),
+        "{checks}"
+    );
+}
+
+#[test]
+fn a_corrupted_database_is_reported_not_a_crash() {
+    let sb = Sandbox::new();
+    std::fs::create_dir_all(sb.db().parent().unwrap()).unwrap();
+    std::fs::write(sb.db(), vec![0x5a; 64 * 1024]).unwrap();
+    let before = common::file_digest(&sb.db());
+    let out = sb.run(&["doctor"]);
+    assert_eq!(out.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("FAIL  database"), "{text}");
+    let out = sb.run(&["sessions"]);
+    assert_eq!(out.status.code(), Some(1));
+    common::one_line_error(&out);
+    assert_eq!(
+        before,
+        common::file_digest(&sb.db()),
+        "a damaged database is never rewritten"
+    );
+}
+
+#[test]
+fn a_hosted_provider_without_a_key_fails_the_provider_check() {
+    let sb = Sandbox::new();
+    let out = sb.run(&["doctor", "--provider", "anthropic"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("ANTHROPIC_API_KEY"));
+}
