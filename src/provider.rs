@@ -7,6 +7,7 @@
 //! Providers never touch the store, the workspace or the UI.
 
 mod error;
+pub mod local;
 
 pub use error::ProviderError;
 
