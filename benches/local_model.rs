@@ -15,7 +15,9 @@
 //! (default 3) and the median is printed.
 //!
 //! The model comes from `$STRATA_TEST_MODEL` or `target/test-model/` (pulled
-//! if absent). Thread counts: `STRATA_BENCH_THREADS` (default `1,2`).
+//! if absent). Thread counts: `STRATA_BENCH_THREADS` (default `1,2`);
+//! repetition penalty: `STRATA_BENCH_REPEAT_PENALTY` (default 1.1, as the
+//! provider; 1.0 turns it off, as llama-server's default does).
 
 use futures::executor::block_on_stream;
 use std::path::PathBuf;
@@ -151,6 +153,12 @@ fn main() {
         let mut config = LocalConfig::new(&path);
         config.threads = t;
         config.max_context = Some(2048);
+        if let Some(penalty) = std::env::var("STRATA_BENCH_REPEAT_PENALTY")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            config.repeat_penalty = penalty;
+        }
         let provider = LocalProvider::load(&config).unwrap();
         // Warm-up: page the weights in.
         run(

@@ -46,9 +46,10 @@ pub struct LocalConfig {
     /// 0.5 tok/s where 1 thread gave ~50 (FACTS.md).
     pub threads: u32,
     /// Upper bound for the context window in tokens; the window is the
-    /// smaller of this and the GGUF's training context (8192 for SmolLM2).
-    /// `None` uses the GGUF's value. The KV cache takes ~23 KB per token for
-    /// SmolLM2-135M.
+    /// smaller of this and the GGUF's training context (8192 for SmolLM2),
+    /// which llama.cpp rounds up to a multiple of 256 (see
+    /// [`LocalProvider::context_window`]). `None` uses the GGUF's value. The
+    /// KV cache takes ~23 KB per token for SmolLM2-135M (~190 MB at 8192).
     pub max_context: Option<u32>,
     /// Default sampling temperature when a request has none; `None` or
     /// `<= 0` samples greedily.
@@ -188,8 +189,8 @@ impl LocalProvider {
                         return;
                     }
                 };
-                let _ = ready_tx.send(Ok(ctx.n_ctx()));
                 let mut engine = Engine::new(&model, engine_tokenizer, ctx, engine_stats);
+                let _ = ready_tx.send(Ok(u32::try_from(engine.window()).unwrap_or(u32::MAX)));
                 while let Ok(job) = job_queue.recv() {
                     engine.run(&job);
                 }
@@ -219,7 +220,9 @@ impl LocalProvider {
         self.tokenizer.clone()
     }
 
-    /// The context window in use, in tokens.
+    /// The context window in use, in tokens: `max_context` (or the GGUF's
+    /// training context) rounded up by llama.cpp to a multiple of 256, but
+    /// never beyond the training context.
     #[must_use]
     pub fn context_window(&self) -> u32 {
         self.context_window
@@ -244,10 +247,13 @@ impl Provider for LocalProvider {
         "local"
     }
 
-    /// Renders the request as ChatML and queues it for the engine thread.
-    /// `request.temperature` overrides the configured one; `tools` are not
-    /// offered to the model. Errors: `ContextOverflow` when the prompt does
-    /// not fit the window, `Local` when llama.cpp fails.
+    /// Renders the request as ChatML and queues it for the engine thread
+    /// (requests run one at a time, in order). `request.temperature`
+    /// overrides the configured one; `tools` are not offered to the model.
+    /// Generation ends at the end-of-turn token (`stop`), at `max_tokens` or
+    /// at the end of the window (`length`). Errors: `ContextOverflow` when
+    /// the prompt alone does not fit the window, `Local` when llama.cpp
+    /// fails.
     fn stream(&self, request: ChatRequest) -> EventStream {
         let (events, stream) = futures::channel::mpsc::unbounded();
         let job = Job {

@@ -75,7 +75,9 @@ impl<'m> Engine<'m> {
         ctx: LlamaContext<'m>,
         stats: Arc<Mutex<Option<LocalStats>>>,
     ) -> Self {
-        let n_ctx = usize::try_from(ctx.n_ctx()).unwrap_or(usize::MAX);
+        // llama.cpp rounds the window up to a multiple of 256; positions past
+        // the training context are not used.
+        let n_ctx = usize::try_from(ctx.n_ctx().min(model.n_ctx_train())).unwrap_or(usize::MAX);
         let chunk = usize::try_from(ctx.n_batch())
             .unwrap_or(PREFILL_CHUNK)
             .clamp(1, PREFILL_CHUNK);
@@ -91,14 +93,28 @@ impl<'m> Engine<'m> {
         }
     }
 
-    /// Runs one job to its end, sending its events.
+    /// The window in tokens.
+    pub(super) fn window(&self) -> usize {
+        self.n_ctx
+    }
+
+    /// Runs one job to its end, sending its events. A panic inside is
+    /// reported as an error on the job's stream and the cache is cleared, so
+    /// the engine keeps serving.
     pub(super) fn run(&mut self, job: &Job) {
         if job.events.is_closed() {
             return;
         }
-        if let Err(error) = self.generate(job) {
-            let _ = job.events.unbounded_send(Err(error));
-        }
+        let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.generate(job)));
+        let error = match result {
+            Ok(Ok(())) => return,
+            Ok(Err(error)) => error,
+            Err(_) => {
+                self.reset();
+                local("the model thread failed unexpectedly; the cache was cleared, try again")
+            }
+        };
+        let _ = job.events.unbounded_send(Err(error));
     }
 
     fn generate(&mut self, job: &Job) -> Result<(), ProviderError> {
