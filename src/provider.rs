@@ -9,6 +9,7 @@
 pub mod anthropic;
 mod error;
 mod http;
+pub mod local;
 pub mod openai;
 mod retry;
 

@@ -1,0 +1,186 @@
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::print_stdout,
+    clippy::print_stderr
+)]
+//! Embedded model speed: prefill and decode tokens/s and time to first token
+//! for a ~400-token prompt, then for a follow-up turn that re-uses the cached
+//! prefix, with 1 and 2 threads.
+//!
+//! A plain timing program (`harness = false`), not criterion: one sample
+//! takes seconds, and with 2 threads on a busy 2-core machine it can take
+//! minutes (FACTS.md), which criterion's minimum of 10 samples plus warm-up
+//! turns into hours. Each configuration runs `STRATA_BENCH_REPS` times
+//! (default 3) and the median is printed.
+//!
+//! The model comes from `$STRATA_TEST_MODEL` or `target/test-model/` (pulled
+//! if absent). Thread counts: `STRATA_BENCH_THREADS` (default `1,2`);
+//! repetition penalty: `STRATA_BENCH_REPEAT_PENALTY` (default 1.1, as the
+//! provider; 1.0 turns it off, as llama-server's default does).
+
+use futures::executor::block_on_stream;
+use std::path::PathBuf;
+use std::time::Duration;
+use strata::domain::{ChatRequest, RequestMessage, RequestSystem, Role, StreamEvent};
+use strata::provider::Provider;
+use strata::provider::local::{LocalConfig, LocalProvider, LocalStats, model_file};
+
+/// About 370 tokens of project instructions, as a system prompt would hold.
+const SYSTEM: &str = "You are a coding assistant working in a Rust repository. \
+The project is a terminal chat client that keeps sessions in SQLite and assembles a layered system prompt. \
+Follow these rules. Read the relevant files before changing them, and keep each change small. \
+Prefer clear names over comments, and write a comment only when the reason is not obvious from the code. \
+Every public function has a documentation comment that states its inputs, outputs, units and errors. \
+Errors are values: return them with context, never panic in library code, and never print from the library. \
+Tests describe behaviour; each test name reads like a sentence about what the code does. \
+When a test fails, read the failure before changing anything, and fix the cause rather than the symptom. \
+Keep modules about one thing; a file of more than eight hundred lines needs a reason. \
+The core has no input or output: it takes data and returns data, and adapters own their resources. \
+The user interface only renders state and sends intents; it never waits on the network or the disk. \
+Token counts are cached per message and per tokenizer, and a budget is kept for each prompt layer. \
+When the history does not fit the window, old tool outputs are pruned first, then older turns are summarised. \
+Pinned messages are never dropped, and a tool call is never separated from its result. \
+The stable part of the system prompt is frozen for the life of a session so the provider's prompt cache stays warm. \
+Configuration comes from a file in the user's config directory, from environment variables and from flags, in that order. \
+Secrets are never written to the database or to logs, and are redacted before any summary is made. \
+Answer in plain English, show code in fenced blocks, and say when you are unsure.";
+
+const QUESTION: &str =
+    "List twenty good names for a command-line tool, one per line, with a short reason for each.";
+const FOLLOW_UP: &str = "Now pick the best three and explain why in more detail.";
+const MAX_TOKENS: u64 = 64;
+
+fn model_path() -> PathBuf {
+    if let Some(path) = std::env::var_os("STRATA_TEST_MODEL") {
+        return PathBuf::from(path);
+    }
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("target")
+        .join("test-model");
+    model_file::pull(&dir, &mut |line| eprintln!("model pull: {line}")).unwrap()
+}
+
+fn message(role: Role, content: &str) -> RequestMessage {
+    RequestMessage {
+        role,
+        content: content.to_owned(),
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+    }
+}
+
+fn request(system: String, messages: Vec<RequestMessage>) -> ChatRequest {
+    ChatRequest {
+        model: "smollm2".to_owned(),
+        system: RequestSystem {
+            text: system,
+            boundary_offset: None,
+        },
+        messages,
+        max_tokens: MAX_TOKENS,
+        tools: Vec::new(),
+        temperature: None,
+    }
+}
+
+/// Runs a request to the end; returns its text and the engine's stats.
+fn run(provider: &LocalProvider, request: ChatRequest) -> (String, LocalStats) {
+    let mut text = String::new();
+    for event in block_on_stream(provider.stream(request)) {
+        if let StreamEvent::TextDelta { text: delta } = event.unwrap() {
+            text.push_str(&delta);
+        }
+    }
+    (text, provider.last_stats().unwrap())
+}
+
+#[derive(Default)]
+struct Samples {
+    prompt: Vec<f64>,
+    prefilled: Vec<f64>,
+    reused: Vec<f64>,
+    prefill_rate: Vec<f64>,
+    decode_rate: Vec<f64>,
+    ttft_ms: Vec<f64>,
+}
+
+impl Samples {
+    fn add(&mut self, stats: &LocalStats) {
+        self.prompt.push(stats.prompt_tokens as f64);
+        self.prefilled.push(stats.prefilled_tokens as f64);
+        self.reused.push(stats.reused_tokens as f64);
+        self.prefill_rate.push(stats.prefill_rate());
+        self.decode_rate.push(stats.decode_rate());
+        self.ttft_ms
+            .push(stats.first_token.unwrap_or(Duration::ZERO).as_secs_f64() * 1000.0);
+    }
+
+    fn print(&mut self, label: &str) {
+        println!(
+            "{label:<22} prompt {:>4.0}  re-used {:>4.0}  prefilled {:>4.0}  prefill {:>7.1} tok/s  decode {:>6.1} tok/s  TTFT {:>8.1} ms",
+            median(&mut self.prompt),
+            median(&mut self.reused),
+            median(&mut self.prefilled),
+            median(&mut self.prefill_rate),
+            median(&mut self.decode_rate),
+            median(&mut self.ttft_ms),
+        );
+    }
+}
+
+fn median(values: &mut [f64]) -> f64 {
+    if values.is_empty() {
+        return 0.0;
+    }
+    values.sort_by(f64::total_cmp);
+    values[values.len() / 2]
+}
+
+fn main() {
+    let reps: usize = std::env::var("STRATA_BENCH_REPS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(3);
+    let threads: Vec<u32> = std::env::var("STRATA_BENCH_THREADS")
+        .unwrap_or_else(|_| "1,2".to_owned())
+        .split(',')
+        .filter_map(|t| t.trim().parse().ok())
+        .collect();
+    let path = model_path();
+    println!("model {}  max_tokens {MAX_TOKENS}  reps {reps}", path.display());
+    for &t in &threads {
+        let mut config = LocalConfig::new(&path);
+        config.threads = t;
+        config.max_context = Some(2048);
+        if let Some(penalty) = std::env::var("STRATA_BENCH_REPEAT_PENALTY")
+            .ok()
+            .and_then(|v| v.parse().ok())
+        {
+            config.repeat_penalty = penalty;
+        }
+        let provider = LocalProvider::load(&config).unwrap();
+        // Warm-up: page the weights in.
+        run(
+            &provider,
+            request("Warm up.".to_owned(), vec![message(Role::User, "Hi")]),
+        );
+
+        let mut cold = Samples::default();
+        let mut follow = Samples::default();
+        for rep in 0..reps {
+            // A distinct first sentence defeats prefix re-use across reps.
+            let system = format!("Session {t}-{rep}. {SYSTEM}");
+            let first = vec![message(Role::User, QUESTION)];
+            let (reply, stats) = run(&provider, request(system.clone(), first.clone()));
+            cold.add(&stats);
+            let mut second = first;
+            second.push(message(Role::Assistant, &reply));
+            second.push(message(Role::User, FOLLOW_UP));
+            let (_, stats) = run(&provider, request(system, second));
+            follow.add(&stats);
+        }
+        cold.print(&format!("{t} thread(s), first"));
+        follow.print(&format!("{t} thread(s), follow-up"));
+    }
+}
