@@ -42,5 +42,6 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Context(a)) => commands::context(&env, &a),
         Some(Command::Chat(a)) => commands::chat(&env, &a),
         Some(Command::Doctor(a)) => commands::doctor(&env, &a),
+        Some(Command::Model(c)) => commands::model(&env, &c),
     }
 }

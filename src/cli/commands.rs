@@ -4,6 +4,7 @@ mod chat;
 mod context;
 mod doctor;
 mod import;
+mod model;
 mod prompt;
 mod sessions;
 
@@ -11,6 +12,7 @@ pub use chat::chat;
 pub use context::context;
 pub use doctor::doctor;
 pub use import::import;
+pub use model::model;
 pub use prompt::prompt;
 pub use sessions::{export, sessions, show};
 
@@ -41,15 +43,20 @@ impl Env {
     /// Resolves paths and loads the config, printing its warnings to stderr.
     pub fn load(global: &GlobalArgs) -> anyhow::Result<Self> {
         let paths = Paths::from_env()?;
-        let loaded = Config::load(&paths.config_file())?;
+        let mut loaded = Config::load(&paths.config_file())?;
         for w in &loaded.warnings {
             eprintln!("strata: warning: {w}");
+        }
+        let mut provider = global.provider.clone();
+        if let Some(path) = &global.model_path {
+            loaded.config.providers.local.model_path = Some(std::path::absolute(path)?);
+            provider.get_or_insert_with(|| "local".to_owned());
         }
         Ok(Self {
             paths,
             config: loaded.config,
             config_warnings: loaded.warnings,
-            provider: global.provider.clone(),
+            provider,
             model: global.model.clone(),
             prompt_mode: global.prompt_mode.map(Into::into),
         })

@@ -57,6 +57,10 @@ pub struct ProviderConfig {
     pub api_key_env: Option<String>,
     /// Default model for this provider.
     pub model: Option<String>,
+    /// `[providers.local]` only: a GGUF file to run instead of the pulled default.
+    pub model_path: Option<std::path::PathBuf>,
+    /// `[providers.local]` only: CPU threads (default 1).
+    pub threads: Option<u32>,
 }
 
 /// `[compression]` (DESIGN §7).

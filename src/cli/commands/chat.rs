@@ -5,10 +5,8 @@ use crate::cli::args::ChatArgs;
 use anyhow::Context as _;
 use serde_json::json;
 use std::io::{Read, Write};
-use std::sync::Arc;
 use strata::domain::{MessageStatus, Session};
-use strata::runtime::{ChatOutput, NewSession, Runtime, provider_for, resolve_mode};
-use strata::tokens;
+use strata::runtime::{ChatOutput, NewSession, Runtime, connect, resolve_mode};
 
 pub fn chat(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     let text = message_text(&args.message)?;
@@ -22,10 +20,10 @@ pub fn chat(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     };
     let mode = resolve_mode(env.prompt_mode, &env.config, choice.context_window);
     let lookup = |name: &str| std::env::var(name).ok();
-    let provider = provider_for(&choice, &lookup)?;
-    let counter: Arc<dyn tokens::TokenCounter> =
-        Arc::new(tokens::counter_for(choice.provider.as_str(), &choice.model));
-    let mut conversation = runtime.open_conversation(&session, &choice, mode, counter)?;
+    let connected = connect(&choice, &env.paths, &env.config, &lookup, &mut |line| {
+        eprintln!("strata: {line}");
+    })?;
+    let mut conversation = runtime.open_conversation(&session, &choice, mode, connected.counter)?;
 
     let mut printer = Printer {
         out: std::io::stdout().lock(),
@@ -43,9 +41,13 @@ pub fn chat(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
             let _ = tokio::signal::ctrl_c().await;
         };
         runtime
-            .chat_turn(&mut conversation, provider.as_ref(), text, cancel, &mut |out| {
-                printer.show(&out)
-            })
+            .chat_turn(
+                &mut conversation,
+                connected.provider.as_ref(),
+                text,
+                cancel,
+                &mut |out| printer.show(&out),
+            )
             .await
     })?;
     let status = serde_json::to_value(outcome.status)?;
