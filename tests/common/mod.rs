@@ -1,7 +1,7 @@
 //! Shared harness for tests that run the real `strata` binary with a
 //! temporary `STRATA_HOME` and workspace.
 
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
