@@ -48,16 +48,26 @@ impl Env {
             eprintln!("strata: warning: {w}");
         }
         let mut provider = global.provider.clone();
+        let mut model = global.model.clone();
         if let Some(path) = &global.model_path {
-            loaded.config.providers.local.model_path = Some(std::path::absolute(path)?);
+            let path = std::path::absolute(path)?;
+            if !path.is_file() {
+                return Err(UsageError(format!(
+                    "the model file {} does not exist; pass an existing GGUF file to --model-path",
+                    path.display()
+                ))
+                .into());
+            }
             provider.get_or_insert_with(|| "local".to_owned());
+            model.get_or_insert_with(|| path.to_string_lossy().into_owned());
+            loaded.config.providers.local.model_path = Some(path);
         }
         Ok(Self {
             paths,
             config: loaded.config,
             config_warnings: loaded.warnings,
             provider,
-            model: global.model.clone(),
+            model,
             prompt_mode: global.prompt_mode.map(Into::into),
         })
     }

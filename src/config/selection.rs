@@ -179,7 +179,8 @@ fn section(config: &Config, kind: ProviderKind) -> &ProviderConfig {
 
 fn known_window(provider: ProviderKind, model: &str) -> Option<u64> {
     match provider {
-        ProviderKind::Local if model == LOCAL_MODEL_NAME => Some(LOCAL_CONTEXT_WINDOW),
+        // Any GGUF: the embedded model's window, unless `[model] context_window` says otherwise.
+        ProviderKind::Local => Some(LOCAL_CONTEXT_WINDOW),
         _ => crate::tokens::context_window_for(provider.as_str(), model),
     }
 }

