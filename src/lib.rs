@@ -14,5 +14,6 @@ pub mod prompt;
 pub mod provider;
 pub mod runtime;
 pub mod store;
+pub mod text;
 pub mod tokens;
 pub mod workspace;

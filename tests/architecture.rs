@@ -43,7 +43,7 @@ const ADAPTERS_AND_UP: &[&str] = &[
     "crate::tui",
 ];
 
-const CORE: &[&str] = &["tokens", "prompt", "pipeline", "compress", "conversation"];
+const CORE: &[&str] = &["text", "tokens", "prompt", "pipeline", "compress", "conversation"];
 
 /// Each `(module, forbidden)`: adapters may use the core and domain but not each other.
 const ADAPTER_RULES: &[(&str, &[&str])] = &[

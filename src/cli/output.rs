@@ -29,15 +29,7 @@ pub fn sentence(e: &anyhow::Error) -> String {
 
 /// `1234567` → `1,234,567`.
 pub fn thousands(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
+    strata::text::group_digits(n)
 }
 
 /// A unix-millisecond time as `YYYY-MM-DD HH:MM` in the local zone.
@@ -49,17 +41,4 @@ pub fn local_time(ms: i64) -> String {
                 .to_string()
         })
         .unwrap_or_else(|_| "?".to_owned())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn thousands_groups_digits() {
-        assert_eq!(thousands(0), "0");
-        assert_eq!(thousands(999), "999");
-        assert_eq!(thousands(1_000), "1,000");
-        assert_eq!(thousands(1_234_567), "1,234,567");
-    }
 }

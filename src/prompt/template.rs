@@ -55,35 +55,7 @@ fn fill_line(line: &str, values: &[(&str, Option<&str>)]) -> Option<String> {
     Some(out)
 }
 
-/// `1234567` → `1,234,567`.
-#[must_use]
-pub(crate) fn group_digits(n: u64) -> String {
-    let digits = n.to_string();
-    let mut out = String::with_capacity(digits.len() + digits.len() / 3);
-    for (i, c) in digits.chars().enumerate() {
-        if i > 0 && (digits.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(c);
-    }
-    out
-}
-
-/// A Markdown code fence longer than any run of backticks in `text`.
-#[must_use]
-pub(crate) fn fence_for(text: &str) -> String {
-    let mut longest = 0;
-    let mut run = 0;
-    for c in text.chars() {
-        if c == '`' {
-            run += 1;
-            longest = longest.max(run);
-        } else {
-            run = 0;
-        }
-    }
-    "`".repeat((longest + 1).max(3))
-}
+pub(crate) use crate::text::{fence_for, group_digits};
 
 /// The first `n` characters of `s`.
 #[must_use]
@@ -143,20 +115,6 @@ mod tests {
     #[test]
     fn unknown_and_unclosed_braces_are_kept() {
         assert_eq!(fill("a {x} {y", &[]), "a {x} {y");
-    }
-
-    #[test]
-    fn digits_are_grouped() {
-        assert_eq!(group_digits(0), "0");
-        assert_eq!(group_digits(999), "999");
-        assert_eq!(group_digits(1_000), "1,000");
-        assert_eq!(group_digits(1_073_741_824), "1,073,741,824");
-    }
-
-    #[test]
-    fn fence_is_longer_than_any_backtick_run() {
-        assert_eq!(fence_for("plain"), "```");
-        assert_eq!(fence_for("a ```` b"), "`````");
     }
 
     #[test]

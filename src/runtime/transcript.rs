@@ -95,8 +95,7 @@ pub fn export_markdown(session: &Session, prompt: Option<&SystemPrompt>, message
 }
 
 fn fenced(lang: &str, body: &str) -> String {
-    let longest = body.split(|c| c != '`').map(str::len).max().unwrap_or(0);
-    let fence = "`".repeat(longest.max(2) + 1);
+    let fence = crate::text::fence_for(body);
     format!("{fence}{lang}\n{body}\n{fence}")
 }
 
@@ -106,7 +105,7 @@ mod tests {
     use crate::domain::{SessionId, ToolCall};
 
     #[test]
-    fn fences_outgrow_backticks_in_the_body() {
+    fn fences_wrap_the_body_with_its_language() {
         assert_eq!(fenced("", "a ```` b"), "`````\na ```` b\n`````");
         assert_eq!(fenced("rs", "x"), "```rs\nx\n```");
     }
