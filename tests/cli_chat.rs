@@ -91,6 +91,20 @@ async fn chat_streams_persists_and_records_usage() {
         (Some("Hello wörld"), Some("complete"))
     );
 
+    // The provider's count calibrates later estimates.
+    let estimate = usage["estimated_prompt_tokens"].as_f64().unwrap();
+    let context = sb.json(&["context", &session, "--json"]);
+    let ratio = context["calibration_ratio"].as_f64().unwrap();
+    assert!(
+        (ratio - 120.0 / estimate).abs() < 1e-9,
+        "ratio {ratio}, estimate {estimate}"
+    );
+    let input = context["input_tokens"].as_f64().unwrap();
+    assert_eq!(
+        context["calibrated_input_tokens"].as_f64().unwrap(),
+        (input * ratio).round()
+    );
+
     // The request carried the frozen prompt as its system message.
     let body = server.requests()[0].json();
     assert_eq!(body["messages"][0]["role"], "system");

@@ -7,7 +7,7 @@
 
 use super::{Runtime, RuntimeError};
 use crate::config::ModelChoice;
-use crate::conversation::{Calibration, Conversation, Effect, Event, FailureKind};
+use crate::conversation::{Conversation, Effect, Event, FailureKind};
 use crate::domain::{MessageStatus, PromptMode, Session, SessionId, Usage};
 use crate::prompt::EnvFacts;
 use crate::provider::{EventStream, Provider, ProviderError};
@@ -70,12 +70,7 @@ impl Runtime {
         let prompt = self.frozen_prompt(session, choice, mode, &now, EnvFacts::from_process())?;
         let session = self.store.session(session.id)?.unwrap_or_else(|| session.clone());
         let messages = self.store.messages(session.id, false)?;
-        let calibration = Calibration::from_history(
-            self.store
-                .usage(session.id)?
-                .into_iter()
-                .filter_map(|u| u.prompt_tokens.map(|actual| (u.estimated_prompt_tokens, actual))),
-        );
+        let calibration = self.calibration(session.id)?;
         Ok(
             Conversation::new(session, prompt, messages, counter, choice.max_tokens)
                 .with_calibration(calibration),

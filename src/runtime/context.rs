@@ -3,6 +3,7 @@
 
 use super::{Runtime, RuntimeError};
 use crate::config::ModelChoice;
+use crate::conversation::Calibration;
 use crate::domain::{Message, Session, SessionId};
 use crate::tokens::{Budget, BudgetInput, ThresholdSettings, TokenCache, TokenCounter};
 use serde::Serialize;
@@ -16,12 +17,34 @@ pub struct ContextReport {
     pub session_id: SessionId,
     /// Its model.
     pub model: String,
+    /// strata's estimate of the next request's input tokens.
+    pub input_tokens: u64,
+    /// The provider's count over strata's estimate, smoothed over the
+    /// session's requests (1.0 before any; DESIGN §5).
+    pub calibration_ratio: f64,
+    /// `input_tokens` scaled by `calibration_ratio`: what the provider is
+    /// expected to count.
+    pub calibrated_input_tokens: u64,
     /// Where the window goes.
     #[serde(flatten)]
     pub budget: Budget,
 }
 
 impl Runtime {
+    /// The session's estimate calibration, learned from its usage rows
+    /// (requests where the provider reported `prompt_tokens`).
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`] when reading fails.
+    pub fn calibration(&self, session: crate::domain::SessionId) -> Result<Calibration, RuntimeError> {
+        Ok(Calibration::from_history(
+            self.store
+                .usage(session)?
+                .into_iter()
+                .filter_map(|u| u.prompt_tokens.map(|actual| (u.estimated_prompt_tokens, actual))),
+        ))
+    }
+
     /// The session's messages with token counts under the session's
     /// tokenizer: cached counts are reused, missing ones computed and stored.
     ///
@@ -93,9 +116,14 @@ impl Runtime {
             tokenizer: counter.id(),
             exact: counter.exact(),
         });
+        let calibration = self.calibration(session.id)?;
+        let input_tokens = budget.input_tokens();
         Ok(ContextReport {
             session_id: session.id,
             model: session.model.clone(),
+            input_tokens,
+            calibration_ratio: calibration.ratio(),
+            calibrated_input_tokens: calibration.apply(input_tokens),
             budget,
         })
     }

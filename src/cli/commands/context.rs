@@ -51,6 +51,13 @@ pub fn context(env: &Env, args: &ContextArgs) -> anyhow::Result<()> {
     }
     writeln!(
         out,
+        "next request: {approx}{} input tokens · calibrated to the provider's counts: {approx}{} (×{:.3})",
+        thousands(report.input_tokens),
+        thousands(report.calibrated_input_tokens),
+        report.calibration_ratio
+    )?;
+    writeln!(
+        out,
         "threshold: requested {approx}{} · effective {approx}{} · cache boundary after {approx}{} tokens",
         thousands(b.threshold.requested),
         thousands(b.threshold.effective),
