@@ -25,12 +25,21 @@ pub fn main() -> ExitCode {
         Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("strata: {}", output::sentence(&e));
-            ExitCode::from(e.downcast_ref::<commands::UsageError>().map_or(1, |_| 2))
+            let usage = e.downcast_ref::<commands::UsageError>().is_some()
+                || matches!(
+                    e.downcast_ref::<strata::config::ConfigError>(),
+                    Some(strata::config::ConfigError::UnknownProvider(_))
+                );
+            ExitCode::from(if usage { 2 } else { 1 })
         }
     }
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {
+    if let Some(Command::Doctor(a)) = &cli.command {
+        // The doctor reports a broken config as a check instead of stopping at it.
+        return commands::doctor(&commands::Env::load_for_doctor(&cli.global)?, a);
+    }
     let env = commands::Env::load(&cli.global)?;
     match cli.command {
         None => commands::no_command(&env),
@@ -41,7 +50,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Export(a)) => commands::export(&env, &a),
         Some(Command::Context(a)) => commands::context(&env, &a),
         Some(Command::Chat(a)) => commands::chat(&env, &a),
-        Some(Command::Doctor(a)) => commands::doctor(&env, &a),
+        Some(Command::Doctor(_)) => Ok(()),
         Some(Command::Model(c)) => commands::model(&env, &c),
     }
 }

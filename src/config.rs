@@ -11,7 +11,10 @@ mod selection;
 
 pub use file::{CompressionConfig, Config, LoadedConfig, ModelConfig, ProviderConfig, ProvidersConfig};
 pub use paths::Paths;
-pub use selection::{ModelChoice, ProviderKind, SelectionRequest, select_model};
+pub use selection::{
+    FALLBACK_CONTEXT_WINDOW, LOCAL_CONTEXT_WINDOW, LOCAL_MODEL_NAME, ModelChoice, ProviderKind,
+    SelectionRequest, select_model,
+};
 
 use std::path::PathBuf;
 

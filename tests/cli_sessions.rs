@@ -215,3 +215,40 @@ fn usage_errors_exit_with_code_two() {
     assert_eq!(out.status.code(), Some(2));
     one_line_error(&out);
 }
+
+#[test]
+fn ids_shown_by_the_session_list_can_be_typed_back() {
+    let sb = Sandbox::new();
+    let a = sb.import(SMALL);
+    let b = sb.import(r#"[{"role":"user","content":"second \u001b[31mred\u001b[0m"}]"#);
+    let table = sb.ok(&["sessions"]);
+    assert!(
+        !table.contains('\u{1b}'),
+        "escape sequences must not reach the terminal: {table:?}"
+    );
+    let shown: Vec<&str> = table
+        .lines()
+        .skip(1)
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(shown.len(), 2);
+    for id in shown {
+        let show = sb.json(&["show", id, "--json"]);
+        let full = show["session"]["id"].as_str().unwrap();
+        assert!(full == a || full == b);
+    }
+}
+
+#[test]
+fn a_hosted_model_name_on_the_local_provider_is_refused() {
+    let sb = Sandbox::new();
+    let out = sb.run(&["chat", "--provider", "local", "--model", "gpt-4o", "hi"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = common::one_line_error(&out);
+    assert!(err.contains("gpt-4o") && err.contains("--model-path"), "{err}");
+    let list = sb.json(&["sessions", "--json"]);
+    assert!(
+        list.as_array().unwrap().is_empty(),
+        "a refused chat must not leave a session: {list}"
+    );
+}

@@ -332,3 +332,21 @@ fn the_total_cap_bounds_many_large_files() {
     assert_eq!(statuses[..5], [SourceStatus::Found; 5]);
     assert_eq!(statuses[5..], [SourceStatus::Skipped; 3]);
 }
+
+#[test]
+fn a_text_file_with_a_binary_tail_is_skipped_not_pasted() {
+    let f = support::empty();
+    let agents = f.ws.join("AGENTS.md");
+    let mut file = File::create(&agents).unwrap();
+    file.write_all("rule line text\n".repeat(1_000).as_bytes())
+        .unwrap();
+    file.set_len(2 << 20).unwrap(); // zeros after the text
+    drop(file);
+    let p = assemble(
+        &gather_with_stats(&support::request(&f, "")).0,
+        &support::counter(),
+    );
+    assert!(!p.text.contains('\0'), "NUL bytes reached the prompt");
+    assert_eq!(source(&p, &agents).status, SourceStatus::Skipped);
+    warning_about(&p, &agents);
+}

@@ -34,6 +34,9 @@ pub struct Env {
     pub paths: Paths,
     pub config: Config,
     pub config_warnings: Vec<String>,
+    /// Why the config could not be loaded (only for `strata doctor`, which
+    /// goes on with the defaults).
+    pub config_error: Option<String>,
     pub provider: Option<String>,
     pub model: Option<String>,
     pub prompt_mode: Option<PromptMode>,
@@ -66,10 +69,35 @@ impl Env {
             paths,
             config: loaded.config,
             config_warnings: loaded.warnings,
+            config_error: None,
             provider,
             model,
             prompt_mode: global.prompt_mode.map(Into::into),
         })
+    }
+
+    /// As [`Env::load`], but a config file that cannot be read or parsed is
+    /// recorded in `config_error` and the defaults are used.
+    pub fn load_for_doctor(global: &GlobalArgs) -> anyhow::Result<Self> {
+        match Self::load(global) {
+            Ok(env) => Ok(env),
+            Err(e) => match e.downcast::<strata::config::ConfigError>() {
+                Ok(
+                    err @ (strata::config::ConfigError::Parse { .. }
+                    | strata::config::ConfigError::Read { .. }),
+                ) => Ok(Self {
+                    paths: Paths::from_env()?,
+                    config: Config::default(),
+                    config_warnings: Vec::new(),
+                    config_error: Some(err.to_string()),
+                    provider: global.provider.clone(),
+                    model: global.model.clone(),
+                    prompt_mode: global.prompt_mode.map(Into::into),
+                }),
+                Ok(other) => Err(other.into()),
+                Err(e) => Err(e),
+            },
+        }
     }
 
     /// Provider and model from the options, config and environment.

@@ -5,9 +5,12 @@ use std::io;
 /// True when the error is a closed stdout (e.g. `strata sessions | head`),
 /// which is not a failure.
 pub fn is_broken_pipe(e: &anyhow::Error) -> bool {
-    e.chain()
-        .filter_map(|c| c.downcast_ref::<io::Error>())
-        .any(|io| io.kind() == io::ErrorKind::BrokenPipe)
+    e.chain().any(|c| {
+        c.downcast_ref::<io::Error>().map(io::Error::kind) == Some(io::ErrorKind::BrokenPipe)
+            || c.downcast_ref::<serde_json::Error>()
+                .and_then(serde_json::Error::io_error_kind)
+                == Some(io::ErrorKind::BrokenPipe)
+    })
 }
 
 /// The error as one sentence: strata's own errors already are; a cause is
@@ -41,4 +44,38 @@ pub fn local_time(ms: i64) -> String {
                 .to_string()
         })
         .unwrap_or_else(|_| "?".to_owned())
+}
+
+/// `text` safe to print on a terminal: control characters other than
+/// newline and tab (escape sequences that could recolour the terminal, set
+/// its title or clear it) are shown as `^X` / `\u{..}` instead of acting.
+pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            '\n' | '\t' => out.push(c),
+            c if (c as u32) < 0x20 => {
+                out.push('^');
+                out.push(char::from(b'@' + c as u8));
+            }
+            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn escape_sequences_are_defused() {
+        assert_eq!(printable("plain\ttext\n"), "plain\ttext\n");
+        assert_eq!(printable("a\u{1b}[31mred\u{7}"), "a^[[31mred^G");
+        assert_eq!(printable("\u{9b}x"), "\\u{9b}x");
+    }
 }

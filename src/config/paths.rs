@@ -35,7 +35,9 @@ impl Paths {
     /// [`ConfigError::NoHome`] when neither is known.
     pub fn from_env() -> Result<Self, ConfigError> {
         if let Some(root) = std::env::var_os("STRATA_HOME").filter(|v| !v.is_empty()) {
-            return Ok(Self::under(Path::new(&root)));
+            // A relative STRATA_HOME would name a different home in every directory.
+            let root = std::path::absolute(Path::new(&root)).map_err(|_| ConfigError::NoHome)?;
+            return Ok(Self::under(&root));
         }
         let config = dirs::config_dir().ok_or(ConfigError::NoHome)?;
         let data = dirs::data_dir().ok_or(ConfigError::NoHome)?;

@@ -126,7 +126,11 @@ pub fn select_model(req: &SelectionRequest<'_>) -> Result<ModelChoice, ConfigErr
             };
             if key_of(ProviderKind::Anthropic).is_some_and(|k| has(&k)) {
                 ProviderKind::Anthropic
-            } else if key_of(ProviderKind::OpenAi).is_some_and(|k| has(&k)) {
+            } else if key_of(ProviderKind::OpenAi).is_some_and(|k| has(&k))
+                || config.providers.openai.base_url.is_some()
+                || has("OPENAI_BASE_URL")
+            {
+                // A base URL alone means a local server that needs no key.
                 ProviderKind::OpenAi
             } else {
                 ProviderKind::Local
@@ -215,6 +219,18 @@ mod tests {
         assert_eq!(c.provider, ProviderKind::Local);
         assert_eq!(c.model, LOCAL_MODEL_NAME);
         assert_eq!(c.context_window, LOCAL_CONTEXT_WINDOW);
+    }
+
+    #[test]
+    fn an_openai_base_url_alone_selects_openai() {
+        let c = choose(
+            None,
+            None,
+            &[("OPENAI_BASE_URL", "http://127.0.0.1:8080/v1")],
+            &Config::default(),
+        );
+        assert_eq!(c.provider, ProviderKind::OpenAi);
+        assert_eq!(c.base_url.as_deref(), Some("http://127.0.0.1:8080/v1"));
     }
 
     #[test]

@@ -18,6 +18,16 @@ pub enum ProviderError {
         /// The provider's message.
         message: String,
     },
+    /// No key is set for a hosted provider. Fatal.
+    #[error(
+        "{key_env} is not set; export your {provider} API key in it, or choose another provider with --provider"
+    )]
+    NoKey {
+        /// Provider name.
+        provider: &'static str,
+        /// The variable strata read.
+        key_env: String,
+    },
     /// Too many requests (HTTP 429). Retried, honouring `retry_after`.
     #[error("the provider is rate-limiting requests ({message}); wait a moment and try again")]
     RateLimited {
@@ -44,7 +54,7 @@ pub enum ProviderError {
     },
     /// The request is longer than the model's context window. Goes to compression.
     #[error(
-        "the request is too long for the model's context window ({message}); use /compress, /new or a model with a larger window"
+        "the request is too long for the model's context window ({message}); start a new session with `strata chat --new`, shorten the instruction files, or use a model with a larger window"
     )]
     ContextOverflow {
         /// The provider's message.

@@ -58,7 +58,7 @@ pub fn config_check(paths: &Paths, warnings: &[String]) -> Check {
         check(
             "config",
             CheckStatus::Warn,
-            format!("{}: {}", file.display(), warnings.join(" ")),
+            format!("{}: {}", file.display(), warnings.join(" · ")),
         )
     }
 }
@@ -99,6 +99,29 @@ pub fn database_checks(paths: &Paths) -> Vec<Check> {
                 integrity,
             ]
         }
+    }
+}
+
+/// The embedded model's file: present, or to be downloaded on first use.
+#[must_use]
+pub fn model_check(file: Option<std::path::PathBuf>) -> Check {
+    match file {
+        Some(path) if path.is_file() => {
+            check("model", CheckStatus::Ok, format!("{} is present", path.display()))
+        }
+        Some(path) => check(
+            "model",
+            CheckStatus::Fail,
+            format!(
+                "the model file {} does not exist; fix the path or run `strata model pull`",
+                path.display()
+            ),
+        ),
+        None => check(
+            "model",
+            CheckStatus::Warn,
+            "the embedded model is not downloaded yet; it is fetched (about 98 MB) on first use, or now with `strata model pull`",
+        ),
     }
 }
 

@@ -67,6 +67,7 @@ pub fn ensure_local_model(
     if let Some(path) = model_file::path(&paths.models_dir()) {
         return Ok(path);
     }
+    create_private_dir(&paths.data_dir)?;
     progress("the embedded model is not on this machine yet; downloading it (about 98 MB) ...");
     model_file::pull(&paths.models_dir(), progress).map_err(|e| ProviderError::Local {
         message: e.to_string(),
@@ -96,10 +97,9 @@ pub fn connect(
     let hosted_counter = || -> Arc<dyn TokenCounter> {
         Arc::new(tokens::counter_for(choice.provider.as_str(), &choice.model))
     };
-    let missing_key = |provider| ProviderError::Auth {
+    let missing_key = |provider| ProviderError::NoKey {
         provider,
         key_env: key_env.clone(),
-        message: "no key is set".to_owned(),
     };
     match choice.provider {
         ProviderKind::OpenAi => {
@@ -141,7 +141,18 @@ pub fn connect(
                         ),
                     });
                 }
-                None => ensure_local_model(paths, config, progress)?,
+                None if choice.model == crate::config::LOCAL_MODEL_NAME => {
+                    ensure_local_model(paths, config, progress)?
+                }
+                None => {
+                    return Err(ProviderError::Local {
+                        message: format!(
+                            "the local provider runs {} or a GGUF file given with --model-path, not '{}'; drop --model or choose another provider",
+                            crate::config::LOCAL_MODEL_NAME,
+                            choice.model
+                        ),
+                    });
+                }
             };
             let mut c = LocalConfig::new(path);
             if let Some(t) = config.providers.local.threads {
@@ -173,4 +184,18 @@ pub fn session_counter(paths: &Paths, config: &Config, provider: &str, model: &s
 
 fn load_tokenizer(path: &Path) -> Option<LocalTokenizer> {
     LocalTokenizer::load(path).ok()
+}
+
+/// Creates `dir` (and parents) readable by the user only (0700 on Unix).
+fn create_private_dir(dir: &Path) -> Result<(), ProviderError> {
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true);
+    #[cfg(unix)]
+    std::os::unix::fs::DirBuilderExt::mode(&mut builder, 0o700);
+    builder.create(dir).map_err(|e| ProviderError::Local {
+        message: format!(
+            "cannot create the data directory {}: {e}; check STRATA_HOME",
+            dir.display()
+        ),
+    })
 }

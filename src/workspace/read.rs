@@ -99,6 +99,7 @@ impl Reader {
         if size <= limit {
             let bytes = self.read_up_to(&mut file, limit)?;
             check_text(&bytes)?;
+            check_text(&bytes[bytes.len().saturating_sub(BINARY_SNIFF_BYTES)..])?;
             let (text, lossy) = decode(&bytes);
             return Ok(Some((SourceBody::Whole { text }, lossy)));
         }
@@ -109,6 +110,9 @@ impl Reader {
         file.seek(SeekFrom::Start(size - tail_len))
             .map_err(WorkspaceError::Read)?;
         let tail_bytes = self.read_up_to(&mut file, tail_len)?;
+        // A text head does not make a binary tail text (e.g. a file padded with zeros).
+        check_text(&tail_bytes[tail_bytes.len().saturating_sub(BINARY_SNIFF_BYTES)..])?;
+        check_text(&tail_bytes)?;
         let (head, head_lossy) = decode(trim_partial_end(&head_bytes));
         let (tail, tail_lossy) = decode(trim_partial_start(&tail_bytes));
         let body = SourceBody::Excerpt {
@@ -138,7 +142,8 @@ pub(crate) fn open_error(e: io::Error) -> WorkspaceError {
     }
 }
 
-/// Refuses binary content: a NUL byte among the first 8 KiB.
+/// Refuses binary content: a NUL byte among the first 8 KiB of `bytes`
+/// (callers sniff both ends of what they read).
 fn check_text(bytes: &[u8]) -> Result<(), WorkspaceError> {
     let sniff = &bytes[..bytes.len().min(BINARY_SNIFF_BYTES)];
     if sniff.contains(&0) {

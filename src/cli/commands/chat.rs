@@ -9,20 +9,36 @@ use strata::domain::{MessageStatus, Session};
 use strata::runtime::{ChatOutput, NewSession, Runtime, connect, resolve_mode};
 
 pub fn chat(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
+    let result = turn(env, args);
+    if args.json {
+        if let Err(e) = &result {
+            // Scripts reading the event stream see the failure there too.
+            let line = json!({"type": "error", "message": crate::cli::output::sentence(e)});
+            let _ = writeln!(std::io::stdout(), "{line}");
+        }
+    }
+    result
+}
+
+fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     let text = message_text(&args.message)?;
     let cwd = workspace_dir(args.workspace.as_deref())?;
     let mut runtime = env.runtime()?;
-    let session = pick_session(env, &mut runtime, args, &cwd, &text)?;
-    let choice = if env.provider.is_some() || env.model.is_some() {
-        env.choice()?
-    } else {
-        env.choice_for(&session)?
+    let existing = existing_session(&mut runtime, args, &cwd)?;
+    let choice = match &existing {
+        Some(session) if env.provider.is_none() && env.model.is_none() => env.choice_for(session)?,
+        _ => env.choice()?,
     };
     let mode = resolve_mode(env.prompt_mode, &env.config, choice.context_window);
     let lookup = |name: &str| std::env::var(name).ok();
+    // Connect first: a provider that cannot be used leaves no empty session behind.
     let connected = connect(&choice, &env.paths, &env.config, &lookup, &mut |line| {
         eprintln!("strata: {line}");
     })?;
+    let session = match existing {
+        Some(session) => session,
+        None => new_session(&mut runtime, &choice, mode, &cwd, &text)?,
+    };
     let mut conversation = runtime.open_conversation(&session, &choice, mode, connected.counter)?;
 
     let mut printer = Printer {
@@ -82,26 +98,31 @@ fn message_text(words: &[String]) -> anyhow::Result<String> {
     Ok(text)
 }
 
-/// `--session`, else a new session with `--new`, else the latest session of
-/// the workspace, else a new one.
-fn pick_session(
-    env: &Env,
+/// The session named by `--session`, else (without `--new`) the latest
+/// session of the workspace; `None` when a new one is wanted.
+fn existing_session(
     runtime: &mut Runtime,
     args: &ChatArgs,
     cwd: &std::path::Path,
+) -> anyhow::Result<Option<Session>> {
+    if let Some(id) = &args.session {
+        return Ok(Some(runtime.store.find_session(id)?));
+    }
+    if args.new {
+        return Ok(None);
+    }
+    let root = strata::workspace::workspace_root(cwd);
+    Ok(runtime.store.latest_session(&root.to_string_lossy())?)
+}
+
+/// A new session titled after the first message.
+fn new_session(
+    runtime: &mut Runtime,
+    choice: &strata::config::ModelChoice,
+    mode: strata::domain::PromptMode,
+    cwd: &std::path::Path,
     text: &str,
 ) -> anyhow::Result<Session> {
-    if let Some(id) = &args.session {
-        return Ok(runtime.store.find_session(id)?);
-    }
-    if !args.new {
-        let root = strata::workspace::workspace_root(cwd);
-        if let Some(s) = runtime.store.latest_session(&root.to_string_lossy())? {
-            return Ok(s);
-        }
-    }
-    let choice = env.choice()?;
-    let mode = resolve_mode(env.prompt_mode, &env.config, choice.context_window);
     let title = strata::runtime::title_from(&[strata::domain::Message::new(
         strata::domain::SessionId::new(),
         strata::domain::Role::User,
@@ -110,7 +131,7 @@ fn pick_session(
     )]);
     let (session, _, warnings) = runtime.create_session(NewSession {
         cwd,
-        choice: &choice,
+        choice,
         mode,
         title,
         now: &jiff::Zoned::now(),

@@ -6,11 +6,26 @@ use std::io::Write;
 use strata::runtime::doctor::{self, CheckStatus};
 
 pub fn doctor(env: &Env, args: &DoctorArgs) -> anyhow::Result<()> {
-    let mut checks = vec![doctor::config_check(&env.paths, &env.config_warnings)];
+    let mut checks = vec![match &env.config_error {
+        Some(error) => doctor::Check {
+            name: "config",
+            status: CheckStatus::Fail,
+            detail: error.clone(),
+        },
+        None => doctor::config_check(&env.paths, &env.config_warnings),
+    }];
     checks.extend(doctor::database_checks(&env.paths));
     let lookup = |name: &str| std::env::var(name).ok();
     match env.choice() {
-        Ok(choice) => checks.push(doctor::provider_check(&choice, &lookup)),
+        Ok(choice) => {
+            checks.push(doctor::provider_check(&choice, &lookup));
+            if choice.provider == strata::config::ProviderKind::Local {
+                checks.push(doctor::model_check(strata::runtime::local_model_file(
+                    &env.paths,
+                    &env.config,
+                )));
+            }
+        }
         Err(e) => checks.push(doctor::Check {
             name: "provider",
             status: CheckStatus::Fail,

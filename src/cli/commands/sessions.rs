@@ -2,7 +2,7 @@
 
 use super::{Env, print_json};
 use crate::cli::args::{ExportArgs, ExportFormat, SessionsArgs, ShowArgs};
-use crate::cli::output::{local_time, thousands};
+use crate::cli::output::{local_time, printable, thousands};
 use serde_json::json;
 use std::io::Write;
 use strata::runtime::{export_json, export_markdown};
@@ -29,22 +29,28 @@ pub fn sessions(env: &Env, args: &SessionsArgs) -> anyhow::Result<()> {
         writeln!(out, "No sessions match.")?;
         return Ok(());
     }
+    let width = prefix_width(list.iter().map(|s| s.id.to_string()));
     writeln!(
         out,
-        "{:<8}  {:<16}  {:>6}  {:>9}  {:<24}  title",
-        "id", "updated", "msgs", "tokens", "model"
+        "{:<w$}  {:<16}  {:>6}  {:>9}  {:<24}  title",
+        "id",
+        "updated",
+        "msgs",
+        "tokens",
+        "model",
+        w = width
     )?;
     for s in &list {
         let id = s.id.to_string();
         writeln!(
             out,
-            "{:<8}  {:<16}  {:>6}  {:>9}  {:<24}  {}",
-            &id[id.len() - 8..],
+            "{:<width$}  {:<16}  {:>6}  {:>9}  {:<24}  {}",
+            &id[..width],
             local_time(s.updated_at),
             s.messages,
             thousands(s.tokens),
             format!("{}/{}", s.provider, s.model),
-            s.title
+            printable(&s.title)
         )?;
     }
     Ok(())
@@ -74,7 +80,11 @@ pub fn show(env: &Env, args: &ShowArgs) -> anyhow::Result<()> {
         }));
     }
     let mut out = std::io::stdout().lock();
-    write!(out, "{}", export_markdown(&session, prompt.as_ref(), &messages))?;
+    write!(
+        out,
+        "{}",
+        printable(&export_markdown(&session, prompt.as_ref(), &messages))
+    )?;
     Ok(())
 }
 
@@ -90,5 +100,30 @@ pub fn export(env: &Env, args: &ExportArgs) -> anyhow::Result<()> {
             write!(out, "{}", export_markdown(&session, prompt.as_ref(), &messages))?;
             Ok(())
         }
+    }
+}
+
+/// The shortest prefix length (at least 8) that tells all `ids` apart, so
+/// every id shown can be typed back as a session id.
+fn prefix_width(ids: impl Iterator<Item = String>) -> usize {
+    let mut ids: Vec<String> = ids.collect();
+    ids.sort();
+    let common = ids
+        .windows(2)
+        .map(|w| w[0].bytes().zip(w[1].bytes()).take_while(|(a, b)| a == b).count())
+        .max()
+        .unwrap_or(0);
+    (common + 1).clamp(8, 36)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::prefix_width;
+
+    #[test]
+    fn prefixes_are_long_enough_to_be_unique() {
+        let ids = ["01a2284e-66c5-70a7", "01a2284e-66d0-7000", "ffff0000-0000-0000"].map(String::from);
+        assert_eq!(prefix_width(ids.into_iter()), 12);
+        assert_eq!(prefix_width(["abc".to_owned()].into_iter()), 8);
     }
 }
