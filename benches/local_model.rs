@@ -18,6 +18,10 @@
 //! if absent). Thread counts: `STRATA_BENCH_THREADS` (default `1,2`);
 //! repetition penalty: `STRATA_BENCH_REPEAT_PENALTY` (default 1.1, as the
 //! provider; 1.0 turns it off, as llama-server's default does).
+//!
+//! When llama.cpp's own `llama-server` is installed (`$LLAMA_SERVER`, or on
+//! `PATH`), the same prompts go through it too, on 127.0.0.1 with the same
+//! GGUF, threads and window, and its own `timings` are printed beside ours.
 
 use futures::executor::block_on_stream;
 use std::path::PathBuf;
@@ -182,5 +186,115 @@ fn main() {
         }
         cold.print(&format!("{t} thread(s), first"));
         follow.print(&format!("{t} thread(s), follow-up"));
+        if let Some(binary) = llama_server() {
+            server_side_by_side(&binary, &path, t, reps);
+        }
+    }
+}
+
+/// `llama-server` from `$LLAMA_SERVER` or `PATH`.
+fn llama_server() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("LLAMA_SERVER") {
+        return Some(p.into());
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("llama-server"))
+            .find(|p| p.is_file())
+    })
+}
+
+/// The same first and follow-up turns through llama-server, timed by the
+/// server itself (`timings.prompt_per_second`, `predicted_per_second`).
+fn server_side_by_side(binary: &std::path::Path, model: &std::path::Path, threads: u32, reps: usize) {
+    use std::io::{Read, Write};
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let t = threads.to_string();
+    let mut child = std::process::Command::new(binary)
+        .args([
+            "-m",
+            model.to_str().unwrap(),
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+        ])
+        .args(["-c", "2048", "-np", "1", "-t", &t, "-tb", &t, "--no-webui"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let post = |body: &serde_json::Value| -> Option<serde_json::Value> {
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        let body = body.to_string();
+        write!(
+            s,
+            "POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{body}",
+            body.len()
+        )
+        .ok()?;
+        let mut raw = String::new();
+        s.read_to_string(&mut raw).ok()?;
+        let json_start = raw.find("\r\n\r\n")? + 4;
+        let body = &raw[json_start..];
+        let start = body.find('{')?;
+        let end = body.rfind('}')?;
+        serde_json::from_str(&body[start..=end]).ok()
+    };
+    let ask = |messages: &serde_json::Value| {
+        post(
+            &serde_json::json!({"messages": messages, "max_tokens": MAX_TOKENS, "temperature": 0, "cache_prompt": true}),
+        )
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    while ask(&serde_json::json!([{"role": "user", "content": "Hi"}])).is_none() {
+        if std::time::Instant::now() > deadline {
+            println!("llama-server did not answer within 120 s; skipped");
+            let _ = child.kill();
+            let _ = child.wait();
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(500));
+    }
+    let (mut cold, mut follow) = (Samples::default(), Samples::default());
+    for rep in 0..reps {
+        let system = format!("Session server-{threads}-{rep}. {SYSTEM}");
+        let mut messages =
+            serde_json::json!([{"role": "system", "content": system}, {"role": "user", "content": QUESTION}]);
+        let Some(first) = ask(&messages) else { break };
+        cold.add_server(&first);
+        let reply = first["choices"][0]["message"]["content"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        let list = messages.as_array_mut().unwrap();
+        list.push(serde_json::json!({"role": "assistant", "content": reply}));
+        list.push(serde_json::json!({"role": "user", "content": FOLLOW_UP}));
+        let Some(second) = ask(&messages) else { break };
+        follow.add_server(&second);
+    }
+    cold.print(&format!("llama-server {threads}t, first"));
+    follow.print(&format!("llama-server {threads}t, follow"));
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+impl Samples {
+    /// One llama-server reply's own timings.
+    fn add_server(&mut self, reply: &serde_json::Value) {
+        let t = &reply["timings"];
+        let f = |k: &str| t[k].as_f64().unwrap_or(0.0);
+        self.prompt
+            .push(reply["usage"]["prompt_tokens"].as_f64().unwrap_or(0.0));
+        self.reused.push(f("cache_n"));
+        self.prefilled.push(f("prompt_n"));
+        self.prefill_rate.push(f("prompt_per_second"));
+        self.decode_rate.push(f("predicted_per_second"));
+        // Time to first token as the server sees it: the prefill time.
+        self.ttft_ms.push(f("prompt_ms"));
     }
 }
