@@ -33,7 +33,12 @@
 //! 4. **limit** — the system prompt, pinned messages (with their tool call
 //!    units) and the last user message are kept; then whole turns, newest
 //!    first, while they fit `window − reserved_output − system − tools −
-//!    request overhead`, and while `max_messages` (when set) allows. The last
+//!    request overhead − room for the omitted-messages note` (the design's
+//!    "effective window − reserved output − system − tools", with the
+//!    reserve subtracted once), and while `max_messages` (when set) allows.
+//!    A turn is a user message (with any user messages right after it, such
+//!    as its reminder) and the replies and tool results that follow; the walk
+//!    stops at the first turn that does not fit, so no gap opens. The last
 //!    user message is truncated (head and tail kept) rather than dropped.
 //! 5. **repair** — tool calls and results are paired (unpaired ones go, no
 //!    stub results), consecutive messages of one role are merged, imported
@@ -42,6 +47,13 @@
 //!    opens the request when it would not start with a user message.
 //! 6. **validate** — pairing, alternation, first message and size are
 //!    checked; a violation is [`PrepareError::Invalid`], never sent.
+//!
+//! Tokens: untouched messages cost their cached count; truncated copies and
+//! messages that lost tool calls are counted again with the counter; a
+//! message merged into the one before it costs its count less its framing
+//! (`3 + role`) plus the `\n\n` separator, which matches a recount up to a
+//! token at the seam. `prepared_tokens` is therefore computed without
+//! tokenising any untouched message.
 //!
 //! Per-turn reminders (DESIGN §4) are stored by the runtime as their own
 //! `user` message of kind `synthetic` with `ephemeral_ttl = Some(1)`, right

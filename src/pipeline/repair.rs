@@ -31,6 +31,25 @@ fn framing(counter: &dyn TokenCounter, role: Role) -> u32 {
     TOKENS_PER_MESSAGE + counter.count(role.as_str()) as u32
 }
 
+/// Framing tokens per role, counted once per preparation (a tokenizer call
+/// per message would cost more than everything else here).
+struct Framing([u32; 4]);
+
+impl Framing {
+    fn new(counter: &dyn TokenCounter) -> Self {
+        Self([Role::System, Role::User, Role::Assistant, Role::Tool].map(|r| framing(counter, r)))
+    }
+
+    fn of(&self, role: Role) -> u32 {
+        self.0[match role {
+            Role::System => 0,
+            Role::User => 1,
+            Role::Assistant => 2,
+            Role::Tool => 3,
+        }]
+    }
+}
+
 /// Pairs calls and results. Returns, per message, the calls it keeps when
 /// some were removed (`None`: all kept), and drops unpaired messages.
 fn pair(work: &mut Work<'_>, counter: &dyn TokenCounter) -> Vec<Option<Vec<bool>>> {
@@ -114,6 +133,7 @@ pub(crate) fn assemble(work: &mut Work<'_>, input: &PrepareInput<'_>) -> Prepare
     let msgs = work.msgs;
     let n = msgs.len();
     let sep_tokens = counter.count(SEPARATOR) as u32;
+    let framing = Framing::new(counter);
     let mut system_text = input.system.text.clone();
     let mut system_tokens = u64::from(input.system_tokens);
     let mut out: Vec<RequestMessage> = Vec::new();
@@ -124,7 +144,7 @@ pub(crate) fn assemble(work: &mut Work<'_>, input: &PrepareInput<'_>) -> Prepare
     for i in (0..n).filter(|&i| work.live(i)) {
         let m = &msgs[i];
         let text = work.text(i);
-        let body = work.tokens[i].saturating_sub(framing(counter, m.role));
+        let body = work.tokens[i].saturating_sub(framing.of(m.role));
         if m.role == Role::System && input.single_system {
             after[i] = body + join(&mut system_text, text, sep_tokens);
             system_tokens += u64::from(after[i]);
