@@ -10,6 +10,7 @@
 pub mod config;
 pub mod conversation;
 pub mod domain;
+pub mod pipeline;
 pub mod prompt;
 pub mod provider;
 pub mod runtime;

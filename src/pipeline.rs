@@ -1,0 +1,235 @@
+//! Layer 1 (pure): the per-turn preparation pipeline of DESIGN §6. It turns
+//! a session's active messages, the frozen system prompt and the window
+//! settings into the exact [`ChatRequest`] to send, plus a report with one
+//! entry per stored message saying what happened to it.
+//!
+//! It works on a copy: the stored history is never changed, and truncated
+//! copies are never written back or cached (their counts are made with
+//! [`message_tokens`](crate::tokens::message_tokens) directly). No I/O, no
+//! clock. The runtime and the conversation core call [`prepare`] before
+//! every request; `strata context` calls it to show the report.
+//!
+//! Stages, in the order of DESIGN §6:
+//!
+//! 1. **enrich** — `@path` attachments need file reads, which the core may
+//!    not do. Not done here: the adapter that reads attachments must pass
+//!    their text in (a future `PrepareInput` field) and this stage will embed
+//!    it. Nothing pretends to do it today.
+//! 2. **reduce** ([`limit`] module) — while the estimate is over the soft
+//!    limit ([`SOFT_LIMIT_EXACT`] or [`SOFT_LIMIT_APPROXIMATE`] of the
+//!    effective window), the largest truncatable message is truncated: the
+//!    middle of fenced code blocks and `<details>` blocks becomes `[...]`
+//!    (first and last 10 lines kept), long tool results keep head and tail
+//!    with a marker. Never pinned messages, never tool-call arguments; a
+//!    message that cannot be truncated is skipped for the next one. Only
+//!    messages the limit stage can still keep are considered (the newest
+//!    turns that fit under the soft limit, plus the next older turn):
+//!    truncating a message that is dropped anyway would cost time and change
+//!    nothing, and this bounds the work by the window, not by the history.
+//! 3. **prune** — a message whose `ephemeral_ttl` has expired is dropped
+//!    (pinned ones never). Expiry is decided before reduce runs so that no
+//!    work is spent truncating a message about to be pruned; the result is
+//!    the same as running them in the design's order.
+//! 4. **limit** — the system prompt, pinned messages (with their tool call
+//!    units) and the last user message are kept; then whole turns, newest
+//!    first, while they fit `window − reserved_output − system − tools −
+//!    request overhead − room for the omitted-messages note` (the design's
+//!    "effective window − reserved output − system − tools", with the
+//!    reserve subtracted once), and while `max_messages` (when set) allows.
+//!    A turn is a user message (with any user messages right after it, such
+//!    as its reminder) and the replies and tool results that follow; the walk
+//!    stops at the first turn that does not fit, so no gap opens. The last
+//!    user message is truncated (head and tail kept) rather than dropped.
+//! 5. **repair** — tool calls and results are paired (unpaired ones go, no
+//!    stub results), consecutive messages of one role are merged, imported
+//!    system messages are merged into the system prompt when the provider
+//!    takes one, and a note saying how many earlier messages were omitted
+//!    opens the request when it would not start with a user message.
+//! 6. **validate** — pairing, alternation, first message and size are
+//!    checked; a violation is [`PrepareError::Invalid`], never sent.
+//!
+//! Tokens: untouched messages cost their cached count; truncated copies and
+//! messages that lost tool calls are counted again with the counter; a
+//! message merged into the one before it costs its count less its framing
+//! (`3 + role`) plus the `\n\n` separator, which matches a recount up to a
+//! token at the seam. `prepared_tokens` is therefore computed without
+//! tokenising any untouched message.
+//!
+//! Per-turn reminders (DESIGN §4) are stored by the runtime as their own
+//! `user` message of kind `synthetic` with `ephemeral_ttl = Some(1)`, right
+//! after the user's message: repair merges it into that message, it stays
+//! for the whole tool loop of its turn (a turn counts once it is complete),
+//! and prune drops it from the next turn on, so the system prompt and the
+//! cached prefix never change.
+
+mod limit;
+mod repair;
+mod truncate;
+mod validate;
+mod work;
+
+use crate::domain::{ChatRequest, Message, MessageId, RequestSystem};
+use crate::tokens::TokenCounter;
+use serde::{Deserialize, Serialize};
+
+/// Soft limit as a share of the effective window when the tokenizer is
+/// exact for the model.
+pub const SOFT_LIMIT_EXACT: f64 = 0.9;
+
+/// Soft limit when counts are only an estimate (e.g. Anthropic models).
+pub const SOFT_LIMIT_APPROXIMATE: f64 = 0.75;
+
+/// Everything one preparation needs. Token figures are in the tokens of
+/// `counter`; `counts` come from
+/// [`TokenCache::count_history`](crate::tokens::TokenCache::count_history).
+#[derive(Clone, Copy)]
+pub struct PrepareInput<'a> {
+    /// The frozen system prompt: exact text and cache boundary.
+    pub system: &'a RequestSystem,
+    /// Tokens of `system.text` (text only; its message framing is part of
+    /// [`request_overhead`](crate::tokens::request_overhead)).
+    pub system_tokens: u32,
+    /// The session's active (non-archived) messages, oldest first.
+    pub messages: &'a [Message],
+    /// Tokens of each message, same order and length as `messages`, framing
+    /// included (the value of `message_tokens`).
+    pub counts: &'a [u32],
+    /// Counts truncated copies; never used on untouched messages.
+    pub counter: &'a dyn TokenCounter,
+    /// Tool schemas to offer, OpenAI `tools[]` form; copied into the request.
+    pub tools: &'a [serde_json::Value],
+    /// Tokens of `tools` (see `tool_schema_tokens`).
+    pub tool_tokens: u64,
+    /// Context window of the model, tokens.
+    pub window: u64,
+    /// Output reserve (`max_tokens`), tokens.
+    pub reserved_output: u64,
+    /// Whether `counter` is exact for the model: soft limit
+    /// [`SOFT_LIMIT_EXACT`], else [`SOFT_LIMIT_APPROXIMATE`].
+    pub exact: bool,
+    /// `history.max_messages`: at most this many messages are sent (pinned
+    /// messages and the last user message are sent even beyond it).
+    pub max_messages: Option<usize>,
+    /// The provider takes a single system prompt: imported `system`
+    /// messages are appended to it instead of being sent as messages.
+    pub single_system: bool,
+    /// Model name as the provider knows it.
+    pub model: &'a str,
+    /// `max_tokens` of the request.
+    pub max_tokens: u64,
+    /// Sampling temperature; `None` leaves the provider default.
+    pub temperature: Option<f32>,
+}
+
+/// The outcome of [`prepare`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct Prepared {
+    /// The request to send.
+    pub request: ChatRequest,
+    /// One entry per input message, in input order.
+    pub report: Vec<ReportEntry>,
+    /// Input tokens of `request` by strata's estimator: system prompt text,
+    /// every message with its framing, and the request overhead. Tool
+    /// schemas are not included (they are `tool_tokens`, a category of
+    /// their own in the budget).
+    pub prepared_tokens: u64,
+}
+
+/// What happened to one stored message. Serialises as
+/// `{message_id, action, tokens_before, tokens_after}` (the
+/// `strata context --json` contract).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ReportEntry {
+    /// The stored message.
+    pub message_id: MessageId,
+    /// The most significant thing done to it.
+    pub action: Action,
+    /// Its cached count.
+    pub tokens_before: u32,
+    /// What it adds to the request: 0 when it is not sent; for a message
+    /// merged into the one before it (or into the system prompt), its text
+    /// and separator without its own framing.
+    pub tokens_after: u32,
+}
+
+/// The per-message outcome, most significant first when several apply:
+/// `dropped`, `pruned`, `repaired`, `truncated`, `merged`, `kept`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Action {
+    /// Sent as stored.
+    Kept,
+    /// Sent with the middle of code blocks, `<details>` blocks or a long
+    /// text cut out.
+    Truncated,
+    /// Not sent: its `ephemeral_ttl` expired.
+    Pruned,
+    /// Not sent: outside the window or the message cap, or unpaired (a tool
+    /// result whose call is gone, an assistant message left empty).
+    Dropped,
+    /// Sent without the tool calls whose results are missing.
+    Repaired,
+    /// Sent as part of the message before it or of the system prompt.
+    Merged,
+}
+
+/// Why no request could be prepared.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PrepareError {
+    /// The system prompt, tool schemas and output reserve leave no room for
+    /// any message. Retrying cannot help; compressing the history cannot
+    /// either.
+    #[error(
+        "the context window of {window} tokens is too small: the system prompt, tool schemas and output \
+         reserve alone need {fixed}; choose a model with a larger window, a smaller max_tokens or fewer tools"
+    )]
+    WindowTooSmall {
+        /// System prompt + tool schemas + reserved output, tokens.
+        fixed: u64,
+        /// The model's window, tokens.
+        window: u64,
+    },
+    /// The messages that are never dropped (the last user message and the
+    /// pinned messages) do not fit even after truncation.
+    #[error(
+        "the last message and the pinned messages need {needed} tokens even after truncation but only {room} \
+         are left in the context window; unpin messages, shorten the message or choose a larger window"
+    )]
+    TooLargeToSend {
+        /// Tokens those messages need.
+        needed: u64,
+        /// Tokens left for messages.
+        room: u64,
+    },
+    /// The prepared request breaks a provider rule: a bug in strata. The
+    /// request is not sent.
+    #[error("the prepared request broke a provider rule ({0}); this is a bug in strata and nothing was sent")]
+    Invalid(String),
+}
+
+/// Runs the pipeline: see the module doc for the stages.
+///
+/// # Errors
+///
+/// [`PrepareError::WindowTooSmall`] when the fixed part fills the window,
+/// [`PrepareError::TooLargeToSend`] when the last user message and pinned
+/// messages cannot fit, [`PrepareError::Invalid`] when the input is
+/// inconsistent (`counts` of another length) or the result breaks a rule.
+pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, PrepareError> {
+    if input.counts.len() != input.messages.len() {
+        return Err(PrepareError::Invalid(format!(
+            "{} counts for {} messages",
+            input.counts.len(),
+            input.messages.len()
+        )));
+    }
+    let budget = limit::Budgets::new(input)?;
+    let mut work = work::Work::new(input.messages, input.counts);
+    // Stage 1, enrich: see the module doc (needs attachment text from an adapter).
+    work.prune();
+    limit::reduce(&mut work, &budget, input.counter);
+    limit::limit(&mut work, &budget, input.counter)?;
+    let prepared = repair::assemble(&mut work, input);
+    validate::validate(&prepared, input)?;
+    Ok(prepared)
+}

@@ -1,0 +1,478 @@
+//! The reduce (stage 2) and limit (stage 4) stages, and the budgets they
+//! share. Both walk whole turns from newest to oldest after the must-keep
+//! messages (pinned ones with their tool call units, and the last user
+//! message); reduce against the soft limit, limit against the hard one.
+
+use super::truncate::{cut_blocks, cut_tool_result, may_have_blocks, shrink_to_fit};
+use super::work::{Fate, Work};
+use super::{PrepareError, PrepareInput, SOFT_LIMIT_APPROXIMATE, SOFT_LIMIT_EXACT};
+use crate::domain::{Message, Role};
+use crate::tokens::{TokenCounter, message_tokens, request_overhead};
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+
+/// The omitted-messages note, whose room is reserved in both budgets.
+pub(crate) const OMITTED_NOTE: &str = include_str!("../../assets/prompts/omitted_note.md");
+
+/// Token budgets for the messages of one request.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Budgets {
+    /// Tokens messages may use under the soft limit.
+    pub soft: u64,
+    /// Tokens messages may use at most.
+    pub hard: u64,
+    /// `history.max_messages`.
+    pub max_messages: Option<usize>,
+}
+
+impl Budgets {
+    /// Budgets for `input`. The fixed part (system prompt, tool schemas,
+    /// output reserve, request overhead and room for the omitted-messages
+    /// note) comes off the window first.
+    pub fn new(input: &PrepareInput<'_>) -> Result<Self, PrepareError> {
+        let fixed = u64::from(input.system_tokens) + input.tool_tokens + input.reserved_output;
+        let overhead = u64::from(request_overhead(true)) + note_reserve(input);
+        if fixed + overhead >= input.window {
+            return Err(PrepareError::WindowTooSmall {
+                fixed,
+                window: input.window,
+            });
+        }
+        let hard = input.window - fixed - overhead;
+        let share = if input.exact {
+            SOFT_LIMIT_EXACT
+        } else {
+            SOFT_LIMIT_APPROXIMATE
+        };
+        let effective = input.window - input.reserved_output;
+        let soft_total = (effective as f64 * share) as u64;
+        let soft = soft_total.saturating_sub(fixed - input.reserved_output + overhead);
+        Ok(Self {
+            soft: soft.min(hard),
+            hard,
+            max_messages: input.max_messages,
+        })
+    }
+}
+
+/// Tokens of the omitted-messages note for the largest count it can carry.
+fn note_reserve(input: &PrepareInput<'_>) -> u64 {
+    let text = OMITTED_NOTE
+        .trim_end()
+        .replace("{count}", &input.messages.len().to_string());
+    let role = input.counter.count(Role::User.as_str());
+    u64::from(crate::tokens::TOKENS_PER_MESSAGE) + (role + input.counter.count(&text)) as u64
+}
+
+/// Why a walk stopped.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Stop {
+    /// Every turn fits.
+    AllFit,
+    /// The next older turn (or the must-keep messages) exceed the tokens.
+    Tokens,
+    /// The next older turn would exceed `max_messages`.
+    Count,
+}
+
+/// A walk over whole turns from newest to oldest. `next` turns
+/// (`turns[..next]`) are not included yet; `used` and `count` cover the
+/// must-keep messages and the included turns.
+struct Walk {
+    budget: u64,
+    cap: Option<usize>,
+    used: u64,
+    count: usize,
+    next: usize,
+}
+
+impl Walk {
+    fn new(work: &Work<'_>, budget: u64, cap: Option<usize>) -> Self {
+        let (mut used, mut count) = (0u64, 0usize);
+        for i in (0..work.msgs.len()).filter(|&i| work.must[i] && work.live(i)) {
+            used += u64::from(work.tokens[i]);
+            count += 1;
+        }
+        Self {
+            budget,
+            cap,
+            used,
+            count,
+            next: work.turns.len(),
+        }
+    }
+
+    /// Tokens and count of a turn's live members that are not must-keep.
+    fn turn_cost(work: &Work<'_>, t: usize) -> (u64, usize) {
+        work.turns[t]
+            .clone()
+            .filter(|&i| work.live(i) && !work.must[i])
+            .fold((0, 0), |(tok, n), i| (tok + u64::from(work.tokens[i]), n + 1))
+    }
+
+    /// Includes older turns while they fit; `on_include(turn)` is called for
+    /// each one included.
+    fn advance(&mut self, work: &Work<'_>, mut on_include: impl FnMut(usize)) -> Stop {
+        if self.used > self.budget {
+            return Stop::Tokens;
+        }
+        while self.next > 0 {
+            let t = self.next - 1;
+            let (tokens, n) = Self::turn_cost(work, t);
+            if self.cap.is_some_and(|cap| self.count + n > cap) {
+                return Stop::Count;
+            }
+            if self.used + tokens > self.budget {
+                return Stop::Tokens;
+            }
+            self.used += tokens;
+            self.count += n;
+            self.next = t;
+            on_include(t);
+        }
+        Stop::AllFit
+    }
+
+    /// Whether message `i` is counted in `used`.
+    fn counts(&self, work: &Work<'_>, i: usize) -> bool {
+        work.must[i] || work.turn_of[i] >= self.next
+    }
+}
+
+/// A copy of `m` with other content, for counting with [`message_tokens`].
+fn with_content(m: &Message, content: String) -> Message {
+    Message {
+        id: m.id,
+        session_id: m.session_id,
+        seq: m.seq,
+        role: m.role,
+        content,
+        tool_calls: m.tool_calls.clone(),
+        tool_call_id: m.tool_call_id.clone(),
+        pinned: m.pinned,
+        ephemeral_ttl: m.ephemeral_ttl,
+        kind: m.kind,
+        archived_by: m.archived_by,
+        status: m.status,
+        created_at: m.created_at,
+        tokens: None,
+    }
+}
+
+/// Tokens of message `i` if its content were `text`.
+fn tokens_with(work: &Work<'_>, counter: &dyn TokenCounter, i: usize, text: &str) -> u32 {
+    message_tokens(counter, &with_content(&work.msgs[i], text.to_owned()))
+}
+
+/// Whether `i` is worth offering to reduce (a cheap check).
+fn candidate(work: &Work<'_>, i: usize) -> bool {
+    let m = &work.msgs[i];
+    work.live(i)
+        && !m.pinned
+        && !work.truncated[i]
+        && match m.role {
+            Role::Tool => m.content.len() > super::truncate::TOOL_RESULT_LONG_BYTES,
+            _ => may_have_blocks(&m.content),
+        }
+}
+
+/// Truncates message `i` by the reduce rules; returns the tokens saved (0
+/// when it cannot be truncated or the copy is not smaller).
+fn truncate(work: &mut Work<'_>, counter: &dyn TokenCounter, i: usize) -> u32 {
+    let msgs = work.msgs;
+    let m = &msgs[i];
+    let copy = match m.role {
+        Role::Tool => cut_tool_result(&m.content),
+        _ => cut_blocks(&m.content),
+    };
+    let Some(copy) = copy else { return 0 };
+    let after = message_tokens(counter, &with_content(m, copy.clone()));
+    let before = work.tokens[i];
+    if after >= before {
+        return 0;
+    }
+    work.tokens[i] = after;
+    work.content[i] = Some(copy);
+    work.truncated[i] = true;
+    before - after
+}
+
+/// Stage 2: while the live history is over the soft budget, truncates the
+/// largest truncatable message among those the limit could keep (the
+/// must-keep messages, the turns that fit under the soft budget, and the
+/// next older turn), skipping messages that cannot be truncated.
+pub(crate) fn reduce(work: &mut Work<'_>, budgets: &Budgets, counter: &dyn TokenCounter) {
+    let total: u64 = (0..work.msgs.len())
+        .filter(|&i| work.live(i))
+        .map(|i| u64::from(work.tokens[i]))
+        .sum();
+    if total <= budgets.soft {
+        return;
+    }
+    let mut heap = BinaryHeap::new();
+    for i in (0..work.msgs.len()).filter(|&i| work.must[i] && candidate(work, i)) {
+        heap.push((work.tokens[i], Reverse(i)));
+    }
+    let mut walk = Walk::new(work, budgets.soft, budgets.max_messages);
+    let mut offered = work.turns.len();
+    loop {
+        let stop = walk.advance(work, |_| {});
+        if stop != Stop::Tokens {
+            return;
+        }
+        // Offer the included turns and the frontier turn, once each.
+        let frontier = walk.next.saturating_sub(1);
+        while offered > frontier {
+            offered -= 1;
+            for i in work.turns[offered].clone() {
+                if !work.must[i] && candidate(work, i) {
+                    heap.push((work.tokens[i], Reverse(i)));
+                }
+            }
+        }
+        let Some((_, Reverse(i))) = heap.pop() else {
+            return;
+        };
+        let saved = truncate(work, counter, i);
+        if saved > 0 && walk.counts(work, i) {
+            walk.used -= u64::from(saved);
+        }
+    }
+}
+
+/// Stage 4: keeps the must-keep messages and whole turns, newest first,
+/// while they fit the hard budget and the message cap; every other live
+/// message is dropped. When the must-keep messages alone do not fit, the
+/// last user message is cut to fit (head and tail kept).
+///
+/// # Errors
+///
+/// [`PrepareError::TooLargeToSend`] when they do not fit even so.
+pub(crate) fn limit(
+    work: &mut Work<'_>,
+    budgets: &Budgets,
+    counter: &dyn TokenCounter,
+) -> Result<(), PrepareError> {
+    let mut walk = Walk::new(work, budgets.hard, budgets.max_messages);
+    if walk.used > budgets.hard {
+        let needed = walk.used;
+        let too_large = PrepareError::TooLargeToSend {
+            needed,
+            room: budgets.hard,
+        };
+        let Some(last) = work.last_user.filter(|&i| !work.msgs[i].pinned && work.live(i)) else {
+            return Err(too_large);
+        };
+        let others = needed - u64::from(work.tokens[last]);
+        let Some(room) = budgets
+            .hard
+            .checked_sub(others)
+            .and_then(|r| u32::try_from(r).ok())
+        else {
+            return Err(too_large);
+        };
+        let text = work.text(last).to_owned();
+        let count = |t: &str| tokens_with(work, counter, last, t);
+        let Some((copy, after)) = shrink_to_fit(&text, "message", room, &count) else {
+            return Err(too_large);
+        };
+        work.tokens[last] = after;
+        work.content[last] = Some(copy);
+        work.truncated[last] = true;
+        walk = Walk::new(work, budgets.hard, budgets.max_messages);
+    }
+    walk.advance(work, |_| {});
+    for t in 0..walk.next {
+        for i in work.turns[t].clone() {
+            if work.live(i) && !work.must[i] {
+                work.fate[i] = Fate::Dropped;
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{RequestSystem, SessionId};
+
+    /// One token per byte.
+    struct Bytes;
+    impl TokenCounter for Bytes {
+        fn id(&self) -> &str {
+            "bytes"
+        }
+        fn exact(&self) -> bool {
+            true
+        }
+        fn count(&self, text: &str) -> usize {
+            text.len()
+        }
+    }
+
+    fn history(specs: &[(Role, &str)]) -> Vec<Message> {
+        let s = SessionId::new();
+        specs.iter().map(|(r, c)| Message::new(s, *r, *c, 0)).collect()
+    }
+
+    fn counts(h: &[Message]) -> Vec<u32> {
+        h.iter().map(|m| message_tokens(&Bytes, m)).collect()
+    }
+
+    fn budgets(soft: u64, hard: u64, max_messages: Option<usize>) -> Budgets {
+        Budgets {
+            soft,
+            hard,
+            max_messages,
+        }
+    }
+
+    fn fates(w: &Work<'_>) -> Vec<Fate> {
+        w.fate.clone()
+    }
+
+    #[test]
+    fn limit_keeps_whole_turns_newest_first_and_the_last_user_message() {
+        use Role::*;
+        let h = history(&[
+            (User, "aaaa"),
+            (Assistant, "bbbb"),
+            (User, "cccc"),
+            (Assistant, "dddd"),
+        ]);
+        let c = counts(&h); // 3 + role + 4 each: 12, 17, 12, 17
+        let mut w = Work::new(&h, &c);
+        limit(&mut w, &budgets(40, 40, None), &Bytes).unwrap();
+        assert_eq!(fates(&w), [Fate::Dropped, Fate::Dropped, Fate::Live, Fate::Live]);
+        // A turn that does not fit stops the walk; the last user message stays.
+        let mut w = Work::new(&h, &c);
+        limit(&mut w, &budgets(20, 20, None), &Bytes).unwrap();
+        assert_eq!(
+            fates(&w),
+            [Fate::Dropped, Fate::Dropped, Fate::Live, Fate::Dropped]
+        );
+    }
+
+    #[test]
+    fn max_messages_is_a_second_cap() {
+        use Role::*;
+        let h = history(&[(User, "a"), (Assistant, "b"), (User, "c"), (Assistant, "d")]);
+        let c = counts(&h);
+        let mut w = Work::new(&h, &c);
+        limit(&mut w, &budgets(1_000, 1_000, Some(3)), &Bytes).unwrap();
+        assert_eq!(fates(&w), [Fate::Dropped, Fate::Dropped, Fate::Live, Fate::Live]);
+    }
+
+    #[test]
+    fn a_last_user_message_too_large_alone_is_cut_to_fit() {
+        let text = "line of text\n".repeat(1_000);
+        let h = history(&[(Role::User, &text)]);
+        let c = counts(&h);
+        let mut w = Work::new(&h, &c);
+        limit(&mut w, &budgets(500, 500, None), &Bytes).unwrap();
+        assert!(w.truncated[0] && w.tokens[0] <= 500);
+        assert!(w.text(0).starts_with("line of text\n"));
+        assert!(w.text(0).contains("from the middle of this message"));
+        let mut w = Work::new(&h, &c);
+        let err = limit(&mut w, &budgets(30, 30, None), &Bytes).unwrap_err();
+        assert!(matches!(err, PrepareError::TooLargeToSend { room: 30, .. }));
+    }
+
+    #[test]
+    fn reduce_cuts_the_largest_block_first_and_stops_under_the_soft_limit() {
+        let small = format!("```\n{}```\n", "s\n".repeat(30));
+        let large = format!("```\n{}```\n", "large line\n".repeat(30));
+        let h = history(&[
+            (Role::User, &small),
+            (Role::Assistant, &large),
+            (Role::User, "ok"),
+        ]);
+        let c = counts(&h);
+        let total: u64 = c.iter().map(|&n| u64::from(n)).sum();
+        let mut w = Work::new(&h, &c);
+        reduce(&mut w, &budgets(total - 50, 10_000, None), &Bytes);
+        assert_eq!(w.truncated, [false, true, false]);
+        assert!(w.text(1).contains("[...]"));
+        assert!(w.tokens[1] < c[1]);
+    }
+
+    #[test]
+    fn reduce_skips_what_it_cannot_truncate_and_never_touches_pinned_messages() {
+        let block = format!("```\n{}```\n", "line\n".repeat(40));
+        let big_block = format!("```\n{}```\n", "longer line\n".repeat(40));
+        let mut h = history(&[
+            (Role::User, &big_block),
+            (Role::Assistant, &"plain ".repeat(200)),
+            (Role::User, &block),
+        ]);
+        h[0].pinned = true;
+        let c = counts(&h);
+        let mut w = Work::new(&h, &c);
+        // Room for the pinned and the last message, not for the plain reply.
+        reduce(
+            &mut w,
+            &budgets(c[0] as u64 + c[2] as u64 + 10, 10_000, None),
+            &Bytes,
+        );
+        assert_eq!(w.truncated, [false, false, true]);
+    }
+
+    #[test]
+    fn reduce_leaves_turns_beyond_reach_alone() {
+        let block = format!("```\n{}```\n", "line\n".repeat(40));
+        let h = history(&[
+            (Role::User, &block),
+            (Role::Assistant, "ok"),
+            (Role::User, &"x".repeat(5_000)),
+            (Role::Assistant, "ok"),
+            (Role::User, &block),
+        ]);
+        let c = counts(&h);
+        let mut w = Work::new(&h, &c);
+        // The middle turn can never fit, so the first one is out of reach.
+        reduce(&mut w, &budgets(1_000, 1_000, None), &Bytes);
+        assert_eq!(w.truncated, [false, false, false, false, true]);
+    }
+
+    #[test]
+    fn budgets_subtract_the_fixed_part_and_refuse_a_full_window() {
+        let system = RequestSystem {
+            text: String::new(),
+            boundary_offset: None,
+        };
+        let h = history(&[(Role::User, "hi")]);
+        let c = counts(&h);
+        let mut input = PrepareInput {
+            system: &system,
+            system_tokens: 1_000,
+            messages: &h,
+            counts: &c,
+            counter: &Bytes,
+            tools: &[],
+            tool_tokens: 500,
+            window: 10_000,
+            reserved_output: 2_000,
+            exact: true,
+            max_messages: None,
+            single_system: false,
+            model: "m",
+            max_tokens: 2_000,
+            temperature: None,
+        };
+        let b = Budgets::new(&input).unwrap();
+        let overhead = 7 + note_reserve(&input);
+        assert_eq!(b.hard, 10_000 - 3_500 - overhead);
+        assert_eq!(b.soft, 7_200 - 1_500 - overhead);
+        input.exact = false;
+        assert_eq!(Budgets::new(&input).unwrap().soft, 6_000 - 1_500 - overhead);
+        input.window = 3_500;
+        assert_eq!(
+            Budgets::new(&input).unwrap_err(),
+            PrepareError::WindowTooSmall {
+                fixed: 3_500,
+                window: 3_500
+            }
+        );
+    }
+}
