@@ -23,7 +23,8 @@ use crate::domain::{
     ChatRequest, Message, MessageId, MessageStatus, ProviderUsage, RequestMessage, RequestSystem, Role,
     Session, StreamEvent, SystemPrompt, ToolCall, Usage,
 };
-use crate::tokens::{self, TokenCounter};
+use crate::pipeline::{self, PrepareError, PrepareInput, Prepared};
+use crate::tokens::{self, TokenCache, TokenCounter};
 use std::sync::Arc;
 use turn::Turn;
 
@@ -132,9 +133,15 @@ pub struct Conversation {
     messages: Vec<Message>,
     counter: Arc<dyn TokenCounter>,
     max_tokens: u64,
+    window: u64,
     turn: Option<Turn>,
     calibration: Calibration,
+    cache: TokenCache,
+    system_tokens: Option<u32>,
 }
+
+/// Context window assumed until [`Conversation::with_window`] sets one.
+pub const DEFAULT_WINDOW: u64 = 128_000;
 
 impl Conversation {
     /// A conversation over `messages` (the session's active messages, oldest first).
@@ -152,9 +159,19 @@ impl Conversation {
             messages,
             counter,
             max_tokens,
+            window: DEFAULT_WINDOW,
             turn: None,
             calibration: Calibration::default(),
+            cache: TokenCache::new(),
+            system_tokens: None,
         }
+    }
+
+    /// The model's context window in tokens, for the per-turn pipeline.
+    #[must_use]
+    pub fn with_window(mut self, window: u64) -> Self {
+        self.window = window;
+        self
     }
 
     /// Starts from a calibration learned from earlier usage rows.
@@ -273,14 +290,54 @@ impl Conversation {
         system + history + u64::from(tokens::request_overhead(!request.system.text.is_empty()))
     }
 
+    /// The request for the active messages as the per-turn pipeline
+    /// prepares it (reduce, prune, limit, repair, validate; DESIGN §6), with
+    /// its report and estimated input tokens.
+    ///
+    /// # Errors
+    /// [`PrepareError`] when the request cannot fit the window.
+    pub fn prepare(&mut self) -> Result<Prepared, PrepareError> {
+        let counter = self.counter.as_ref();
+        let counts = self.cache.count_history(counter, &self.messages).tokens;
+        let system_tokens = *self
+            .system_tokens
+            .get_or_insert_with(|| u32::try_from(counter.count(&self.prompt.text)).unwrap_or(u32::MAX));
+        let system = RequestSystem {
+            text: self.prompt.text.clone(),
+            boundary_offset: self.prompt.boundary_offset,
+        };
+        pipeline::prepare(&PrepareInput {
+            system: &system,
+            system_tokens,
+            messages: &self.messages,
+            counts: &counts,
+            counter,
+            tools: &[],
+            tool_tokens: 0,
+            window: self.window,
+            reserved_output: self.max_tokens,
+            exact: counter.exact(),
+            max_messages: None,
+            single_system: false,
+            model: &self.session.model,
+            max_tokens: self.max_tokens,
+            temperature: None,
+        })
+    }
+
     fn submit(&mut self, text: String, now_ms: i64) -> Vec<Effect> {
         if self.turn.is_some() {
             return vec![Effect::Busy];
         }
         let user = Message::new(self.session.id, Role::User, text, now_ms);
         self.messages.push(user.clone());
-        let request = self.request();
-        let estimate = self.estimate(&request);
+        let prepared = match self.prepare() {
+            Ok(p) => p,
+            // The user's words are kept; nothing is sent.
+            Err(e) => return vec![Effect::SaveMessage(user), Effect::ShowError(e.to_string())],
+        };
+        let request = prepared.request;
+        let estimate = prepared.prepared_tokens;
         let mut assistant = Message::new(self.session.id, Role::Assistant, "", now_ms);
         assistant.status = MessageStatus::Streaming;
         self.turn = Some(Turn::new(assistant.id, now_ms, estimate));

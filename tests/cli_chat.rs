@@ -269,3 +269,40 @@ fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     }
     out
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_imported_message_is_truncated_in_the_request_not_refused() {
+    let server = Server::start(vec![Reply::sse(sse(&["ok"], None))]).await;
+    let sb = Sandbox::new();
+    // ~600k tokens of code in one imported tool-free message, in a 128k window.
+    let code = (0..60_000)
+        .map(|i| format!("let value_{i} = compute({i});"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let huge = format!("Please review:\n```rust\n{code}\n```\nThanks.");
+    let id = sb.import(&serde_json::to_string(&serde_json::json!([{"role": "user", "content": huge}, {"role": "assistant", "content": "Reviewed."}])).unwrap());
+    let out = run(chat_cmd(
+        &sb,
+        &server,
+        &[
+            "chat",
+            "--session",
+            &id,
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-4o",
+            "and now?",
+        ],
+    ))
+    .await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let body = server.requests()[0].json();
+    let sent = body["messages"][1]["content"].as_str().unwrap();
+    assert!(sent.len() < huge.len() / 2, "the huge message was sent whole");
+    assert!(sent.starts_with("Please review:"));
+    assert_eq!(
+        body["messages"].as_array().unwrap().last().unwrap()["content"],
+        "and now?"
+    );
+}

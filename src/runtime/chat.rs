@@ -36,6 +36,8 @@ pub struct TurnOutcome {
     pub status: MessageStatus,
     /// The error that ended it, if any.
     pub error: Option<ProviderError>,
+    /// The last problem shown to the user (one sentence), if any.
+    pub message: Option<String>,
 }
 
 /// What woke the turn loop.
@@ -73,6 +75,7 @@ impl Runtime {
         let calibration = self.calibration(session.id)?;
         Ok(
             Conversation::new(session, prompt, messages, counter, choice.max_tokens)
+                .with_window(choice.context_window)
                 .with_calibration(calibration),
         )
     }
@@ -100,6 +103,7 @@ impl Runtime {
         });
         let mut stream: Option<EventStream> = None;
         let mut error: Option<ProviderError> = None;
+        let mut message: Option<String> = None;
         let mut cancel = std::pin::pin!(cancel);
         loop {
             for effect in std::mem::take(&mut pending) {
@@ -117,12 +121,16 @@ impl Runtime {
                         out(ChatOutput::Usage(&usage));
                     }
                     Effect::ShowDelta(text) => out(ChatOutput::Delta(&text)),
-                    Effect::ShowError(message) => out(ChatOutput::Error(&message)),
+                    Effect::ShowError(text) => {
+                        out(ChatOutput::Error(&text));
+                        message = Some(text);
+                    }
                     Effect::TurnFinished { status, .. } => {
                         return Ok(TurnOutcome {
                             session_id,
                             status,
                             error,
+                            message,
                         });
                     }
                     Effect::Busy => out(ChatOutput::Error(
@@ -135,6 +143,7 @@ impl Runtime {
                     session_id,
                     status: MessageStatus::Error,
                     error,
+                    message,
                 });
             };
             let tick = tokio::time::sleep(std::time::Duration::from_millis(

@@ -75,9 +75,10 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
         (MessageStatus::Interrupted, None) => Err(anyhow::anyhow!(
             "the reply was interrupted; the partial reply is kept in the session"
         )),
-        (_, None) => Err(anyhow::anyhow!(
-            "the reply failed; the message is kept in the session, try again"
-        )),
+        (_, None) => Err(match outcome.message {
+            Some(message) => anyhow::anyhow!("{message}"),
+            None => anyhow::anyhow!("the reply failed; the message is kept in the session, try again"),
+        }),
     }
 }
 
