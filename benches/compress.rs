@@ -32,14 +32,23 @@ fn history(counter: &dyn TokenCounter) -> Vec<Message> {
         let (name, args) = if turn % 2 == 0 {
             ("shell", format!(r#"{{"command":"cargo test -p module_{turn}"}}"#))
         } else {
-            ("read_file", format!(r#"{{"path":"src/module_{turn}.rs","offset":1}}"#))
+            (
+                "read_file",
+                format!(r#"{{"path":"src/module_{turn}.rs","offset":1}}"#),
+            )
         };
-        call.tool_calls.push(ToolCall { id: format!("c{turn}"), name: name.into(), arguments: args });
+        call.tool_calls.push(ToolCall {
+            id: format!("c{turn}"),
+            name: name.into(),
+            arguments: args,
+        });
         out.push(call);
         let lines: Vec<String> = (0..200)
             .map(|l| match l {
                 150 => format!("error[E0308]: mismatched types in src/module_{turn}.rs:{l}"),
-                _ => format!("   Compiling crate_{l} v0.{turn}.{l} (/work/src/crate_{l}) AUTH_TOKEN=t{l}x{turn}"),
+                _ => format!(
+                    "   Compiling crate_{l} v0.{turn}.{l} (/work/src/crate_{l}) AUTH_TOKEN=t{l}x{turn}"
+                ),
             })
             .collect();
         let mut result = Message::new(session, Role::Tool, lines.join("\n"), at);
@@ -55,11 +64,19 @@ fn history(counter: &dyn TokenCounter) -> Vec<Message> {
             ),
             at,
         ));
-        out.push(Message::new(session, Role::User, format!("Thanks, next one ({turn})."), at));
+        out.push(Message::new(
+            session,
+            Role::User,
+            format!("Thanks, next one ({turn})."),
+            at,
+        ));
     }
     for m in &mut out {
         let n = strata::tokens::message_tokens(counter, m);
-        m.tokens = Some(TokenCount { tokenizer: counter.id().to_owned(), tokens: n });
+        m.tokens = Some(TokenCount {
+            tokenizer: counter.id().to_owned(),
+            tokens: n,
+        });
     }
     out
 }
@@ -83,7 +100,12 @@ fn whole_compression(c: &mut Criterion) {
     group.bench_function("extractive_whole", |b| {
         b.iter(|| {
             let mut engine = DefaultEngine::new(config());
-            let input = CompressionInput { messages: &messages, fixed_tokens: 5_000, counter: &counter, topic: None };
+            let input = CompressionInput {
+                messages: &messages,
+                fixed_tokens: 5_000,
+                counter: &counter,
+                topic: None,
+            };
             black_box(engine.compress_extractive(Trigger::Manual, &input, 0))
         });
     });

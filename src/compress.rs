@@ -109,7 +109,9 @@ pub fn is_real_user(message: &Message) -> bool {
     message.role == Role::User
         && match message.kind {
             MessageKind::Normal => true,
-            MessageKind::Summary => split_summary(&message.content).1.is_some_and(|r| !r.trim().is_empty()),
+            MessageKind::Summary => split_summary(&message.content)
+                .1
+                .is_some_and(|r| !r.trim().is_empty()),
             MessageKind::Synthetic => false,
         }
 }
@@ -117,7 +119,9 @@ pub fn is_real_user(message: &Message) -> bool {
 /// An assistant reply the user saw: a normal assistant message with text.
 #[must_use]
 pub fn is_visible_assistant(message: &Message) -> bool {
-    message.role == Role::Assistant && message.kind == MessageKind::Normal && !message.content.trim().is_empty()
+    message.role == Role::Assistant
+        && message.kind == MessageKind::Normal
+        && !message.content.trim().is_empty()
 }
 
 /// The first `max` chars of `text`.
@@ -131,5 +135,7 @@ pub(crate) fn tail_of(text: &str, max: usize) -> &str {
     if count <= max {
         return text;
     }
-    text.char_indices().nth(count - max).map_or("", |(i, _)| &text[i..])
+    text.char_indices()
+        .nth(count - max)
+        .map_or("", |(i, _)| &text[i..])
 }

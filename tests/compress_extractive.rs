@@ -31,7 +31,11 @@ fn planted(n: usize) -> (Vec<Message>, Vec<String>) {
              has many helpers that are not relevant to this change at all. {decision} \
              Some more background that is not important for later."
         ));
-        b.tool("shell", &serde_json::json!({"command": command}).to_string(), format!("compiling\n{error}\n"));
+        b.tool(
+            "shell",
+            &serde_json::json!({"command": command}).to_string(),
+            format!("compiling\n{error}\n"),
+        );
         b.assistant(format!(
             "The build failed as expected and the rest of the output was noise about warnings in \
              unrelated files that nobody needs to remember, number {i}."
@@ -63,7 +67,11 @@ fn generous_budget_keeps_at_least_95_percent_of_planted_facts() {
     let budget = 2 * facts_tokens(&facts);
     let out = summarise(&messages, None, budget);
     let kept = facts.iter().filter(|f| out.contains(f.as_str())).count();
-    assert!(kept * 100 >= facts.len() * 95, "kept {kept} of {}:\n{out}", facts.len());
+    assert!(
+        kept * 100 >= facts.len() * 95,
+        "kept {kept} of {}:\n{out}",
+        facts.len()
+    );
     assert!(QuarterCounter.count(&out) as u32 <= budget + 50);
 }
 
@@ -72,7 +80,10 @@ fn small_budget_keeps_recent_facts_first() {
     let (messages, facts) = planted(30);
     let out = summarise(&messages, None, facts_tokens(&facts) / 3);
     let kept = |range: std::ops::Range<usize>| {
-        facts[range.start * 5..range.end * 5].iter().filter(|f| out.contains(f.as_str())).count()
+        facts[range.start * 5..range.end * 5]
+            .iter()
+            .filter(|f| out.contains(f.as_str()))
+            .count()
     };
     let (old, recent) = (kept(0..10), kept(20..30));
     assert!(recent > old, "recent {recent} vs old {old}");
@@ -82,13 +93,25 @@ fn small_budget_keeps_recent_facts_first() {
 fn topic_facts_are_kept_first_and_listed_first() {
     let (messages, facts) = planted(30);
     let out = summarise(&messages, Some("parser"), facts_tokens(&facts) / 3);
-    let parser_kept = facts.iter().filter(|f| f.contains("parser") && out.contains(f.as_str())).count();
+    let parser_kept = facts
+        .iter()
+        .filter(|f| f.contains("parser") && out.contains(f.as_str()))
+        .count();
     let parser_total = facts.iter().filter(|f| f.contains("parser")).count();
-    assert!(parser_kept * 10 >= parser_total * 9, "{parser_kept}/{parser_total}:\n{out}");
+    assert!(
+        parser_kept * 10 >= parser_total * 9,
+        "{parser_kept}/{parser_total}:\n{out}"
+    );
     for section in out.split("## ").skip(1) {
         let lines: Vec<&str> = section.lines().skip(1).filter(|l| l.starts_with("- ")).collect();
-        let first_other = lines.iter().position(|l| !l.contains("parser")).unwrap_or(lines.len());
-        assert!(lines[first_other..].iter().all(|l| !l.contains("parser")), "topic first in:\n{section}");
+        let first_other = lines
+            .iter()
+            .position(|l| !l.contains("parser"))
+            .unwrap_or(lines.len());
+        assert!(
+            lines[first_other..].iter().all(|l| !l.contains("parser")),
+            "topic first in:\n{section}"
+        );
     }
 }
 
@@ -100,7 +123,10 @@ fn quoted_requests_are_verbatim_and_output_is_deterministic() {
     let quotes: Vec<&str> = out
         .lines()
         .filter(|l| l.starts_with("- on "))
-        .filter_map(|l| l.split_once(": \"").map(|(_, q)| q.trim_end_matches("\" (continues)").trim_end_matches('"')))
+        .filter_map(|l| {
+            l.split_once(": \"")
+                .map(|(_, q)| q.trim_end_matches("\" (continues)").trim_end_matches('"'))
+        })
         .collect();
     assert_eq!(quotes.len(), 12);
     for q in quotes {

@@ -33,7 +33,12 @@ fn turn() -> impl Strategy<Value = Turn> {
         prop::collection::vec((1usize..6_000, any::<bool>()), 0..4),
         0usize..800,
     )
-        .prop_map(|(user_tokens, pinned, calls, reply_tokens)| Turn { user_tokens, pinned, calls, reply_tokens })
+        .prop_map(|(user_tokens, pinned, calls, reply_tokens)| Turn {
+            user_tokens,
+            pinned,
+            calls,
+            reply_tokens,
+        })
 }
 
 fn build(turns: &[Turn], system: bool) -> Vec<Message> {
@@ -42,7 +47,8 @@ fn build(turns: &[Turn], system: bool) -> Vec<Message> {
         b.push(Role::System, "imported instructions");
     }
     for (i, t) in turns.iter().enumerate() {
-        b.push(Role::User, format!("request {i}: {}", tokens(t.user_tokens))).pinned = t.pinned;
+        b.push(Role::User, format!("request {i}: {}", tokens(t.user_tokens)))
+            .pinned = t.pinned;
         if !t.calls.is_empty() {
             let a = b.push(Role::Assistant, "");
             for (j, (size, long_args)) in t.calls.iter().enumerate() {
@@ -70,7 +76,12 @@ fn build(turns: &[Turn], system: bool) -> Vec<Message> {
 }
 
 fn input(messages: &[Message]) -> CompressionInput<'_> {
-    CompressionInput { messages, fixed_tokens: 1_000, counter: &QuarterCounter, topic: None }
+    CompressionInput {
+        messages,
+        fixed_tokens: 1_000,
+        counter: &QuarterCounter,
+        topic: None,
+    }
 }
 
 /// Whether `id` of the original history is still represented after `plan`.
@@ -103,8 +114,12 @@ fn check_plan(history: &[Message], plan: &CompressionPlan) -> Result<(), TestCas
     }
     // A user message and its reply are kept or archived together.
     for w in history.windows(2) {
-        if w[0].role == Role::User && matches!(w[1].role, Role::Assistant | Role::Tool) {
-            prop_assert_eq!(kept(plan, w[0].id), kept(plan, w[1].id), "user separated from reply");
+        if is_real_user(&w[0]) && matches!(w[1].role, Role::Assistant | Role::Tool) {
+            prop_assert_eq!(
+                kept(plan, w[0].id),
+                kept(plan, w[1].id),
+                "user separated from reply"
+            );
         }
     }
     let last = plan.messages.last().unwrap();
@@ -112,15 +127,16 @@ fn check_plan(history: &[Message], plan: &CompressionPlan) -> Result<(), TestCas
         last.kind != MessageKind::Summary || split_summary(&last.content).1.is_some(),
         "a summary is the last message"
     );
-    prop_assert_eq!(plan.messages.iter().filter(|m| m.kind == MessageKind::Summary).count(), 1);
+    prop_assert_eq!(
+        plan.messages
+            .iter()
+            .filter(|m| m.kind == MessageKind::Summary)
+            .count(),
+        1
+    );
     for (_, copy) in &plan.rewritten {
         for c in &copy.tool_calls {
             prop_assert!(serde_json::from_str::<serde_json::Value>(&c.arguments).is_ok());
-        }
-    }
-    for m in &plan.messages {
-        if m.pinned {
-            continue;
         }
     }
     for m in history.iter().filter(|m| m.pinned) {
@@ -130,7 +146,7 @@ fn check_plan(history: &[Message], plan: &CompressionPlan) -> Result<(), TestCas
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 48, .. ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig { cases: 128, .. ProptestConfig::default() })]
 
     #[test]
     fn compression_keeps_the_invariants(

@@ -37,13 +37,21 @@ pub fn split_summary(content: &str) -> (&str, Option<&str>) {
 /// summary never nests another one's framing.
 #[must_use]
 pub fn clean_body(body: &str) -> String {
-    body.replace(NOTICE.trim(), "").replace(END_MARKER.trim(), "").trim().to_owned()
+    body.replace(NOTICE.trim(), "")
+        .replace(END_MARKER.trim(), "")
+        .trim()
+        .to_owned()
 }
 
 /// The content of a summary message: notice, body, end marker.
 #[must_use]
 pub fn summary_block(body: &str) -> String {
-    format!("{}\n\n{}\n\n{}", NOTICE.trim(), clean_body(body), END_MARKER.trim())
+    format!(
+        "{}\n\n{}\n\n{}",
+        NOTICE.trim(),
+        clean_body(body),
+        END_MARKER.trim()
+    )
 }
 
 /// The role a standalone summary takes between `prev` and `next` (the
@@ -56,14 +64,21 @@ pub fn standalone_role(prev: Option<Role>, next: Option<Role>) -> Option<Role> {
     match next {
         Some(Role::User) => (prev == Some(Role::User)).then_some(Role::Assistant),
         Some(Role::Assistant | Role::Tool) => (prev != Some(Role::User)).then_some(Role::User),
-        Some(Role::System) | None => Some(if prev == Some(Role::User) { Role::Assistant } else { Role::User }),
+        Some(Role::System) | None => Some(if prev == Some(Role::User) {
+            Role::Assistant
+        } else {
+            Role::User
+        }),
     }
 }
 
 /// The summary message for `body` placed between `prev` and `next`: a new
 /// `Summary` message with the role of [`standalone_role`], or `next`
 /// rewritten (new id, kind `Summary`, the block before its own text) when
-/// no role fits; the second value is then `next`'s id.
+/// no role fits; the second value is then `next`'s id. A pinned `next` is
+/// never merged into (the summary would become pinned); the summary then
+/// stands alone and the pipeline's repair merges the same-role neighbours
+/// of the request.
 #[must_use]
 pub fn summary_message(
     body: &str,
@@ -75,7 +90,7 @@ pub fn summary_message(
 ) -> (Message, Option<MessageId>) {
     let block = summary_block(body);
     match (standalone_role(prev.map(|m| m.role), next.map(|m| m.role)), next) {
-        (None, Some(next)) => {
+        (None, Some(next)) if !next.pinned => {
             let mut merged = next.clone();
             merged.id = MessageId::new();
             merged.kind = MessageKind::Summary;
@@ -84,7 +99,12 @@ pub fn summary_message(
             (merged, Some(next.id))
         }
         (role, _) => {
-            let mut m = Message::new(session_id, role.unwrap_or(Role::User), block, created_at);
+            let fallback = if prev.map(|m| m.role) == Some(Role::User) {
+                Role::Assistant
+            } else {
+                Role::User
+            };
+            let mut m = Message::new(session_id, role.unwrap_or(fallback), block, created_at);
             m.kind = MessageKind::Summary;
             m.seq = seq;
             (m, None)

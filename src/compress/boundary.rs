@@ -51,14 +51,19 @@ impl Boundaries {
 /// The minimum tail length in messages: `max(3, min(protect_last_n, 8))`.
 #[must_use]
 pub fn min_tail_messages(protect_last_n: usize) -> usize {
-    protect_last_n.min(8).max(3)
+    protect_last_n.clamp(3, 8)
 }
 
 /// Computes head and tail for `history` with per-message `tokens` (same
 /// length), a tail budget in tokens (20 % of the effective threshold) and
 /// the configured `protect_last_n`. See the module doc for the rules.
 #[must_use]
-pub fn find_boundaries(history: &[Message], tokens: &[u32], tail_budget: u64, protect_last_n: usize) -> Boundaries {
+pub fn find_boundaries(
+    history: &[Message],
+    tokens: &[u32],
+    tail_budget: u64,
+    protect_last_n: usize,
+) -> Boundaries {
     find_boundaries_with(history, tokens, tail_budget, protect_last_n, false)
 }
 

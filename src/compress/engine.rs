@@ -10,6 +10,12 @@
 //! [`CompressionPlan`]. Authentication and network failures abort with
 //! nothing changed; other failures give a labelled extractive fallback.
 //!
+//! An earlier summary is always folded into the new one (exactly one active
+//! summary afterwards): a standalone one is summarised wherever it sits; one
+//! that is pinned or carries a merged message outside the middle makes the
+//! pass a no-op. Turns (a user message and what follows it) that hold a
+//! pinned message stay, whole, after the summary.
+//!
 //! State: strikes (a no-op pass, or a reading still at or over the
 //! threshold after a compaction), a lockout after two strikes or two
 //! fallback summaries in a row (lifted when a reading fits again), cooldowns
@@ -175,7 +181,9 @@ pub enum CompressError {
     },
     /// The summariser failed to authenticate or connect; nothing changed.
     /// Retry after fixing the credentials or the connection.
-    #[error("Compression aborted, nothing changed: the summariser failed ({0}). Check the connection or the API key and retry.")]
+    #[error(
+        "Compression aborted, nothing changed: the summariser failed ({0}). Check the connection or the API key and retry."
+    )]
     Aborted(String),
 }
 
@@ -366,7 +374,10 @@ impl CompressionEngine for DefaultEngine {
             self.status.fallbacks_in_row = 0;
             self.status.locked = None;
         }
-        self.last_reading = Some(Reading { prompt_tokens, estimate });
+        self.last_reading = Some(Reading {
+            prompt_tokens,
+            estimate,
+        });
         self.compacted_since_reading = false;
         self.overflow_retry_used = false;
         self.passes = 0;
@@ -425,13 +436,38 @@ impl CompressionEngine for DefaultEngine {
         let tail_budget = self.threshold() / 5;
         let mut boundaries = find_boundaries(history, &tokens, tail_budget, self.config.protect_last_n);
         if boundaries.is_empty() && trigger == Trigger::Manual {
-            boundaries = find_boundaries_with(history, &tokens, tail_budget, self.config.protect_last_n, true);
+            boundaries =
+                find_boundaries_with(history, &tokens, tail_budget, self.config.protect_last_n, true);
         }
         let summarised: Vec<usize> = turns(history, boundaries.middle())
             .into_iter()
-            .filter(|turn| !history[turn.clone()].iter().any(|m| m.pinned))
-            .flatten()
+            .flat_map(|turn| {
+                let pinned = history[turn.clone()].iter().any(|m| m.pinned);
+                turn.filter(move |&i| {
+                    !pinned || (history[i].kind == MessageKind::Summary && !history[i].pinned)
+                })
+            })
             .collect();
+        let mut summarised = summarised;
+        let mut stranded_summary = false;
+        for (i, m) in history.iter().enumerate().skip(boundaries.head_end) {
+            if m.kind != MessageKind::Summary || summarised.contains(&i) {
+                continue;
+            }
+            if m.pinned || split_summary(&m.content).1.is_some() {
+                stranded_summary = true;
+            } else {
+                summarised.push(i);
+            }
+        }
+        summarised.sort_unstable();
+        if stranded_summary
+            || summarised
+                .iter()
+                .all(|&i| history[i].kind == MessageKind::Summary)
+        {
+            summarised.clear();
+        }
         if summarised.is_empty() {
             if trigger.automatic() {
                 self.strike("compressions in a row found nothing outside the protected messages");
@@ -441,17 +477,18 @@ impl CompressionEngine for DefaultEngine {
         let pruning: Pruning = free_prune(history, boundaries.tail_start);
         let mut view = Vec::with_capacity(history.len());
         let mut view_tokens = tokens.clone();
-        for i in 0..history.len() {
+        for (i, slot) in view_tokens.iter_mut().enumerate() {
             let v = pruning.message(history, i);
             if pruning.copies[i].is_some() {
-                view_tokens[i] = tokens_of(input.counter, v);
+                *slot = tokens_of(input.counter, v);
             }
             view.push(v.clone());
         }
         let middle_tokens: u64 = summarised.iter().map(|&i| u64::from(tokens[i])).sum();
         let target_tokens = target_summary_tokens(middle_tokens, self.config.window);
-        let pruned_saving: u64 =
-            (0..history.len()).map(|i| u64::from(tokens[i].saturating_sub(view_tokens[i]))).sum();
+        let pruned_saving: u64 = (0..history.len())
+            .map(|i| u64::from(tokens[i].saturating_sub(view_tokens[i])))
+            .sum();
         let saving = (middle_tokens + pruned_saving).saturating_sub(u64::from(target_tokens));
         if trigger.automatic() && trigger != Trigger::Overflow && saving * 10 < tokens_before {
             self.strike("compressions in a row would have saved under 10% of the context");
@@ -517,9 +554,9 @@ impl CompressionEngine for DefaultEngine {
                 self.status.fallbacks_in_row = 0;
                 Some(Ok(text))
             }
-            Some(SummaryOutcome::Summary(_)) => {
-                Some(Err(SummaryFailure::Malformed("the summariser returned an empty reply".to_owned())))
-            }
+            Some(SummaryOutcome::Summary(_)) => Some(Err(SummaryFailure::Malformed(
+                "the summariser returned an empty reply".to_owned(),
+            ))),
             Some(SummaryOutcome::Failed(f)) => Some(Err(f)),
         };
         let (body, summarizer) = match failure {
@@ -535,17 +572,27 @@ impl CompressionEngine for DefaultEngine {
                 let (why, seconds) = match f {
                     SummaryFailure::Malformed(w) => (w, 30),
                     SummaryFailure::NoModel(w) => (w, 600),
-                    SummaryFailure::Other(w) | SummaryFailure::Auth(w) | SummaryFailure::Network(w) => (w, 60),
+                    SummaryFailure::Other(w) | SummaryFailure::Auth(w) | SummaryFailure::Network(w) => {
+                        (w, 60)
+                    }
                 };
                 self.cool_down(now_ms, seconds);
                 self.status.fallbacks_in_row += 1;
                 if self.status.fallbacks_in_row >= STRIKES_TO_LOCK {
                     self.lock("the summariser failed twice in a row and fallback summaries were used");
                 }
-                warnings.push(format!("The summariser failed ({why}); a fallback summary extracted without a model was used."));
+                warnings.push(format!(
+                    "The summariser failed ({why}); a fallback summary extracted without a model was used."
+                ));
                 let label = FALLBACK_LABEL.trim().replace("{reason}", &why);
                 let budget = pending.target_tokens.min(2_000);
-                (format!("{label}\n\n{}", extract(Some(FALLBACK_MAX_CHARS - label.len()), budget)), "fallback".to_owned())
+                (
+                    format!(
+                        "{label}\n\n{}",
+                        extract(Some(FALLBACK_MAX_CHARS - label.len()), budget)
+                    ),
+                    "fallback".to_owned(),
+                )
             }
         };
         let plan = assemble_plan(&pending, &body, summarizer, warnings, counter, now_ms);
@@ -621,11 +668,11 @@ fn assemble_plan(
     let mut archived: Vec<MessageId> = p.summarised.iter().map(|&i| p.originals[i]).collect();
     let mut rewritten = Vec::new();
     let mut tokens_after = p.fixed_tokens;
-    for i in 0..n {
+    for (i, &summarised) in is_summarised.iter().enumerate() {
         if i == first && merged_index.is_none() {
             messages.push(summary.clone());
         }
-        if is_summarised[i] {
+        if summarised {
             continue;
         }
         if Some(i) == merged_index {

@@ -49,7 +49,13 @@ enum Section {
 }
 
 impl Section {
-    const ALL: [Self; 5] = [Self::Completed, Self::Active, Self::Decisions, Self::Files, Self::Requests];
+    const ALL: [Self; 5] = [
+        Self::Completed,
+        Self::Active,
+        Self::Decisions,
+        Self::Files,
+        Self::Requests,
+    ];
 
     fn heading(self) -> &'static str {
         match self {
@@ -108,7 +114,10 @@ static PATH: LazyLock<Option<Regex>> = LazyLock::new(|| {
     .ok()
 });
 static ERROR: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)\b(?:error(?:\[\w+\])?|failed|failure|panicked|exception|traceback|fatal|segmentation fault)\b").ok()
+    Regex::new(
+        r"(?i)\b(?:error(?:\[\w+\])?|failed|failure|panicked|exception|traceback|fatal|segmentation fault)\b",
+    )
+    .ok()
 });
 static DECISION: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(?i)\b(?:decided|decide to|we will|we'll|let's|let us|chose|choose to|going with|settled on|agreed|decision)\b").ok()
@@ -128,7 +137,11 @@ fn matches(re: &LazyLock<Option<Regex>>, text: &str) -> bool {
 /// result is a verbatim prefix when the input is one line).
 fn clip(text: &str, max: usize) -> String {
     let t = text.trim();
-    if t.chars().count() > max { format!("{}…", cut_at(t, max)) } else { t.to_owned() }
+    if t.chars().count() > max {
+        format!("{}…", cut_at(t, max))
+    } else {
+        t.to_owned()
+    }
 }
 
 /// The extractive summary body (Markdown, the template's headings), within
@@ -167,7 +180,10 @@ pub fn extractive_summary(input: &ExtractiveInput<'_>) -> String {
             .then(items[b].order.cmp(&items[a].order))
             .then(items[a].text.cmp(&items[b].text))
     });
-    let headings: usize = Section::ALL.iter().map(|s| input.counter.count(s.heading()) + 2).sum();
+    let headings: usize = Section::ALL
+        .iter()
+        .map(|s| input.counter.count(s.heading()) + 2)
+        .sum();
     let budget = (input.budget_tokens as usize).saturating_sub(headings);
     let max_chars = input.max_chars.unwrap_or(usize::MAX).saturating_sub(200);
     let (mut used, mut chars) = (0usize, 0usize);
@@ -238,7 +254,14 @@ fn previous_items(previous: &str, items: &mut Vec<Item>) {
 }
 
 fn item(section: Section, kind: Kind, text: String, order: usize) -> Item {
-    Item { section, kind, text, order, topical: false, score: 0.0 }
+    Item {
+        section,
+        kind,
+        text,
+        order,
+        topical: false,
+        score: 0.0,
+    }
 }
 
 /// Extracts the items of one message; `base` orders them after earlier messages.
@@ -252,18 +275,34 @@ fn message_items(m: &Message, base: usize, items: &mut Vec<Item>, seen: &mut Has
         }
     };
     if is_real_user(m) {
-        let request = content.lines().find(|l| !l.trim().is_empty()).unwrap_or("").trim();
+        let request = content
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim();
         if !request.is_empty() {
             let quoted = clip(request, 400);
-            let more = if content.trim().lines().count() > 1 { " (continues)" } else { "" };
-            push(items, Section::Requests, Kind::Request, format!("on {}: \"{quoted}\"{more}", date_of(m.created_at)));
+            let more = if content.trim().lines().count() > 1 {
+                " (continues)"
+            } else {
+                ""
+            };
+            push(
+                items,
+                Section::Requests,
+                Kind::Request,
+                format!("on {}: \"{quoted}\"{more}", date_of(m.created_at)),
+            );
         }
     }
     let mut texts = vec![content.into_owned()];
     for call in &m.tool_calls {
         let args = redact(&call.arguments).into_owned();
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(&args) {
-            if let Some(cmd) = ["command", "cmd"].iter().find_map(|k| v.get(*k).and_then(|c| c.as_str())) {
+            if let Some(cmd) = ["command", "cmd"]
+                .iter()
+                .find_map(|k| v.get(*k).and_then(|c| c.as_str()))
+            {
                 push(items, Section::Files, Kind::Fact, format!("`{}`", clip(cmd, 200)));
             }
         }

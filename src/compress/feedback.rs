@@ -40,8 +40,8 @@ pub fn feedback_line(plan: &CompressionPlan) -> String {
     }
     if after > before && plan.messages_after < plan.messages_before {
         line.push_str(&format!(
-            ". Fewer messages but more tokens: the summary ({}) is longer than what it replaced; \
-             try /compress <topic> for a tighter one",
+            ". Fewer messages but more tokens: the summary ({} tokens with its notice) is longer than \
+             the short messages it replaced",
             short_tokens(plan.summary_tokens, plan.exact)
         ));
     }

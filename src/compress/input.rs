@@ -94,7 +94,11 @@ pub fn summary_input(messages: &[&Message]) -> String {
             Role::Assistant => "ASSISTANT".to_owned(),
             Role::System => "SYSTEM".to_owned(),
             Role::Tool => {
-                let name = m.tool_call_id.as_deref().and_then(|id| names.get(id)).unwrap_or(&"tool");
+                let name = m
+                    .tool_call_id
+                    .as_deref()
+                    .and_then(|id| names.get(id))
+                    .unwrap_or(&"tool");
                 format!("TOOL RESULT ({name})")
             }
         };
@@ -104,7 +108,12 @@ pub fn summary_input(messages: &[&Message]) -> String {
             let args = cap(&args, ARGUMENTS_MAX_CHARS, ARGUMENTS_MAX_CHARS - 300, 200);
             block.push_str(&format!("\n-> called {}({args})", call.name));
         }
-        let block = cap(block.trim(), MESSAGE_MAX_CHARS, MESSAGE_HEAD_CHARS, MESSAGE_TAIL_CHARS);
+        let block = cap(
+            block.trim(),
+            MESSAGE_MAX_CHARS,
+            MESSAGE_HEAD_CHARS,
+            MESSAGE_TAIL_CHARS,
+        );
         out.push_str(&format!("[{}] {label}:\n{block}\n\n", date_of(m.created_at)));
     }
     let half = INPUT_MAX_CHARS / 2 - 100;
@@ -115,7 +124,12 @@ pub fn summary_input(messages: &[&Message]) -> String {
 /// the update template when `previous` (the body of the active summary) is
 /// given, with the topic block when `topic` is.
 #[must_use]
-pub fn summary_request(transcript: &str, previous: Option<&str>, topic: Option<&str>, target_tokens: u32) -> SummaryRequest {
+pub fn summary_request(
+    transcript: &str,
+    previous: Option<&str>,
+    topic: Option<&str>,
+    target_tokens: u32,
+) -> SummaryRequest {
     let topic_block = topic.map_or(String::new(), |t| TOPIC_BLOCK.replace("{topic}", t));
     let template = if previous.is_some() { PROMPT_UPDATE } else { PROMPT };
     let prompt = template

@@ -39,7 +39,10 @@ impl Pruning {
     /// The message at `index` as pruning left it (the copy, else the original).
     #[must_use]
     pub fn message<'a>(&'a self, history: &'a [Message], index: usize) -> &'a Message {
-        self.copies.get(index).and_then(Option::as_ref).unwrap_or(&history[index])
+        self.copies
+            .get(index)
+            .and_then(Option::as_ref)
+            .unwrap_or(&history[index])
     }
 
     /// Number of rewritten messages.
@@ -53,10 +56,12 @@ static IMAGE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"data:(image/[A-Za-z0-9.+\-]+);base64,([A-Za-z0-9+/=]+)|\[image(?:\]|:[^\]\n]{0,200}\])").ok()
 });
 static EXIT_CODE: LazyLock<Option<Regex>> = LazyLock::new(|| {
-    Regex::new(r"(?i)\bexit(?:ed)?(?:\s+(?:code|status))?(?:\s+with)?(?:\s+code)?\s*[:=]?\s*(-?\d{1,3})\b").ok()
+    Regex::new(r"(?i)\bexit(?:ed)?(?:\s+(?:code|status))?(?:\s+with)?(?:\s+code)?\s*[:=]?\s*(-?\d{1,3})\b")
+        .ok()
 });
-static ERROR_LINE: LazyLock<Option<Regex>> =
-    LazyLock::new(|| Regex::new(r"(?i)^\s*(?:error|fatal|panic|thread '.*' panicked|traceback|exception)\b").ok());
+static ERROR_LINE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)^\s*(?:error|fatal|panic|thread '.*' panicked|traceback|exception)\b").ok()
+});
 
 /// Rewrites old tool results, long tool-call arguments and old images of
 /// `history`; messages at `tail_start` and after are protected from all but
@@ -83,7 +88,10 @@ pub fn free_prune(history: &[Message], tail_start: usize) -> Pruning {
         let chars = m.content.chars().count();
         copies[i] = Some(rewrite(
             m,
-            format!("[{name}] same output as a later call ({} chars); only the newest copy is kept", group_digits(chars as u64)),
+            format!(
+                "[{name}] same output as a later call ({} chars); only the newest copy is kept",
+                group_digits(chars as u64)
+            ),
         ));
     }
     for (i, m) in history.iter().enumerate().take(tail_start) {
@@ -97,7 +105,11 @@ pub fn free_prune(history: &[Message], tail_start: usize) -> Pruning {
                 .and_then(|id| calls.get(id).copied())
                 .unwrap_or(("tool", ""));
             copies[i] = Some(rewrite(m, describe_tool_result(name, args, &m.content)));
-        } else if m.tool_calls.iter().any(|c| c.arguments.chars().count() > ARGUMENTS_MAX_CHARS) {
+        } else if m
+            .tool_calls
+            .iter()
+            .any(|c| c.arguments.chars().count() > ARGUMENTS_MAX_CHARS)
+        {
             let mut copy = rewrite(m, m.content.clone());
             let mut changed = false;
             for call in &mut copy.tool_calls {
@@ -149,8 +161,14 @@ fn strip_old_images(history: &[Message], copies: &mut [Option<Message>]) {
         if history[i].pinned {
             continue;
         }
-        let strip_count = if keep_last { matches.len() - 1 } else { matches.len() };
-        let stripped_any = matches[..strip_count].iter().any(|m| m.as_str().starts_with("data:"));
+        let strip_count = if keep_last {
+            matches.len() - 1
+        } else {
+            matches.len()
+        };
+        let stripped_any = matches[..strip_count]
+            .iter()
+            .any(|m| m.as_str().starts_with("data:"));
         if !stripped_any {
             continue;
         }
@@ -168,7 +186,9 @@ fn strip_old_images(history: &[Message], copies: &mut [Option<Message>]) {
             last = whole.end();
         }
         out.push_str(&current.content[last..]);
-        let copy = copies[i].take().unwrap_or_else(|| rewrite(&history[i], String::new()));
+        let copy = copies[i]
+            .take()
+            .unwrap_or_else(|| rewrite(&history[i], String::new()));
         copies[i] = Some(Message { content: out, ..copy });
     }
 }
@@ -196,7 +216,11 @@ fn shorten_value(value: &mut Value) -> bool {
                 return false;
             }
             let cut = chars - ARGUMENT_STRING_KEEP_CHARS;
-            *s = format!("{}…[{} chars cut]", cut_at(s, ARGUMENT_STRING_KEEP_CHARS), group_digits(cut as u64));
+            *s = format!(
+                "{}…[{} chars cut]",
+                cut_at(s, ARGUMENT_STRING_KEEP_CHARS),
+                group_digits(cut as u64)
+            );
             true
         }
         Value::Array(items) => items.iter_mut().fold(false, |acc, v| shorten_value(v) | acc),
@@ -206,7 +230,7 @@ fn shorten_value(value: &mut Value) -> bool {
 }
 
 /// The first string among `keys` of a JSON object text.
-fn arg<'a>(args: &'a Value, keys: &[&str]) -> Option<String> {
+fn arg(args: &Value, keys: &[&str]) -> Option<String> {
     keys.iter().find_map(|k| match args.get(*k)? {
         Value::String(s) => Some(one_line(s, 80)),
         Value::Number(n) => Some(n.to_string()),
@@ -217,7 +241,11 @@ fn arg<'a>(args: &'a Value, keys: &[&str]) -> Option<String> {
 /// `text` on one line, at most `max` chars.
 fn one_line(text: &str, max: usize) -> String {
     let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
-    if flat.chars().count() > max { format!("{}…", cut_at(&flat, max)) } else { flat }
+    if flat.chars().count() > max {
+        format!("{}…", cut_at(&flat, max))
+    } else {
+        flat
+    }
 }
 
 /// One informative line standing for a tool result: what the call did and
@@ -245,7 +273,9 @@ pub fn describe_tool_result(name: &str, arguments: &str, result: &str) -> String
             .and_then(|c| c.get(1))
             .map(|m| format!("exit {}, ", m.as_str()))
             .unwrap_or_default();
-        let error = first_error_line(result).map(|e| format!("; {e}")).unwrap_or_default();
+        let error = first_error_line(result)
+            .map(|e| format!("; {e}"))
+            .unwrap_or_default();
         format!("ran `{cmd}` -> {exit}{lines} lines{error}")
     } else if lower.contains("write") || lower.contains("edit") || lower.contains("patch") {
         match path {
@@ -260,7 +290,10 @@ pub fn describe_tool_result(name: &str, arguments: &str, result: &str) -> String
     } else {
         let first = result.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
         let detail = path.map(|p| format!("{p}: ")).unwrap_or_default();
-        format!("{detail}{chars} chars, {lines} lines, starting \"{}\"", one_line(first, 60))
+        format!(
+            "{detail}{chars} chars, {lines} lines, starting \"{}\"",
+            one_line(first, 60)
+        )
     };
     format!("[{name}] {line}")
 }
@@ -283,13 +316,17 @@ mod tests {
             describe_tool_result("read_file", r#"{"path":"src/lib.rs","offset":1}"#, &big),
             "[read_file] read src/lib.rs from line 1 (12,400 chars)"
         );
-        let out = (0..211).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n") + "\nexit code: 101";
+        let out = (0..211)
+            .map(|i| format!("line {i}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\nexit code: 101";
         assert_eq!(
             describe_tool_result("shell", r#"{"command":"cargo test"}"#, &out),
             "[shell] ran `cargo test` -> exit 101, 212 lines"
         );
         let unknown = describe_tool_result("weather", r#"{"city":"Oslo"}"#, "sunny\nwarm");
-        assert_eq!(unknown, "[weather] 11 chars, 2 lines, starting \"sunny\"");
+        assert_eq!(unknown, "[weather] 10 chars, 2 lines, starting \"sunny\"");
     }
 
     #[test]
@@ -323,6 +360,18 @@ mod tests {
         let p = free_prune(&history, 6);
         assert!(p.copies[1].as_ref().unwrap().content.contains("newest copy"));
         assert!(p.copies[3].as_ref().unwrap().content.contains("newest copy"));
-        assert!(p.copies[5].is_none());
+        assert_eq!(
+            p.copies[5].as_ref().unwrap().content,
+            "[read_file] read a.rs (300 chars)"
+        );
+        let protected = free_prune(&history, 5);
+        assert!(protected.copies[5].is_none(), "the newest copy is in the tail");
+        assert!(
+            protected.copies[3]
+                .as_ref()
+                .unwrap()
+                .content
+                .contains("newest copy")
+        );
     }
 }

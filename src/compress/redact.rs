@@ -138,7 +138,10 @@ mod tests {
     fn assert_redacted(input: &str, secret: &str, kind: &str) {
         let out = redact(input);
         assert!(!out.contains(secret), "{kind}: secret survived in {out:?}");
-        assert!(out.contains(&format!("[REDACTED:{kind}]")), "{kind}: no marker in {out:?}");
+        assert!(
+            out.contains(&format!("[REDACTED:{kind}]")),
+            "{kind}: no marker in {out:?}"
+        );
     }
 
     #[test]
@@ -178,7 +181,11 @@ mod tests {
 
     #[test]
     fn aws_access_and_secret_keys() {
-        assert_redacted("id AKIAIOSFODNN7EXAMPLE here", "AKIAIOSFODNN7EXAMPLE", "aws_access_key");
+        assert_redacted(
+            "id AKIAIOSFODNN7EXAMPLE here",
+            "AKIAIOSFODNN7EXAMPLE",
+            "aws_access_key",
+        );
         let s = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
         assert_redacted(&format!("aws_secret_access_key = {s}"), s, "aws_secret_key");
     }
@@ -191,22 +198,31 @@ mod tests {
 
     #[test]
     fn jwts() {
-        let k = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
+        let k =
+            "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiIxMjM0NTY3ODkwIn0.dozjgNryP4J3jVmNHl0w5N_XgL0n3I9PlFUP0THsR8U";
         assert_redacted(&format!("cookie={k};"), k, "jwt");
     }
 
     #[test]
     fn pem_private_key_blocks_go_whole() {
         let pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEpAIBAAKCAQEA7\nabc==\n-----END RSA PRIVATE KEY-----";
-        let out = redact(&format!("before\n{pem}\nafter"));
+        let text = format!("before\n{pem}\nafter");
+        let out = redact(&text);
         assert_eq!(out, "before\n[REDACTED:private_key]\nafter");
     }
 
     #[test]
     fn authorization_headers_keep_their_label() {
         let out = redact("curl -H 'Authorization: Bearer abc.def-123' https://x");
-        assert_eq!(out, "curl -H 'Authorization: Bearer [REDACTED:authorization]' https://x");
-        assert_redacted("x-api-key: 0123456789abcdef", "0123456789abcdef", "api_key_header");
+        assert_eq!(
+            out,
+            "curl -H 'Authorization: Bearer [REDACTED:authorization]' https://x"
+        );
+        assert_redacted(
+            "x-api-key: 0123456789abcdef",
+            "0123456789abcdef",
+            "api_key_header",
+        );
     }
 
     #[test]
@@ -229,7 +245,10 @@ mod tests {
         ] {
             assert_redacted(line, secret, "assignment");
         }
-        assert_eq!(redact("STRIPE_API_KEY=rk_live_abc"), "STRIPE_API_KEY=[REDACTED:assignment]");
+        assert_eq!(
+            redact("STRIPE_API_KEY=rk_live_abc"),
+            "STRIPE_API_KEY=[REDACTED:assignment]"
+        );
     }
 
     #[test]

@@ -34,7 +34,11 @@ pub struct Builder {
 
 impl Builder {
     pub fn new() -> Self {
-        Self { session: SessionId::new(), messages: Vec::new(), calls: 0 }
+        Self {
+            session: SessionId::new(),
+            messages: Vec::new(),
+            calls: 0,
+        }
     }
 
     pub fn push(&mut self, role: Role, content: impl Into<String>) -> &mut Message {
@@ -60,7 +64,11 @@ impl Builder {
         self.calls += 1;
         let id = format!("call_{}", self.calls);
         let a = self.push(Role::Assistant, "");
-        a.tool_calls.push(ToolCall { id: id.clone(), name: name.into(), arguments: arguments.into() });
+        a.tool_calls.push(ToolCall {
+            id: id.clone(),
+            name: name.into(),
+            arguments: arguments.into(),
+        });
         let t = self.push(Role::Tool, result);
         t.tool_call_id = Some(id);
         self
