@@ -7,6 +7,7 @@
 //! 0 [`domain`]; 1 core, pure: [`tokens`], [`prompt`]; 2 adapters: [`store`],
 //! [`workspace`], [`config`]; 3 [`runtime`]; the binary is the CLI.
 
+pub mod compress;
 pub mod config;
 pub mod conversation;
 pub mod domain;

@@ -1,0 +1,709 @@
+//! The compression engine (DESIGN §7): the [`CompressionEngine`] lifecycle
+//! (session start, usage updates, should-compress, compress, session end)
+//! and [`DefaultEngine`], its trigger state machine and the phases of one
+//! compression.
+//!
+//! A compression is two steps so the engine stays pure: [`prepare`] prunes,
+//! finds the boundaries and builds the summariser's [`SummaryRequest`] (none
+//! for the extractive summariser); the runtime performs the model call and
+//! hands the [`SummaryOutcome`] to [`finish`], which assembles the
+//! [`CompressionPlan`]. Authentication and network failures abort with
+//! nothing changed; other failures give a labelled extractive fallback.
+//!
+//! An earlier summary is always folded into the new one (exactly one active
+//! summary afterwards): a standalone one is summarised wherever it sits; one
+//! that is pinned or carries a merged message outside the middle makes the
+//! pass a no-op. Turns (a user message and what follows it) that hold a
+//! pinned message stay, whole, after the summary.
+//!
+//! State: strikes (a no-op pass, or a reading still at or over the
+//! threshold after a compaction), a lockout after two strikes or two
+//! fallback summaries in a row (lifted when a reading fits again), cooldowns
+//! after summariser failures. Manual compression bypasses all of it. Times
+//! are unix milliseconds passed in.
+//!
+//! [`prepare`]: CompressionEngine::prepare
+//! [`finish`]: CompressionEngine::finish
+
+use super::assemble::{clean_body, split_summary, summary_message};
+use super::boundary::{Boundaries, find_boundaries, find_boundaries_with};
+use super::extractive::{ExtractiveInput, extractive_summary};
+use super::input::{SummaryRequest, summary_input, summary_request, target_summary_tokens};
+use super::prune::{Pruning, free_prune};
+use super::{CompressionPlan, tokens_of};
+use crate::domain::{CompactionTrigger, Message, MessageId, MessageKind, Role};
+use crate::tokens::{Threshold, TokenCounter};
+
+/// Most passes of one preflight check.
+pub const MAX_PREFLIGHT_PASSES: u32 = 3;
+/// Strikes (or fallback summaries in a row) that lock automatic compression.
+pub const STRIKES_TO_LOCK: u32 = 2;
+/// Cap of a fallback summary, chars.
+pub const FALLBACK_MAX_CHARS: usize = 8_000;
+const FALLBACK_LABEL: &str = include_str!("../../assets/prompts/summary_fallback.md");
+
+/// What asks for a compression.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Trigger {
+    /// Before a request, on the estimate.
+    Preflight,
+    /// After a response, on the provider's `prompt_tokens`.
+    AfterResponse,
+    /// The provider rejected the request as too long.
+    Overflow,
+    /// `/compress [topic]`.
+    Manual,
+}
+
+impl Trigger {
+    /// Whether strikes, cooldowns, lockout and the 10 % rule apply.
+    #[must_use]
+    pub fn automatic(self) -> bool {
+        !matches!(self, Self::Manual)
+    }
+
+    /// The stored trigger of a compaction row.
+    #[must_use]
+    pub fn compaction_trigger(self) -> CompactionTrigger {
+        match self {
+            Self::Preflight | Self::AfterResponse => CompactionTrigger::Auto,
+            Self::Overflow => CompactionTrigger::Overflow,
+            Self::Manual => CompactionTrigger::Manual,
+        }
+    }
+}
+
+/// Who writes the summary (the `auto` choice is resolved by the caller).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SummarizerChoice {
+    /// A model, by name: [`CompressionEngine::prepare`] returns a request.
+    Model(String),
+    /// The extractive summariser; no model call.
+    Extractive,
+}
+
+/// The session's numbers for the engine.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EngineConfig {
+    /// Context window, tokens.
+    pub window: u64,
+    /// Output reserve (`max_tokens`), tokens.
+    pub reserved_output: u64,
+    /// The threshold ([`Threshold::compute`]).
+    pub threshold: Threshold,
+    /// `compress.protect_last_n`.
+    pub protect_last_n: usize,
+    /// Who summarises.
+    pub summarizer: SummarizerChoice,
+    /// Automatic compression on (manual always works).
+    pub enabled: bool,
+}
+
+/// One compression's input.
+pub struct CompressionInput<'a> {
+    /// The active (non-archived) messages, in order.
+    pub messages: &'a [Message],
+    /// Tokens of the request besides the messages: system prompt, tool
+    /// schemas, request overhead.
+    pub fixed_tokens: u64,
+    /// The session's counter (the one estimator).
+    pub counter: &'a dyn TokenCounter,
+    /// The focus of `/compress <topic>`.
+    pub topic: Option<&'a str>,
+}
+
+/// Why automatic compression does not run now.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SkipReason {
+    /// Under the threshold.
+    BelowThreshold,
+    /// Automatic compression is off.
+    Disabled,
+    /// Waiting for the provider's reading (just compacted, or the last
+    /// reading fit and the estimate grew only a little).
+    Deferred,
+    /// A summariser failure's cooldown runs until this time (unix ms).
+    CoolingDown {
+        /// End of the cooldown, unix milliseconds.
+        until_ms: i64,
+    },
+    /// Blocked after repeated strikes; the text says why and what to do.
+    LockedOut(String),
+    /// The overflow retry was already used since the last reading.
+    RetryUsed,
+}
+
+/// The answer of [`CompressionEngine::should_compress`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Decision {
+    /// Compress now.
+    Compress,
+    /// Do not; why.
+    Skip(SkipReason),
+}
+
+/// How a model summary failed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SummaryFailure {
+    /// Credentials rejected (HTTP 401/403): abort, nothing changed.
+    Auth(String),
+    /// Connection failed or timed out: abort, nothing changed.
+    Network(String),
+    /// Empty or unusable reply: fallback, 30 s cooldown.
+    Malformed(String),
+    /// No summariser model available: fallback, 600 s cooldown.
+    NoModel(String),
+    /// Anything else: fallback, 60 s cooldown.
+    Other(String),
+}
+
+/// What the runtime hands back after performing a [`SummaryRequest`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SummaryOutcome {
+    /// The model's summary text.
+    Summary(String),
+    /// The call failed.
+    Failed(SummaryFailure),
+}
+
+/// Why a compression produced no plan. Messages are for the user.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum CompressError {
+    /// Everything is inside the protected head and tail; not retryable
+    /// until the conversation grows.
+    #[error("Nothing to compress: every message is inside the protected start and end of the session.")]
+    NothingToCompress,
+    /// The estimated saving is under 10 %; automatic compression only.
+    #[error("Compression skipped: it would save only about {percent}% of the context; /compress forces it.")]
+    NotWorthIt {
+        /// Estimated saving, percent.
+        percent: u64,
+    },
+    /// The summariser failed to authenticate or connect; nothing changed.
+    /// Retry after fixing the credentials or the connection.
+    #[error(
+        "Compression aborted, nothing changed: the summariser failed ({0}). Check the connection or the API key and retry."
+    )]
+    Aborted(String),
+}
+
+/// The engine's state for the pane and `strata context --json`.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct EngineStatus {
+    /// Strikes since the last fitting reading.
+    pub strikes: u32,
+    /// Fallback summaries in a row.
+    pub fallbacks_in_row: u32,
+    /// Why automatic compression is blocked, if it is.
+    pub locked: Option<String>,
+    /// End of the current cooldown (unix ms), if any.
+    pub cooldown_until_ms: Option<i64>,
+}
+
+/// A prepared compression waiting for its summary.
+#[derive(Clone, Debug)]
+pub struct Pending {
+    /// The model request to perform; `None` for the extractive summariser.
+    pub request: Option<SummaryRequest>,
+    /// The summariser's name (model name or `extractive`).
+    pub summarizer: String,
+    trigger: Trigger,
+    topic: Option<String>,
+    view: Vec<Message>,
+    originals: Vec<MessageId>,
+    rewritten: Vec<bool>,
+    tokens: Vec<u32>,
+    boundaries: Boundaries,
+    summarised: Vec<usize>,
+    previous: Option<String>,
+    target_tokens: u32,
+    fixed_tokens: u64,
+    tokens_before: u64,
+}
+
+impl Pending {
+    /// Head and tail as found for this compression.
+    #[must_use]
+    pub fn boundaries(&self) -> Boundaries {
+        self.boundaries
+    }
+
+    /// Tokens the summary should take.
+    #[must_use]
+    pub fn target_tokens(&self) -> u32 {
+        self.target_tokens
+    }
+}
+
+/// The lifecycle of a compression strategy (DESIGN §7).
+pub trait CompressionEngine {
+    /// A session starts (or resumes) with these numbers; state is reset.
+    fn on_session_start(&mut self, config: EngineConfig);
+    /// A response arrived: the provider's `prompt_tokens` (never completion
+    /// or reasoning tokens) and strata's estimate of the same request.
+    fn on_usage(&mut self, prompt_tokens: u64, estimate: u64);
+    /// Whether to compress now, for `trigger`, with the current request
+    /// estimate (tokens); records the overflow retry.
+    fn should_compress(&mut self, trigger: Trigger, estimate: u64, now_ms: i64) -> Decision;
+    /// Phases 1–3: pruning, boundaries, summariser input. Errors when there
+    /// is nothing worth compressing (a strike for automatic triggers).
+    fn prepare(&mut self, trigger: Trigger, input: &CompressionInput<'_>) -> Result<Pending, CompressError>;
+    /// Phases 3–5 with the summariser's outcome (`None` when no request was
+    /// made): the plan to persist, or an abort with nothing changed.
+    fn finish(
+        &mut self,
+        pending: Pending,
+        outcome: Option<SummaryOutcome>,
+        counter: &dyn TokenCounter,
+        now_ms: i64,
+    ) -> Result<CompressionPlan, CompressError>;
+    /// After a preflight pass was applied: whether another pass should run
+    /// (fewer than 3 passes, progress made, still at or over the threshold).
+    fn continue_preflight(&mut self, plan: &CompressionPlan) -> bool;
+    /// Strikes, lockout and cooldown.
+    fn status(&self) -> EngineStatus;
+    /// The session ends; state is dropped.
+    fn on_session_end(&mut self);
+}
+
+/// The last provider reading.
+#[derive(Clone, Copy, Debug)]
+struct Reading {
+    prompt_tokens: u64,
+    estimate: u64,
+}
+
+/// strata's engine: the rules of DESIGN §7.
+#[derive(Clone, Debug)]
+pub struct DefaultEngine {
+    config: EngineConfig,
+    status: EngineStatus,
+    last_reading: Option<Reading>,
+    compacted_since_reading: bool,
+    overflow_retry_used: bool,
+    passes: u32,
+}
+
+impl DefaultEngine {
+    /// An engine for a session with `config`.
+    #[must_use]
+    pub fn new(config: EngineConfig) -> Self {
+        Self {
+            config,
+            status: EngineStatus::default(),
+            last_reading: None,
+            compacted_since_reading: false,
+            overflow_retry_used: false,
+            passes: 0,
+        }
+    }
+
+    /// The configuration in force.
+    #[must_use]
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// `prepare` then `finish` with the extractive summariser (no model).
+    ///
+    /// # Errors
+    /// As [`CompressionEngine::prepare`].
+    pub fn compress_extractive(
+        &mut self,
+        trigger: Trigger,
+        input: &CompressionInput<'_>,
+        now_ms: i64,
+    ) -> Result<CompressionPlan, CompressError> {
+        let saved = std::mem::replace(&mut self.config.summarizer, SummarizerChoice::Extractive);
+        let pending = self.prepare(trigger, input);
+        self.config.summarizer = saved;
+        self.finish(pending?, None, input.counter, now_ms)
+    }
+
+    fn threshold(&self) -> u64 {
+        self.config.threshold.effective
+    }
+
+    fn strike(&mut self, why: &str) {
+        self.status.strikes += 1;
+        if self.status.strikes >= STRIKES_TO_LOCK {
+            self.lock(why);
+        }
+    }
+
+    fn lock(&mut self, why: &str) {
+        self.status.locked = Some(format!(
+            "Automatic compression is paused: {why}. Start a new session with /new, or compress by hand with /compress <topic>."
+        ));
+    }
+
+    fn cool_down(&mut self, now_ms: i64, seconds: i64) {
+        self.status.cooldown_until_ms = Some(now_ms + seconds * 1_000);
+    }
+}
+
+/// The turns of `range` (a user message and what follows it up to the next
+/// user message); the part before the first user message is a turn too.
+fn turns(history: &[Message], range: std::ops::Range<usize>) -> Vec<std::ops::Range<usize>> {
+    let mut out = Vec::new();
+    let mut start = range.start;
+    for i in range.clone() {
+        if i > start && history[i].role == Role::User {
+            out.push(start..i);
+            start = i;
+        }
+    }
+    if start < range.end {
+        out.push(start..range.end);
+    }
+    out
+}
+
+impl CompressionEngine for DefaultEngine {
+    fn on_session_start(&mut self, config: EngineConfig) {
+        *self = Self::new(config);
+    }
+
+    fn on_usage(&mut self, prompt_tokens: u64, estimate: u64) {
+        let fits = prompt_tokens < self.threshold();
+        if self.compacted_since_reading && !fits {
+            self.strike("compressions in a row left the context at or above the threshold");
+        }
+        if fits {
+            self.status.strikes = 0;
+            self.status.fallbacks_in_row = 0;
+            self.status.locked = None;
+        }
+        self.last_reading = Some(Reading {
+            prompt_tokens,
+            estimate,
+        });
+        self.compacted_since_reading = false;
+        self.overflow_retry_used = false;
+        self.passes = 0;
+    }
+
+    fn should_compress(&mut self, trigger: Trigger, estimate: u64, now_ms: i64) -> Decision {
+        if trigger == Trigger::Manual {
+            return Decision::Compress;
+        }
+        if !self.config.enabled {
+            return Decision::Skip(SkipReason::Disabled);
+        }
+        if trigger == Trigger::Overflow {
+            if self.overflow_retry_used {
+                return Decision::Skip(SkipReason::RetryUsed);
+            }
+            self.overflow_retry_used = true;
+            return Decision::Compress;
+        }
+        if let Some(reason) = &self.status.locked {
+            return Decision::Skip(SkipReason::LockedOut(reason.clone()));
+        }
+        if let Some(until_ms) = self.status.cooldown_until_ms.filter(|u| now_ms < *u) {
+            return Decision::Skip(SkipReason::CoolingDown { until_ms });
+        }
+        let threshold = self.threshold();
+        match trigger {
+            Trigger::AfterResponse => match self.last_reading {
+                Some(r) if r.prompt_tokens >= threshold => Decision::Compress,
+                _ => Decision::Skip(SkipReason::BelowThreshold),
+            },
+            _ => {
+                if estimate < threshold {
+                    return Decision::Skip(SkipReason::BelowThreshold);
+                }
+                if self.compacted_since_reading {
+                    return Decision::Skip(SkipReason::Deferred);
+                }
+                let slack = (threshold / 20).max(4_096);
+                if let Some(r) = self.last_reading
+                    && r.prompt_tokens < threshold
+                    && estimate.saturating_sub(r.estimate) <= slack
+                {
+                    return Decision::Skip(SkipReason::Deferred);
+                }
+                self.passes = 0;
+                Decision::Compress
+            }
+        }
+    }
+
+    fn prepare(&mut self, trigger: Trigger, input: &CompressionInput<'_>) -> Result<Pending, CompressError> {
+        let history = input.messages;
+        let tokens: Vec<u32> = history.iter().map(|m| tokens_of(input.counter, m)).collect();
+        let tokens_before = input.fixed_tokens + tokens.iter().map(|t| u64::from(*t)).sum::<u64>();
+        let tail_budget = self.threshold() / 5;
+        let mut boundaries = find_boundaries(history, &tokens, tail_budget, self.config.protect_last_n);
+        if boundaries.is_empty() && trigger == Trigger::Manual {
+            boundaries =
+                find_boundaries_with(history, &tokens, tail_budget, self.config.protect_last_n, true);
+        }
+        let summarised: Vec<usize> = turns(history, boundaries.middle())
+            .into_iter()
+            .flat_map(|turn| {
+                let pinned = history[turn.clone()].iter().any(|m| m.pinned);
+                turn.filter(move |&i| {
+                    !pinned || (history[i].kind == MessageKind::Summary && !history[i].pinned)
+                })
+            })
+            .collect();
+        let mut summarised = summarised;
+        let mut stranded_summary = false;
+        for (i, m) in history.iter().enumerate().skip(boundaries.head_end) {
+            if m.kind != MessageKind::Summary || summarised.contains(&i) {
+                continue;
+            }
+            if m.pinned || split_summary(&m.content).1.is_some() {
+                stranded_summary = true;
+            } else {
+                summarised.push(i);
+            }
+        }
+        summarised.sort_unstable();
+        if stranded_summary
+            || summarised
+                .iter()
+                .all(|&i| history[i].kind == MessageKind::Summary)
+        {
+            summarised.clear();
+        }
+        if summarised.is_empty() {
+            if trigger.automatic() {
+                self.strike("compressions in a row found nothing outside the protected messages");
+            }
+            return Err(CompressError::NothingToCompress);
+        }
+        let pruning: Pruning = free_prune(history, boundaries.tail_start);
+        let mut view = Vec::with_capacity(history.len());
+        let mut view_tokens = tokens.clone();
+        for (i, slot) in view_tokens.iter_mut().enumerate() {
+            let v = pruning.message(history, i);
+            if pruning.copies[i].is_some() {
+                *slot = tokens_of(input.counter, v);
+            }
+            view.push(v.clone());
+        }
+        let middle_tokens: u64 = summarised.iter().map(|&i| u64::from(tokens[i])).sum();
+        let target_tokens = target_summary_tokens(middle_tokens, self.config.window);
+        let pruned_saving: u64 = (0..history.len())
+            .map(|i| u64::from(tokens[i].saturating_sub(view_tokens[i])))
+            .sum();
+        let saving = (middle_tokens + pruned_saving).saturating_sub(u64::from(target_tokens));
+        if trigger.automatic() && trigger != Trigger::Overflow && saving * 10 < tokens_before {
+            self.strike("compressions in a row would have saved under 10% of the context");
+            return Err(CompressError::NotWorthIt {
+                percent: saving * 100 / tokens_before.max(1),
+            });
+        }
+        let previous = summarised
+            .iter()
+            .find(|&&i| view[i].kind == MessageKind::Summary)
+            .map(|&i| split_summary(&view[i].content).0.to_owned());
+        let transcript_view = transcript_messages(&view, &summarised);
+        let (request, summarizer) = match &self.config.summarizer {
+            SummarizerChoice::Model(name) => {
+                let refs: Vec<&Message> = transcript_view.iter().collect();
+                let transcript = summary_input(&refs);
+                let request = summary_request(&transcript, previous.as_deref(), input.topic, target_tokens);
+                (Some(request), name.clone())
+            }
+            SummarizerChoice::Extractive => (None, "extractive".to_owned()),
+        };
+        Ok(Pending {
+            request,
+            summarizer,
+            trigger,
+            topic: input.topic.map(str::to_owned),
+            originals: history.iter().map(|m| m.id).collect(),
+            rewritten: pruning.copies.iter().map(Option::is_some).collect(),
+            view,
+            tokens: view_tokens,
+            boundaries,
+            summarised,
+            previous,
+            target_tokens,
+            fixed_tokens: input.fixed_tokens,
+            tokens_before,
+        })
+    }
+
+    fn finish(
+        &mut self,
+        pending: Pending,
+        outcome: Option<SummaryOutcome>,
+        counter: &dyn TokenCounter,
+        now_ms: i64,
+    ) -> Result<CompressionPlan, CompressError> {
+        let mut warnings = Vec::new();
+        let extract = |max_chars: Option<usize>, budget: u32| {
+            let messages = transcript_messages(&pending.view, &pending.summarised);
+            let refs: Vec<&Message> = messages.iter().collect();
+            extractive_summary(&ExtractiveInput {
+                messages: &refs,
+                previous: pending.previous.as_deref(),
+                topic: pending.topic.as_deref(),
+                budget_tokens: budget,
+                max_chars,
+                counter,
+            })
+        };
+        let failure = match outcome {
+            None => None,
+            Some(SummaryOutcome::Summary(text)) if !clean_body(&text).is_empty() => {
+                self.status.fallbacks_in_row = 0;
+                Some(Ok(text))
+            }
+            Some(SummaryOutcome::Summary(_)) => Some(Err(SummaryFailure::Malformed(
+                "the summariser returned an empty reply".to_owned(),
+            ))),
+            Some(SummaryOutcome::Failed(f)) => Some(Err(f)),
+        };
+        let (body, summarizer) = match failure {
+            None => (extract(None, pending.target_tokens), "extractive".to_owned()),
+            Some(Ok(text)) => (clean_body(&text), pending.summarizer.clone()),
+            Some(Err(SummaryFailure::Auth(why) | SummaryFailure::Network(why))) => {
+                if pending.trigger.automatic() {
+                    self.cool_down(now_ms, 60);
+                }
+                return Err(CompressError::Aborted(why));
+            }
+            Some(Err(f)) => {
+                let (why, seconds) = match f {
+                    SummaryFailure::Malformed(w) => (w, 30),
+                    SummaryFailure::NoModel(w) => (w, 600),
+                    SummaryFailure::Other(w) | SummaryFailure::Auth(w) | SummaryFailure::Network(w) => {
+                        (w, 60)
+                    }
+                };
+                self.cool_down(now_ms, seconds);
+                self.status.fallbacks_in_row += 1;
+                if self.status.fallbacks_in_row >= STRIKES_TO_LOCK {
+                    self.lock("the summariser failed twice in a row and fallback summaries were used");
+                }
+                warnings.push(format!(
+                    "The summariser failed ({why}); a fallback summary extracted without a model was used."
+                ));
+                let label = FALLBACK_LABEL.trim().replace("{reason}", &why);
+                let budget = pending.target_tokens.min(2_000);
+                (
+                    format!(
+                        "{label}\n\n{}",
+                        extract(Some(FALLBACK_MAX_CHARS - label.len()), budget)
+                    ),
+                    "fallback".to_owned(),
+                )
+            }
+        };
+        let plan = assemble_plan(&pending, &body, summarizer, warnings, counter, now_ms);
+        self.compacted_since_reading = true;
+        Ok(plan)
+    }
+
+    fn continue_preflight(&mut self, plan: &CompressionPlan) -> bool {
+        self.passes += 1;
+        let progress = plan.messages_after < plan.messages_before
+            || u128::from(plan.tokens_after) * 100 < u128::from(plan.tokens_before) * 95;
+        if !progress {
+            self.strike("compressions in a row made no progress");
+            return false;
+        }
+        self.passes < MAX_PREFLIGHT_PASSES && plan.tokens_after >= self.threshold()
+    }
+
+    fn status(&self) -> EngineStatus {
+        self.status.clone()
+    }
+
+    fn on_session_end(&mut self) {
+        self.status = EngineStatus::default();
+        self.last_reading = None;
+    }
+}
+
+/// The summarised messages as the summariser reads them: an earlier summary
+/// contributes only the text merged after its end marker (its body is
+/// passed separately as the summary being updated).
+fn transcript_messages(view: &[Message], summarised: &[usize]) -> Vec<Message> {
+    summarised
+        .iter()
+        .filter_map(|&i| {
+            let m = &view[i];
+            if m.kind != MessageKind::Summary {
+                return Some(m.clone());
+            }
+            let rest = split_summary(&m.content).1?;
+            let mut copy = m.clone();
+            copy.kind = MessageKind::Normal;
+            copy.content = rest.to_owned();
+            Some(copy)
+        })
+        .collect()
+}
+
+fn assemble_plan(
+    p: &Pending,
+    body: &str,
+    summarizer: String,
+    warnings: Vec<String>,
+    counter: &dyn TokenCounter,
+    now_ms: i64,
+) -> CompressionPlan {
+    let n = p.view.len();
+    let is_summarised = {
+        let mut v = vec![false; n];
+        for &i in &p.summarised {
+            v[i] = true;
+        }
+        v
+    };
+    let first = p.summarised[0];
+    let prev = (0..first).rev().find(|&i| !is_summarised[i]).map(|i| &p.view[i]);
+    let next_index = (first + 1..n).find(|&i| !is_summarised[i]);
+    let next = next_index.map(|i| &p.view[i]);
+    let session_id = p.view[first].session_id;
+    let (summary, merged) = summary_message(body, prev, next, p.view[first].seq, now_ms, session_id);
+    let merged_index = merged.and(next_index);
+    let mut messages = Vec::with_capacity(n - p.summarised.len() + 1);
+    let mut archived: Vec<MessageId> = p.summarised.iter().map(|&i| p.originals[i]).collect();
+    let mut rewritten = Vec::new();
+    let mut tokens_after = p.fixed_tokens;
+    for (i, &summarised) in is_summarised.iter().enumerate() {
+        if i == first && merged_index.is_none() {
+            messages.push(summary.clone());
+        }
+        if summarised {
+            continue;
+        }
+        if Some(i) == merged_index {
+            archived.push(p.originals[i]);
+            messages.push(summary.clone());
+            continue;
+        }
+        if p.rewritten[i] {
+            archived.push(p.originals[i]);
+            rewritten.push((p.originals[i], p.view[i].clone()));
+        }
+        tokens_after += u64::from(p.tokens[i]);
+        messages.push(p.view[i].clone());
+    }
+    let summary_tokens = u64::from(tokens_of(counter, &summary));
+    tokens_after += summary_tokens;
+    CompressionPlan {
+        trigger: p.trigger.compaction_trigger(),
+        archived,
+        merged_into: merged,
+        rewritten,
+        messages_before: n,
+        messages_after: messages.len(),
+        messages,
+        summary,
+        summary_tokens,
+        tokens_before: p.tokens_before,
+        tokens_after,
+        summarizer,
+        topic: p.topic.clone(),
+        exact: counter.exact(),
+        warnings,
+    }
+}

@@ -1,0 +1,383 @@
+//! The extractive summariser (DESIGN §7 phase 3): a summary without a model,
+//! deterministic, used for the embedded model, when configured, and as the
+//! fallback when a model summary fails.
+//!
+//! It extracts facts from the (pruned, redacted) middle: every real user
+//! request (its first line quoted verbatim, so a quote always exists in the
+//! source), every file path, shell command and error line, decisions
+//! (sentences with "decided", "we will", "let's", "chose", ...), statements
+//! of finished work, code blocks and other sentences. Facts from an earlier
+//! summary are carried over. Items are ranked by kind, topic and recency and
+//! taken greedily until the token budget is spent; the chosen ones are
+//! printed under the headings of the summary template, in source order, with
+//! topical items first when a topic is given.
+//!
+//! Identical input gives identical output (no hashing order, no clock).
+
+use super::redact::redact;
+use super::{cut_at, input::date_of, is_real_user};
+use crate::domain::{Message, Role};
+use crate::tokens::TokenCounter;
+use regex::Regex;
+use std::collections::HashSet;
+use std::sync::LazyLock;
+
+/// What the extractive summariser reads.
+pub struct ExtractiveInput<'a> {
+    /// The messages to summarise, in order (already pruned).
+    pub messages: &'a [&'a Message],
+    /// The body of the earlier summary being updated, if any.
+    pub previous: Option<&'a str>,
+    /// The focus of `/compress <topic>`.
+    pub topic: Option<&'a str>,
+    /// Tokens the body may take (counted with `counter`).
+    pub budget_tokens: u32,
+    /// An additional cap in chars (the fallback summary's 8,000).
+    pub max_chars: Option<usize>,
+    /// The session's token counter.
+    pub counter: &'a dyn TokenCounter,
+}
+
+/// The headings, in the order of the summary template.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+enum Section {
+    Completed,
+    Active,
+    Decisions,
+    Files,
+    Requests,
+}
+
+impl Section {
+    const ALL: [Self; 5] = [
+        Self::Completed,
+        Self::Active,
+        Self::Decisions,
+        Self::Files,
+        Self::Requests,
+    ];
+
+    fn heading(self) -> &'static str {
+        match self {
+            Self::Completed => "## Completed work",
+            Self::Active => "## Active state",
+            Self::Decisions => "## Decisions",
+            Self::Files => "## Files and commands",
+            Self::Requests => "## Historical requests",
+        }
+    }
+
+    fn from_heading(line: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|s| s.heading() == line.trim())
+    }
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Kind {
+    Request,
+    Fact,
+    Decision,
+    Previous,
+    Completion,
+    Code,
+    Sentence,
+}
+
+impl Kind {
+    fn base(self) -> f64 {
+        match self {
+            Self::Request => 6.0,
+            Self::Fact | Self::Decision => 5.0,
+            Self::Previous => 4.0,
+            Self::Completion => 3.0,
+            Self::Code => 2.0,
+            Self::Sentence => 1.0,
+        }
+    }
+}
+
+struct Item {
+    section: Section,
+    kind: Kind,
+    text: String,
+    /// Source position: larger is more recent.
+    order: usize,
+    /// Whether the item's own text mentions the topic.
+    topical: bool,
+    score: f64,
+}
+
+static PATH: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"(?:~|\.{1,2})?/?(?:[\w.\-]+/)+[\w\-]+\.[A-Za-z][A-Za-z0-9]{0,7}\b|\b[\w\-]+\.(?:rs|py|ts|tsx|js|jsx|go|java|c|h|cc|cpp|hpp|toml|json|yaml|yml|md|txt|sql|sh|lock|html|css|rb|kt|swift|cfg|ini|env|proto)\b",
+    )
+    .ok()
+});
+static ERROR: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(
+        r"(?i)\b(?:error(?:\[\w+\])?|failed|failure|panicked|exception|traceback|fatal|segmentation fault)\b",
+    )
+    .ok()
+});
+static DECISION: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:decided|decide to|we will|we'll|let's|let us|chose|choose to|going with|settled on|agreed|decision)\b").ok()
+});
+static COMPLETION: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)\b(?:fixed|added|implemented|done|completed|created|updated|removed|renamed|now passes|all tests pass|merged|finished)\b").ok()
+});
+static INLINE_COMMAND: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"`((?:cargo|git|npm|npx|pnpm|yarn|make|python3?|pip|pytest|go|rustc|ls|rg|grep|sed|cat|docker|kubectl|curl|uv|just|bash|sh) [^`\n]{1,200})`").ok()
+});
+
+fn matches(re: &LazyLock<Option<Regex>>, text: &str) -> bool {
+    re.as_ref().is_some_and(|r| r.is_match(text))
+}
+
+/// One line of at most `max` chars (whitespace runs kept as they are, so the
+/// result is a verbatim prefix when the input is one line).
+fn clip(text: &str, max: usize) -> String {
+    let t = text.trim();
+    if t.chars().count() > max {
+        format!("{}…", cut_at(t, max))
+    } else {
+        t.to_owned()
+    }
+}
+
+/// The extractive summary body (Markdown, the template's headings), within
+/// the budget. Empty input gives a body that says so.
+#[must_use]
+pub fn extractive_summary(input: &ExtractiveInput<'_>) -> String {
+    let terms: Vec<String> = input
+        .topic
+        .map(|t| {
+            t.split(|c: char| !c.is_alphanumeric() && c != '_' && c != '-')
+                .filter(|w| w.chars().count() >= 3)
+                .map(str::to_lowercase)
+                .collect()
+        })
+        .unwrap_or_default();
+    let mut items = Vec::new();
+    if let Some(previous) = input.previous {
+        previous_items(previous, &mut items);
+    }
+    let offset = items.len();
+    let mut seen: HashSet<String> = items.iter().map(|it| it.text.clone()).collect();
+    for (i, m) in input.messages.iter().enumerate() {
+        message_items(m, offset + (i + 1) * 10_000, &mut items, &mut seen);
+    }
+    let max_order = items.iter().map(|it| it.order).max().unwrap_or(1).max(1) as f64;
+    for it in &mut items {
+        let lower = it.text.to_lowercase();
+        it.topical = !terms.is_empty() && terms.iter().any(|t| lower.contains(t.as_str()));
+        it.score = it.kind.base() + 2.0 * it.order as f64 / max_order + if it.topical { 3.0 } else { 0.0 };
+    }
+    let mut ranked: Vec<usize> = (0..items.len()).collect();
+    ranked.sort_by(|&a, &b| {
+        items[b]
+            .score
+            .total_cmp(&items[a].score)
+            .then(items[b].order.cmp(&items[a].order))
+            .then(items[a].text.cmp(&items[b].text))
+    });
+    let headings: usize = Section::ALL
+        .iter()
+        .map(|s| input.counter.count(s.heading()) + 2)
+        .sum();
+    let budget = (input.budget_tokens as usize).saturating_sub(headings);
+    let max_chars = input.max_chars.unwrap_or(usize::MAX).saturating_sub(200);
+    let (mut used, mut chars) = (0usize, 0usize);
+    let mut chosen = vec![false; items.len()];
+    for &i in &ranked {
+        if budget.saturating_sub(used) < 4 {
+            break;
+        }
+        let cost = input.counter.count(&items[i].text) + 2;
+        let len = items[i].text.len() + 3;
+        if used + cost <= budget && chars + len <= max_chars {
+            used += cost;
+            chars += len;
+            chosen[i] = true;
+        }
+    }
+    render(&items, &chosen, !terms.is_empty())
+}
+
+fn render(items: &[Item], chosen: &[bool], topical_first: bool) -> String {
+    let mut out = String::new();
+    for section in Section::ALL {
+        let mut picked: Vec<&Item> = items
+            .iter()
+            .zip(chosen)
+            .filter(|(it, c)| **c && it.section == section)
+            .map(|(it, _)| it)
+            .collect();
+        if picked.is_empty() {
+            continue;
+        }
+        picked.sort_by_key(|it| (topical_first && !it.topical, it.order));
+        out.push_str(section.heading());
+        out.push('\n');
+        for it in picked {
+            if it.kind == Kind::Code {
+                out.push_str(&it.text);
+                out.push('\n');
+            } else {
+                out.push_str("- ");
+                out.push_str(&it.text);
+                out.push('\n');
+            }
+        }
+        out.push('\n');
+    }
+    if out.is_empty() {
+        out.push_str("## Active state\n- (nothing to keep from the condensed messages)\n");
+    }
+    out.trim_end().to_owned()
+}
+
+/// Carries the bullets of an earlier summary over, under their headings.
+fn previous_items(previous: &str, items: &mut Vec<Item>) {
+    let mut section = Section::Active;
+    for line in previous.lines() {
+        if let Some(s) = Section::from_heading(line) {
+            section = s;
+            continue;
+        }
+        let text = line.trim().trim_start_matches("- ").trim();
+        if text.is_empty() || text.starts_with('#') || text.starts_with("```") {
+            continue;
+        }
+        let order = items.len();
+        items.push(item(section, Kind::Previous, text.to_owned(), order));
+    }
+}
+
+fn item(section: Section, kind: Kind, text: String, order: usize) -> Item {
+    Item {
+        section,
+        kind,
+        text,
+        order,
+        topical: false,
+        score: 0.0,
+    }
+}
+
+/// Extracts the items of one message; `base` orders them after earlier messages.
+fn message_items(m: &Message, base: usize, items: &mut Vec<Item>, seen: &mut HashSet<String>) {
+    let content = redact(&m.content);
+    let mut local = 0usize;
+    let mut push = |items: &mut Vec<Item>, section, kind, text: String| {
+        if !text.is_empty() && seen.insert(text.clone()) {
+            local += 1;
+            items.push(item(section, kind, text, base + local.min(9_999)));
+        }
+    };
+    if is_real_user(m) {
+        let request = content
+            .lines()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim();
+        if !request.is_empty() {
+            let quoted = clip(request, 400);
+            let more = if content.trim().lines().count() > 1 {
+                " (continues)"
+            } else {
+                ""
+            };
+            push(
+                items,
+                Section::Requests,
+                Kind::Request,
+                format!("on {}: \"{quoted}\"{more}", date_of(m.created_at)),
+            );
+        }
+    }
+    let mut texts = vec![content.into_owned()];
+    for call in &m.tool_calls {
+        let args = redact(&call.arguments).into_owned();
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(&args) {
+            if let Some(cmd) = ["command", "cmd"]
+                .iter()
+                .find_map(|k| v.get(*k).and_then(|c| c.as_str()))
+            {
+                push(items, Section::Files, Kind::Fact, format!("`{}`", clip(cmd, 200)));
+            }
+        }
+        texts.push(args);
+    }
+    for text in &texts {
+        if let Some(re) = PATH.as_ref() {
+            for p in re.find_iter(text) {
+                push(items, Section::Files, Kind::Fact, format!("`{}`", p.as_str()));
+            }
+        }
+        if let Some(re) = INLINE_COMMAND.as_ref() {
+            for c in re.captures_iter(text) {
+                if let Some(cmd) = c.get(1) {
+                    push(items, Section::Files, Kind::Fact, format!("`{}`", cmd.as_str()));
+                }
+            }
+        }
+        let mut in_code = false;
+        let mut code = String::new();
+        for line in text.lines() {
+            let trimmed = line.trim();
+            if trimmed.starts_with("```") {
+                if in_code {
+                    code.push_str(line);
+                    push(items, Section::Active, Kind::Code, std::mem::take(&mut code));
+                } else {
+                    code = format!("{line}\n");
+                }
+                in_code = !in_code;
+                continue;
+            }
+            if in_code {
+                if code.lines().count() < 16 {
+                    code.push_str(line);
+                    code.push('\n');
+                }
+                continue;
+            }
+            if let Some(cmd) = trimmed.strip_prefix("$ ") {
+                push(items, Section::Files, Kind::Fact, format!("`{}`", clip(cmd, 200)));
+                continue;
+            }
+            if matches(&ERROR, trimmed) {
+                push(items, Section::Files, Kind::Fact, clip(trimmed, 300));
+                continue;
+            }
+            if m.role == Role::Tool {
+                continue;
+            }
+            for sentence in sentences(trimmed) {
+                if matches(&DECISION, sentence) {
+                    push(items, Section::Decisions, Kind::Decision, clip(sentence, 300));
+                } else if m.role == Role::Assistant && matches(&COMPLETION, sentence) {
+                    push(items, Section::Completed, Kind::Completion, clip(sentence, 300));
+                } else if m.role == Role::Assistant && sentence.chars().count() >= 30 {
+                    push(items, Section::Active, Kind::Sentence, clip(sentence, 300));
+                }
+            }
+        }
+    }
+}
+
+/// Sentences of one line: split after `.`, `!` or `?` followed by a space.
+fn sentences(line: &str) -> Vec<&str> {
+    let mut out = Vec::new();
+    let mut start = 0;
+    let bytes = line.as_bytes();
+    for i in 0..bytes.len().saturating_sub(1) {
+        if matches!(bytes[i], b'.' | b'!' | b'?') && bytes[i + 1] == b' ' {
+            out.push(line[start..=i].trim());
+            start = i + 1;
+        }
+    }
+    out.push(line[start..].trim());
+    out.retain(|s| !s.is_empty());
+    out
+}

@@ -1,0 +1,377 @@
+//! Free pruning (DESIGN §7 phase 1): shrinking old messages without a model
+//! call. Outside the protected tail, an identical tool result of at least
+//! [`DEDUPE_MIN_CHARS`] keeps only its newest copy, other tool results longer
+//! than [`TOOL_RESULT_MAX_CHARS`] become one informative line, and tool-call
+//! arguments longer than [`ARGUMENTS_MAX_CHARS`] are shortened inside the
+//! parsed JSON so they stay valid. Across the whole history, every image but
+//! the newest becomes a placeholder.
+//!
+//! Pinned messages are never rewritten. Nothing is changed in place: the
+//! result holds copies (new ids, the original's `seq`) next to the index of
+//! the original they replace.
+
+use super::{cut_at, tail_of};
+use crate::domain::{Message, MessageId, Role};
+use crate::text::group_digits;
+use regex::Regex;
+use serde_json::Value;
+use std::collections::{HashMap, HashSet};
+use std::sync::LazyLock;
+
+/// Tool results at least this long (chars) are deduplicated.
+pub const DEDUPE_MIN_CHARS: usize = 200;
+/// Old tool results longer than this (chars) become one line.
+pub const TOOL_RESULT_MAX_CHARS: usize = 200;
+/// Tool-call arguments longer than this (chars) are shortened.
+pub const ARGUMENTS_MAX_CHARS: usize = 500;
+/// String leaves of shortened arguments keep this many chars.
+pub const ARGUMENT_STRING_KEEP_CHARS: usize = 200;
+
+/// The outcome of [`free_prune`]: one slot per message of the history,
+/// `Some(copy)` where the message was rewritten.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Pruning {
+    /// Aligned with the history given to [`free_prune`].
+    pub copies: Vec<Option<Message>>,
+}
+
+impl Pruning {
+    /// The message at `index` as pruning left it (the copy, else the original).
+    #[must_use]
+    pub fn message<'a>(&'a self, history: &'a [Message], index: usize) -> &'a Message {
+        self.copies
+            .get(index)
+            .and_then(Option::as_ref)
+            .unwrap_or(&history[index])
+    }
+
+    /// Number of rewritten messages.
+    #[must_use]
+    pub fn rewritten_count(&self) -> usize {
+        self.copies.iter().filter(|c| c.is_some()).count()
+    }
+}
+
+static IMAGE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"data:(image/[A-Za-z0-9.+\-]+);base64,([A-Za-z0-9+/=]+)|\[image(?:\]|:[^\]\n]{0,200}\])").ok()
+});
+static EXIT_CODE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)\bexit(?:ed)?(?:\s+(?:code|status))?(?:\s+with)?(?:\s+code)?\s*[:=]?\s*(-?\d{1,3})\b")
+        .ok()
+});
+static ERROR_LINE: LazyLock<Option<Regex>> = LazyLock::new(|| {
+    Regex::new(r"(?i)^\s*(?:error|fatal|panic|thread '.*' panicked|traceback|exception)\b").ok()
+});
+
+/// Rewrites old tool results, long tool-call arguments and old images of
+/// `history`; messages at `tail_start` and after are protected from all but
+/// image stripping. See the module doc for the rules.
+#[must_use]
+pub fn free_prune(history: &[Message], tail_start: usize) -> Pruning {
+    let calls: HashMap<&str, (&str, &str)> = history
+        .iter()
+        .flat_map(|m| m.tool_calls.iter())
+        .map(|c| (c.id.as_str(), (c.name.as_str(), c.arguments.as_str())))
+        .collect();
+    let mut copies: Vec<Option<Message>> = vec![None; history.len()];
+    let mut seen: HashSet<&str> = HashSet::new();
+    for i in (0..history.len()).rev() {
+        let m = &history[i];
+        if m.role != Role::Tool || m.content.chars().count() < DEDUPE_MIN_CHARS {
+            continue;
+        }
+        let first = seen.insert(m.content.as_str());
+        if first || i >= tail_start || m.pinned {
+            continue;
+        }
+        let name = tool_name(&calls, m);
+        let chars = m.content.chars().count();
+        copies[i] = Some(rewrite(
+            m,
+            format!(
+                "[{name}] same output as a later call ({} chars); only the newest copy is kept",
+                group_digits(chars as u64)
+            ),
+        ));
+    }
+    for (i, m) in history.iter().enumerate().take(tail_start) {
+        if m.pinned || copies[i].is_some() {
+            continue;
+        }
+        if m.role == Role::Tool && m.content.chars().count() > TOOL_RESULT_MAX_CHARS {
+            let (name, args) = m
+                .tool_call_id
+                .as_deref()
+                .and_then(|id| calls.get(id).copied())
+                .unwrap_or(("tool", ""));
+            copies[i] = Some(rewrite(m, describe_tool_result(name, args, &m.content)));
+        } else if m
+            .tool_calls
+            .iter()
+            .any(|c| c.arguments.chars().count() > ARGUMENTS_MAX_CHARS)
+        {
+            let mut copy = rewrite(m, m.content.clone());
+            let mut changed = false;
+            for call in &mut copy.tool_calls {
+                if let Some(short) = shorten_arguments(&call.arguments) {
+                    call.arguments = short;
+                    changed = true;
+                }
+            }
+            if changed {
+                copies[i] = Some(copy);
+            }
+        }
+    }
+    strip_old_images(history, &mut copies);
+    Pruning { copies }
+}
+
+fn tool_name<'a>(calls: &HashMap<&str, (&'a str, &str)>, m: &Message) -> &'a str {
+    m.tool_call_id
+        .as_deref()
+        .and_then(|id| calls.get(id))
+        .map_or("tool", |(name, _)| name)
+}
+
+/// A copy of `m` with new content, a new id and no cached count.
+fn rewrite(m: &Message, content: String) -> Message {
+    let mut copy = m.clone();
+    copy.id = MessageId::new();
+    copy.content = content;
+    copy.tokens = None;
+    copy
+}
+
+/// Every image except the newest (the last one in the history) becomes
+/// `[image omitted: image/png, ~12 KB]`; pinned messages keep theirs.
+fn strip_old_images(history: &[Message], copies: &mut [Option<Message>]) {
+    let Some(re) = IMAGE.as_ref() else {
+        return;
+    };
+    let mut newest_seen = false;
+    for i in (0..history.len()).rev() {
+        let current = copies[i].as_ref().unwrap_or(&history[i]);
+        let matches: Vec<_> = re.find_iter(&current.content).collect();
+        if matches.is_empty() {
+            continue;
+        }
+        let keep_last = !newest_seen;
+        newest_seen = true;
+        if history[i].pinned {
+            continue;
+        }
+        let strip_count = if keep_last {
+            matches.len() - 1
+        } else {
+            matches.len()
+        };
+        let stripped_any = matches[..strip_count]
+            .iter()
+            .any(|m| m.as_str().starts_with("data:"));
+        if !stripped_any {
+            continue;
+        }
+        let mut out = String::with_capacity(current.content.len().min(4096));
+        let mut last = 0;
+        for (n, caps) in re.captures_iter(&current.content).enumerate() {
+            let Some(whole) = caps.get(0) else { continue };
+            if n >= strip_count || !whole.as_str().starts_with("data:") {
+                continue;
+            }
+            out.push_str(&current.content[last..whole.start()]);
+            let mime = caps.get(1).map_or("image", |m| m.as_str());
+            let bytes = caps.get(2).map_or(0, |m| m.as_str().len() * 3 / 4);
+            out.push_str(&format!("[image omitted: {mime}, ~{} KB]", bytes.div_ceil(1024)));
+            last = whole.end();
+        }
+        out.push_str(&current.content[last..]);
+        let copy = copies[i]
+            .take()
+            .unwrap_or_else(|| rewrite(&history[i], String::new()));
+        copies[i] = Some(Message { content: out, ..copy });
+    }
+}
+
+/// Shortens every string leaf longer than [`ARGUMENT_STRING_KEEP_CHARS`] of
+/// a JSON argument text longer than [`ARGUMENTS_MAX_CHARS`]; `None` when the
+/// text is short, not valid JSON, or has no long string.
+#[must_use]
+pub fn shorten_arguments(arguments: &str) -> Option<String> {
+    if arguments.chars().count() <= ARGUMENTS_MAX_CHARS {
+        return None;
+    }
+    let mut value: Value = serde_json::from_str(arguments).ok()?;
+    if !shorten_value(&mut value) {
+        return None;
+    }
+    serde_json::to_string(&value).ok()
+}
+
+fn shorten_value(value: &mut Value) -> bool {
+    match value {
+        Value::String(s) => {
+            let chars = s.chars().count();
+            if chars <= ARGUMENT_STRING_KEEP_CHARS {
+                return false;
+            }
+            let cut = chars - ARGUMENT_STRING_KEEP_CHARS;
+            *s = format!(
+                "{}…[{} chars cut]",
+                cut_at(s, ARGUMENT_STRING_KEEP_CHARS),
+                group_digits(cut as u64)
+            );
+            true
+        }
+        Value::Array(items) => items.iter_mut().fold(false, |acc, v| shorten_value(v) | acc),
+        Value::Object(map) => map.values_mut().fold(false, |acc, v| shorten_value(v) | acc),
+        _ => false,
+    }
+}
+
+/// The first string among `keys` of a JSON object text.
+fn arg(args: &Value, keys: &[&str]) -> Option<String> {
+    keys.iter().find_map(|k| match args.get(*k)? {
+        Value::String(s) => Some(one_line(s, 80)),
+        Value::Number(n) => Some(n.to_string()),
+        _ => None,
+    })
+}
+
+/// `text` on one line, at most `max` chars.
+fn one_line(text: &str, max: usize) -> String {
+    let flat: String = text.split_whitespace().collect::<Vec<_>>().join(" ");
+    if flat.chars().count() > max {
+        format!("{}…", cut_at(&flat, max))
+    } else {
+        flat
+    }
+}
+
+/// One informative line standing for a tool result: what the call did and
+/// how big the result was, from the tool's name, its JSON arguments and
+/// the result text, e.g. `[read_file] read src/lib.rs from line 1 (12,400
+/// chars)` or ``[shell] ran `cargo test` -> exit 101, 212 lines``.
+#[must_use]
+pub fn describe_tool_result(name: &str, arguments: &str, result: &str) -> String {
+    let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
+    let chars = group_digits(result.chars().count() as u64);
+    let lines = group_digits(result.lines().count() as u64);
+    let lower = name.to_ascii_lowercase();
+    let path = arg(&args, &["path", "file_path", "file", "filename", "target_file"]);
+    let line = if lower.contains("read") || lower.contains("view") || lower == "cat" {
+        let from = arg(&args, &["offset", "start_line", "line", "from"]);
+        match (path, from) {
+            (Some(p), Some(f)) => format!("read {p} from line {f} ({chars} chars)"),
+            (Some(p), None) => format!("read {p} ({chars} chars)"),
+            _ => format!("read {chars} chars"),
+        }
+    } else if let Some(cmd) = arg(&args, &["command", "cmd", "script"]) {
+        let exit = EXIT_CODE
+            .as_ref()
+            .and_then(|re| re.captures(tail_of(result, 2_000)))
+            .and_then(|c| c.get(1))
+            .map(|m| format!("exit {}, ", m.as_str()))
+            .unwrap_or_default();
+        let error = first_error_line(result)
+            .map(|e| format!("; {e}"))
+            .unwrap_or_default();
+        format!("ran `{cmd}` -> {exit}{lines} lines{error}")
+    } else if lower.contains("write") || lower.contains("edit") || lower.contains("patch") {
+        match path {
+            Some(p) => format!("changed {p} ({chars} chars of output)"),
+            None => format!("{chars} chars of output"),
+        }
+    } else if let Some(pattern) = arg(&args, &["pattern", "query", "regex", "search"]) {
+        let scope = path.map(|p| format!(" in {p}")).unwrap_or_default();
+        format!("searched for \"{pattern}\"{scope} -> {lines} lines")
+    } else if let Some(url) = arg(&args, &["url", "uri"]) {
+        format!("fetched {url} ({chars} chars)")
+    } else {
+        let first = result.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let detail = path.map(|p| format!("{p}: ")).unwrap_or_default();
+        format!(
+            "{detail}{chars} chars, {lines} lines, starting \"{}\"",
+            one_line(first, 60)
+        )
+    };
+    format!("[{name}] {line}")
+}
+
+/// The first line of `text` that reads as an error, on one line.
+fn first_error_line(text: &str) -> Option<String> {
+    let re = ERROR_LINE.as_ref()?;
+    text.lines().find(|l| re.is_match(l)).map(|l| one_line(l, 120))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{SessionId, ToolCall};
+
+    #[test]
+    fn read_and_shell_results_get_informative_lines() {
+        let big = "x".repeat(12_400);
+        assert_eq!(
+            describe_tool_result("read_file", r#"{"path":"src/lib.rs","offset":1}"#, &big),
+            "[read_file] read src/lib.rs from line 1 (12,400 chars)"
+        );
+        let out = (0..211)
+            .map(|i| format!("line {i}"))
+            .collect::<Vec<_>>()
+            .join("\n")
+            + "\nexit code: 101";
+        assert_eq!(
+            describe_tool_result("shell", r#"{"command":"cargo test"}"#, &out),
+            "[shell] ran `cargo test` -> exit 101, 212 lines"
+        );
+        let unknown = describe_tool_result("weather", r#"{"city":"Oslo"}"#, "sunny\nwarm");
+        assert_eq!(unknown, "[weather] 10 chars, 2 lines, starting \"sunny\"");
+    }
+
+    #[test]
+    fn arguments_stay_valid_json_and_get_shorter() {
+        let long = "é\"\\\n".repeat(1_250);
+        let args = serde_json::json!({"path": "a.rs", "content": long}).to_string();
+        let short = shorten_arguments(&args).unwrap();
+        let v: Value = serde_json::from_str(&short).unwrap();
+        assert!(short.len() < args.len());
+        assert_eq!(v["path"], "a.rs");
+        assert!(v["content"].as_str().unwrap().starts_with("é\"\\\n"));
+        assert_eq!(shorten_arguments("{not json"), None);
+    }
+
+    #[test]
+    fn duplicates_keep_the_newest_copy_only() {
+        let s = SessionId::new();
+        let mut history = Vec::new();
+        for i in 0..3 {
+            let mut a = Message::new(s, Role::Assistant, "", 0);
+            a.tool_calls.push(ToolCall {
+                id: format!("c{i}"),
+                name: "read_file".into(),
+                arguments: r#"{"path":"a.rs"}"#.into(),
+            });
+            let mut t = Message::new(s, Role::Tool, "y".repeat(300), 0);
+            t.tool_call_id = Some(format!("c{i}"));
+            history.push(a);
+            history.push(t);
+        }
+        let p = free_prune(&history, 6);
+        assert!(p.copies[1].as_ref().unwrap().content.contains("newest copy"));
+        assert!(p.copies[3].as_ref().unwrap().content.contains("newest copy"));
+        assert_eq!(
+            p.copies[5].as_ref().unwrap().content,
+            "[read_file] read a.rs (300 chars)"
+        );
+        let protected = free_prune(&history, 5);
+        assert!(protected.copies[5].is_none(), "the newest copy is in the tail");
+        assert!(
+            protected.copies[3]
+                .as_ref()
+                .unwrap()
+                .content
+                .contains("newest copy")
+        );
+    }
+}

@@ -1,0 +1,137 @@
+//! Quality of the extractive summariser on generated histories with planted
+//! facts (file paths, shell commands, error lines, user requests,
+//! decisions): retention with a generous budget, recency and topic first
+//! with a small one, verbatim quotes, determinism.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod compress_support;
+
+use compress_support::{Builder, QuarterCounter};
+use strata::compress::{ExtractiveInput, extractive_summary};
+use strata::domain::Message;
+use strata::tokens::TokenCounter;
+
+/// A history of `n` turns, each planting a request, a path, a command, an
+/// error line and a decision, among filler sentences; every third turn is
+/// about the parser. Returns the messages and the planted facts.
+fn planted(n: usize) -> (Vec<Message>, Vec<String>) {
+    let mut b = Builder::new();
+    let mut facts = Vec::new();
+    for i in 0..n {
+        let area = if i % 3 == 0 { "parser" } else { "storage" };
+        let request = format!("Please make the {area} handle case {i} without panicking");
+        let path = format!("src/{area}/case_{i}.rs");
+        let command = format!("cargo test -p {area} case_{i}");
+        let error = format!("error[E{:04}]: mismatched types in case_{i}", 300 + i);
+        let decision = format!("We decided to keep the {area} buffer {i} on the stack.");
+        b.user(&request);
+        b.assistant(format!(
+            "I will look at {path} first. The surrounding code is old and mostly fine, and the module \
+             has many helpers that are not relevant to this change at all. {decision} \
+             Some more background that is not important for later."
+        ));
+        b.tool(
+            "shell",
+            &serde_json::json!({"command": command}).to_string(),
+            format!("compiling\n{error}\n"),
+        );
+        b.assistant(format!(
+            "The build failed as expected and the rest of the output was noise about warnings in \
+             unrelated files that nobody needs to remember, number {i}."
+        ));
+        facts.extend([format!("\"{request}\""), path, command, error, decision]);
+    }
+    (b.build(), facts)
+}
+
+fn summarise(messages: &[Message], topic: Option<&str>, budget: u32) -> String {
+    let refs: Vec<&Message> = messages.iter().collect();
+    extractive_summary(&ExtractiveInput {
+        messages: &refs,
+        previous: None,
+        topic,
+        budget_tokens: budget,
+        max_chars: None,
+        counter: &QuarterCounter,
+    })
+}
+
+fn facts_tokens(facts: &[String]) -> u32 {
+    facts.iter().map(|f| QuarterCounter.count(f) as u32).sum()
+}
+
+#[test]
+fn generous_budget_keeps_at_least_95_percent_of_planted_facts() {
+    let (messages, facts) = planted(30);
+    let budget = 2 * facts_tokens(&facts);
+    let out = summarise(&messages, None, budget);
+    let kept = facts.iter().filter(|f| out.contains(f.as_str())).count();
+    assert!(
+        kept * 100 >= facts.len() * 95,
+        "kept {kept} of {}:\n{out}",
+        facts.len()
+    );
+    assert!(QuarterCounter.count(&out) as u32 <= budget + 50);
+}
+
+#[test]
+fn small_budget_keeps_recent_facts_first() {
+    let (messages, facts) = planted(30);
+    let out = summarise(&messages, None, facts_tokens(&facts) / 3);
+    let kept = |range: std::ops::Range<usize>| {
+        facts[range.start * 5..range.end * 5]
+            .iter()
+            .filter(|f| out.contains(f.as_str()))
+            .count()
+    };
+    let (old, recent) = (kept(0..10), kept(20..30));
+    assert!(recent > old, "recent {recent} vs old {old}");
+}
+
+#[test]
+fn topic_facts_are_kept_first_and_listed_first() {
+    let (messages, facts) = planted(30);
+    let out = summarise(&messages, Some("parser"), facts_tokens(&facts) / 3);
+    let parser_kept = facts
+        .iter()
+        .filter(|f| f.contains("parser") && out.contains(f.as_str()))
+        .count();
+    let parser_total = facts.iter().filter(|f| f.contains("parser")).count();
+    assert!(
+        parser_kept * 10 >= parser_total * 9,
+        "{parser_kept}/{parser_total}:\n{out}"
+    );
+    for section in out.split("## ").skip(1) {
+        let lines: Vec<&str> = section.lines().skip(1).filter(|l| l.starts_with("- ")).collect();
+        let first_other = lines
+            .iter()
+            .position(|l| !l.contains("parser"))
+            .unwrap_or(lines.len());
+        assert!(
+            lines[first_other..].iter().all(|l| !l.contains("parser")),
+            "topic first in:\n{section}"
+        );
+    }
+}
+
+#[test]
+fn quoted_requests_are_verbatim_and_output_is_deterministic() {
+    let (messages, _) = planted(12);
+    let out = summarise(&messages, Some("storage"), 5_000);
+    let sources: Vec<&str> = messages.iter().map(|m| m.content.as_str()).collect();
+    let quotes: Vec<&str> = out
+        .lines()
+        .filter(|l| l.starts_with("- on "))
+        .filter_map(|l| {
+            l.split_once(": \"")
+                .map(|(_, q)| q.trim_end_matches("\" (continues)").trim_end_matches('"'))
+        })
+        .collect();
+    assert_eq!(quotes.len(), 12);
+    for q in quotes {
+        assert!(sources.iter().any(|s| s.contains(q)), "not in the source: {q}");
+    }
+    assert_eq!(out, summarise(&messages, Some("storage"), 5_000));
+    assert!(out.contains("on 2026-11-29"));
+}
