@@ -83,6 +83,8 @@ const RULES: &[Rule] = &[
 struct Compiled {
     prefilter: RegexSet,
     combined: Regex,
+    /// Per rule: the capture-group index of the rule, its `keep` and its `tail`.
+    groups: Vec<(usize, Option<usize>, Option<usize>)>,
 }
 
 /// Builds the prefilter and the combined pattern; `None` only if a rule
@@ -101,7 +103,21 @@ fn compile() -> Option<Compiled> {
         })
         .collect();
     let combined = Regex::new(&alternatives.join("|")).ok()?;
-    Some(Compiled { prefilter, combined })
+    let index = |name: String| combined.capture_names().position(|n| n == Some(name.as_str()));
+    let groups = (0..RULES.len())
+        .map(|i| {
+            Some((
+                index(format!("rule{i}"))?,
+                index(format!("keep{i}")),
+                index(format!("tail{i}")),
+            ))
+        })
+        .collect::<Option<Vec<_>>>()?;
+    Some(Compiled {
+        prefilter,
+        combined,
+        groups,
+    })
 }
 
 static COMPILED: LazyLock<Option<Compiled>> = LazyLock::new(compile);
@@ -120,11 +136,10 @@ pub fn redact(text: &str) -> Cow<'_, str> {
         return Cow::Borrowed(text);
     }
     compiled.combined.replace_all(text, |caps: &Captures<'_>| {
-        for (i, rule) in RULES.iter().enumerate() {
-            if caps.name(&format!("rule{i}")).is_some() {
-                let keep = caps.name(&format!("keep{i}")).map_or("", |m| m.as_str());
-                let tail = caps.name(&format!("tail{i}")).map_or("", |m| m.as_str());
-                return format!("{keep}[REDACTED:{}]{tail}", rule.kind);
+        for (rule, &(group, keep, tail)) in RULES.iter().zip(&compiled.groups) {
+            if caps.get(group).is_some() {
+                let part = |g: Option<usize>| g.and_then(|g| caps.get(g)).map_or("", |m| m.as_str());
+                return format!("{}[REDACTED:{}]{}", part(keep), rule.kind, part(tail));
             }
         }
         String::from("[REDACTED]")
