@@ -4,7 +4,9 @@
 use super::{Runtime, RuntimeError};
 use crate::config::ModelChoice;
 use crate::conversation::Calibration;
+use crate::domain::RequestSystem;
 use crate::domain::{Message, Session, SessionId};
+use crate::pipeline::{self, PrepareInput, ReportEntry};
 use crate::tokens::{Budget, BudgetInput, ThresholdSettings, TokenCache, TokenCounter};
 use serde::Serialize;
 
@@ -25,6 +27,15 @@ pub struct ContextReport {
     /// `input_tokens` scaled by `calibration_ratio`: what the provider is
     /// expected to count.
     pub calibrated_input_tokens: u64,
+    /// What the per-turn pipeline would do to each stored message in the
+    /// next request (`kept`, `truncated`, `pruned`, `dropped`, `repaired`,
+    /// `merged`); empty when the request cannot be prepared.
+    pub report: Vec<ReportEntry>,
+    /// Input tokens of the prepared request (after the pipeline), or `None`
+    /// when it cannot be prepared (`prepare_error` says why).
+    pub prepared_tokens: Option<u64>,
+    /// Why the next request cannot be prepared, if it cannot.
+    pub prepare_error: Option<String>,
     /// Where the window goes.
     #[serde(flatten)]
     pub budget: Budget,
@@ -118,10 +129,38 @@ impl Runtime {
         });
         let calibration = self.calibration(session.id)?;
         let input_tokens = budget.input_tokens();
+        let system = RequestSystem {
+            text: prompt.text.clone(),
+            boundary_offset: prompt.boundary_offset,
+        };
+        let prepared = pipeline::prepare(&PrepareInput {
+            system: &system,
+            system_tokens: u32::try_from(counter.count(&prompt.text)).unwrap_or(u32::MAX),
+            messages: &messages,
+            counts: &history_tokens,
+            counter: counter.as_ref(),
+            tools: &[],
+            tool_tokens: 0,
+            window: choice.context_window,
+            reserved_output: choice.max_tokens,
+            exact: counter.exact(),
+            max_messages: None,
+            single_system: false,
+            model: &session.model,
+            max_tokens: choice.max_tokens,
+            temperature: None,
+        });
+        let (report, prepared_tokens, prepare_error) = match prepared {
+            Ok(p) => (p.report, Some(p.prepared_tokens), None),
+            Err(e) => (Vec::new(), None, Some(e.to_string())),
+        };
         Ok(ContextReport {
             session_id: session.id,
             model: session.model.clone(),
             input_tokens,
+            report,
+            prepared_tokens,
+            prepare_error,
             calibration_ratio: calibration.ratio(),
             calibrated_input_tokens: calibration.apply(input_tokens),
             budget,
