@@ -49,10 +49,10 @@ impl AnthropicConfig {
     /// values count as unset.
     #[must_use]
     pub fn from_env(key_env: &str, lookup: impl Fn(&str) -> Option<String>) -> Self {
-        let non_empty = |name: &str| lookup(name).filter(|v| !v.trim().is_empty());
         Self {
-            base_url: non_empty(Self::BASE_URL_ENV).unwrap_or_else(|| Self::DEFAULT_BASE_URL.to_owned()),
-            api_key: non_empty(key_env),
+            base_url: super::http::env_setting(&lookup, Self::BASE_URL_ENV)
+                .unwrap_or_else(|| Self::DEFAULT_BASE_URL.to_owned()),
+            api_key: super::http::env_setting(&lookup, key_env),
             key_env: key_env.to_owned(),
             ..Self::default()
         }

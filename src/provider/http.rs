@@ -13,6 +13,12 @@ use std::pin::Pin;
 use std::time::Duration;
 
 /// The response body of a streaming request, as raw chunks.
+/// The value of environment variable `name` through `lookup`, treating an
+/// empty or blank value as unset (as the official SDKs do).
+pub(crate) fn env_setting(lookup: &impl Fn(&str) -> Option<String>, name: &str) -> Option<String> {
+    lookup(name).filter(|v| !v.trim().is_empty())
+}
+
 pub(crate) type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
 
 /// Longest provider message kept in an error, in characters.

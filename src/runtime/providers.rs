@@ -93,7 +93,6 @@ pub fn connect(
         .clone()
         .or_else(|| choice.provider.default_key_env().map(str::to_owned))
         .unwrap_or_default();
-    let key = env(&key_env).filter(|k| !k.trim().is_empty());
     let hosted_counter = || -> Arc<dyn TokenCounter> {
         Arc::new(tokens::counter_for(choice.provider.as_str(), &choice.model))
     };
@@ -107,10 +106,10 @@ pub fn connect(
             if let Some(url) = &choice.base_url {
                 c.base_url.clone_from(url);
             }
-            if key.is_none() && choice.base_url.is_none() {
+            // A base URL of its own means a local server, which needs no key.
+            if c.api_key.is_none() && choice.base_url.is_none() {
                 return Err(missing_key("openai"));
             }
-            c.api_key = key;
             Ok(Connected {
                 provider: Box::new(OpenAiProvider::new(c)?),
                 counter: hosted_counter(),
@@ -121,10 +120,9 @@ pub fn connect(
             if let Some(url) = &choice.base_url {
                 c.base_url.clone_from(url);
             }
-            if key.is_none() {
+            if c.api_key.is_none() {
                 return Err(missing_key("anthropic"));
             }
-            c.api_key = key;
             Ok(Connected {
                 provider: Box::new(AnthropicProvider::new(c)?),
                 counter: hosted_counter(),
