@@ -181,9 +181,7 @@ pub enum CompressError {
     },
     /// The summariser failed to authenticate or connect; nothing changed.
     /// Retry after fixing the credentials or the connection.
-    #[error(
-        "Compression aborted, nothing changed: the summariser failed ({0}). Check the connection or the API key and retry."
-    )]
+    #[error("Compression aborted and nothing changed, because the summariser failed: {0}")]
     Aborted(String),
 }
 
@@ -475,7 +473,10 @@ impl CompressionEngine for DefaultEngine {
         let tokens_before = input.fixed_tokens + tokens.iter().map(|t| u64::from(*t)).sum::<u64>();
         let tail_budget = self.threshold() / 5;
         let mut boundaries = find_boundaries(history, &tokens, tail_budget, self.config.protect_last_n);
-        if boundaries.is_empty() && trigger == Trigger::Manual {
+        // A manual request, or a provider that refused the request as too
+        // long (its window is smaller than strata's numbers say), compresses
+        // even when the threshold's tail budget covers everything.
+        if boundaries.is_empty() && matches!(trigger, Trigger::Manual | Trigger::Overflow) {
             boundaries =
                 find_boundaries_with(history, &tokens, tail_budget, self.config.protect_last_n, true);
         }

@@ -61,6 +61,11 @@ impl Runtime {
         let snapshot = self.snapshot(&session, &choice)?;
         let user = Message::new(session.id, Role::User, text, 0);
         let estimate = snapshot.input_tokens() + u64::from(message_tokens(snapshot.counter.as_ref(), &user));
+        // When the fixed part alone does not fit, compressing the history
+        // cannot help: the pipeline reports the window as too small.
+        if snapshot.fixed_tokens() + choice.max_tokens >= choice.context_window {
+            return Ok(());
+        }
         if engine.should_compress(Trigger::Preflight, estimate, now_ms()) != Decision::Compress {
             return Ok(());
         }
