@@ -16,6 +16,7 @@ mod prompt_build;
 mod providers;
 mod session;
 mod transcript;
+mod turn_parts;
 
 pub use chat::{ChatOutput, TurnOutcome};
 pub use compress::{CompressOutcome, CompressRequest, Snapshot, SummarizerArg, UndoOutcome};
@@ -25,3 +26,4 @@ pub use prompt_build::{PromptPreview, fingerprint, recent_entry, resolve_mode, t
 pub use providers::{Connected, connect, ensure_local_model, local_model_file, session_counter};
 pub use session::{Imported, NewSession, Runtime, RuntimeError, title_from};
 pub use transcript::{export_json, export_markdown};
+pub use turn_parts::{TURN_REMINDER_TIMEOUT, TurnParts};

@@ -80,6 +80,7 @@ impl Runtime {
         Ok(
             Conversation::new(session, prompt, messages, counter, choice.max_tokens)
                 .with_window(choice.context_window)
+                .with_max_messages(self.config.history.max_messages)
                 .with_calibration(calibration),
         )
     }
@@ -108,6 +109,13 @@ impl Runtime {
         let mut engine = self.turn_engine(conversation)?;
         self.preflight(conversation, &mut engine, provider, &text, out)
             .await?;
+        let parts = self.turn_parts(conversation, &text);
+        for notice in &parts.notices {
+            out(ChatOutput::Notice(notice));
+        }
+        for (part, ttl) in parts.parts {
+            conversation.attach(part, ttl);
+        }
         let mut retried = false;
         let mut pending = conversation.handle(Event::Submit {
             text,

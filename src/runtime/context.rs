@@ -146,7 +146,7 @@ impl Runtime {
             window: choice.context_window,
             reserved_output: choice.max_tokens,
             exact: counter.exact(),
-            max_messages: None,
+            max_messages: self.config.history.max_messages,
             single_system: false,
             model: &session.model,
             max_tokens: choice.max_tokens,
