@@ -24,6 +24,7 @@ pub use command::{CONTEXT_CMD_TIMEOUT, run_context_cmd};
 pub use env::{format_session_date, session_time_zone};
 pub use read::{BINARY_SNIFF_BYTES, ReadStats, read_attachment};
 pub use roots::{chain, find_git_root, git_branch};
+pub use skills::{list_skills, read_skill_body};
 pub use skills_cache::SKILLS_CACHE_FILE;
 
 use crate::domain::PromptMode;

@@ -390,7 +390,7 @@ impl Runtime {
     /// workspace with the current version's fingerprint (a compaction
     /// invalidates the provider's prompt cache anyway, so edited instruction
     /// files are picked up here).
-    fn rebuilt_prompt(
+    pub(super) fn rebuilt_prompt(
         &mut self,
         session: &Session,
         current: &SystemPrompt,
@@ -404,10 +404,10 @@ impl Runtime {
             mode: current.fingerprint.mode,
             cwd: Path::new(&session.workspace),
             now: &now,
-            interactive: false,
+            interactive: built_interactive(current),
             env: EnvFacts::from_process(),
         }
-        .build(Some(&self.store))?;
+        .build_for(&self.store, session)?;
         let version = self
             .store
             .prompt_versions(session.id)?
@@ -424,6 +424,16 @@ impl Runtime {
             now.timestamp().as_millisecond(),
         ))
     }
+}
+
+/// Whether `prompt` was built for the full-screen app (its guidelines layer
+/// came from the interactive guidelines), so a rebuild keeps that choice.
+fn built_interactive(prompt: &SystemPrompt) -> bool {
+    prompt
+        .layers
+        .iter()
+        .flat_map(|l| &l.sources)
+        .any(|s| s.path.ends_with("guidelines_interactive.md"))
 }
 
 fn now_ms() -> i64 {

@@ -22,6 +22,19 @@ pub enum RuntimeError {
     /// A session has no stored system prompt (a damaged database).
     #[error("session {0} has no stored system prompt; the database may be damaged")]
     NoPrompt(SessionId),
+    /// `/skill` named a skill that does not exist.
+    #[error(
+        "there is no skill named '{name}' (known: {known}); add one as skills/<name>/SKILL.md in the config directory or .strata/skills/ in the workspace"
+    )]
+    UnknownSkill {
+        /// The name asked for.
+        name: String,
+        /// The names there are, comma-separated.
+        known: String,
+    },
+    /// A skill file could not be read.
+    #[error("{0}; check the file and try again")]
+    Skill(String),
     /// A compression could not run; nothing changed.
     #[error("{0}")]
     Compress(String),
@@ -142,7 +155,7 @@ impl Runtime {
             interactive: false,
             env,
         }
-        .build(Some(&self.store))?;
+        .build_for(&self.store, session)?;
         let prompt = to_system_prompt(
             &built,
             session.id,

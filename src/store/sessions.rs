@@ -234,6 +234,26 @@ impl Store {
             .query_row([workspace], |r| uint(r, 0))?)
     }
 
+    /// How many sessions of `workspace` started before the session `id`
+    /// (created at `created_at`), ties broken by id.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn count_sessions_before(
+        &self,
+        workspace: &str,
+        created_at: i64,
+        id: SessionId,
+    ) -> Result<u64, StoreError> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM sessions WHERE workspace = ?1
+                   AND (created_at < ?2 OR (created_at = ?2 AND id < ?3))",
+            )?
+            .query_row(params![workspace, created_at, id.to_string()], |r| uint(r, 0))?)
+    }
+
     /// Records that the session now talks to `model` at `provider`; bumps
     /// `updated_at`.
     ///
