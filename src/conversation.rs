@@ -461,7 +461,17 @@ impl Conversation {
                 turn.usage = Some(usage);
                 Vec::new()
             }
-            StreamEvent::Done { .. } => self.finish(MessageStatus::Complete, now_ms, None),
+            StreamEvent::Done { finish_reason } => {
+                // A reply cut by the output limit is complete as far as the
+                // provider is concerned, but the user must know it stopped.
+                let cut = matches!(finish_reason.as_deref(), Some("length" | "max_tokens")).then(|| {
+                    format!(
+                        "the reply stopped at the output limit ({} tokens); ask to continue, or raise [model] max_tokens",
+                        self.max_tokens
+                    )
+                });
+                self.finish(MessageStatus::Complete, now_ms, cut)
+            }
         }
     }
 

@@ -156,7 +156,7 @@ impl Runtime {
             env,
         }
         .build_for(&self.store, session)?;
-        let prompt = to_system_prompt(
+        let mut prompt = to_system_prompt(
             &built,
             session.id,
             current.version + 1,
@@ -165,7 +165,7 @@ impl Runtime {
         );
         self.store
             .update_session_model(session.id, choice.provider.as_str(), &choice.model)?;
-        self.store.add_prompt_version(&prompt)?;
+        self.store.add_prompt_version(&mut prompt)?;
         Ok(prompt)
     }
 }

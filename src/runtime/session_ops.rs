@@ -83,11 +83,11 @@ impl Runtime {
             .store
             .current_prompt(session.id)?
             .ok_or(RuntimeError::NoPrompt(session.id))?;
-        let rebuilt = self.rebuilt_prompt(session, &current, choice)?;
+        let mut rebuilt = self.rebuilt_prompt(session, &current, choice)?;
         if rebuilt.text == current.text {
             return Ok(Reloaded::Unchanged(current));
         }
-        self.store.add_prompt_version(&rebuilt)?;
+        self.store.add_prompt_version(&mut rebuilt)?;
         Ok(Reloaded::NewVersion(rebuilt))
     }
 
