@@ -134,3 +134,29 @@ fn punctuation_and_quotes_in_a_search_never_error() {
     assert_eq!(search(&store, "\" ( *"), vec!["quoting"]);
     assert_eq!(search(&store, "absent"), Vec::<String>::new());
 }
+
+#[test]
+fn terms_may_be_found_in_different_messages_or_the_title() {
+    let mut store = Store::open_in_memory().unwrap();
+    let (s, p) = session("/w", "Parser work");
+    store.create_session(&s, &p).unwrap();
+    for text in ["the lexer crashes", "fixed the panic in tokens"] {
+        let mut m = user(s.id, text);
+        store.append_message(&mut m).unwrap();
+    }
+    let (other, p2) = session("/w", "Lunch");
+    store.create_session(&other, &p2).unwrap();
+    let mut m = user(other.id, "the lexer is fine");
+    store.append_message(&mut m).unwrap();
+
+    assert_eq!(search(&store, "lexer panic"), vec!["Parser work"]);
+    assert_eq!(
+        search(&store, "parser crashes"),
+        vec!["Parser work"],
+        "title + message"
+    );
+    assert!(
+        search(&store, "lexer sandwich").is_empty(),
+        "every term is required"
+    );
+}

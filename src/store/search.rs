@@ -6,21 +6,25 @@
 //! Terms without a letter or digit are dropped, since the tokenizer would
 //! reduce them to nothing.
 
-/// The FTS5 `MATCH` expression for `text`, or `None` when it holds nothing
-/// searchable (empty, or punctuation only).
+/// One FTS5 `MATCH` expression per searchable term of `text` (empty when
+/// it holds nothing searchable: blank, or punctuation only). A session
+/// matches when each term is found somewhere in it (its title or any of its
+/// messages), not necessarily all in one message.
 ///
-/// `foo "bar` → `"foo"* """bar"*`.
-pub(crate) fn fts_query(text: &str) -> Option<String> {
-    let terms: Vec<String> = text
-        .split_whitespace()
+/// `foo "bar` → `["\"foo\"*", "\"\"\"bar\"*"]`.
+pub(crate) fn fts_terms(text: &str) -> Vec<String> {
+    text.split_whitespace()
         .filter(|t| t.chars().any(char::is_alphanumeric))
         .map(|t| format!("\"{}\"*", t.replace('"', "\"\"")))
-        .collect();
-    if terms.is_empty() {
-        None
-    } else {
-        Some(terms.join(" "))
-    }
+        .collect()
+}
+
+/// All terms of `text` as one FTS5 expression (every term in the same
+/// row), or `None` when nothing is searchable.
+#[cfg(test)]
+pub(crate) fn fts_query(text: &str) -> Option<String> {
+    let terms = fts_terms(text);
+    (!terms.is_empty()).then(|| terms.join(" "))
 }
 
 #[cfg(test)]
