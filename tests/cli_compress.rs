@@ -209,6 +209,26 @@ fn compress_prints_the_json_contract_and_undo_restores_messages_and_prompt_bytes
 }
 
 #[test]
+fn a_secret_in_the_topic_is_redacted_everywhere() {
+    let sb = Sandbox::new();
+    let id = sb.import(&history(20, 300));
+    let key = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdef";
+    let out = sb.json(&["compress", &id, "--topic", &format!("parser {key}"), "--json"]);
+    let topic = out["topic"].as_str().unwrap();
+    assert!(topic.starts_with("parser [REDACTED"), "{topic}");
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    let dump: Vec<String> = conn
+        .prepare("SELECT coalesce(topic, '') FROM compactions")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(!dump.concat().contains(key));
+    assert!(!out.to_string().contains(key));
+}
+
+#[test]
 fn a_short_history_is_nothing_to_compress() {
     let sb = Sandbox::new();
     let id = sb.import(&history(1, 100));

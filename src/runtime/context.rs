@@ -51,6 +51,8 @@ pub struct CompressionStatus {
     pub enabled: bool,
     /// Strikes since the last reading that fit (two block it).
     pub strikes: u32,
+    /// Fallback summaries in a row (two block it).
+    pub fallbacks_in_row: u32,
     /// Why automatic compression is blocked, with what to do; `None` when
     /// it may run.
     pub blocked: Option<String>,
@@ -191,6 +193,7 @@ impl Runtime {
         Ok(CompressionStatus {
             enabled,
             strikes: status.strikes,
+            fallbacks_in_row: status.fallbacks_in_row,
             blocked,
             cooldown_until_ms: status.cooldown_until_ms,
             last_compaction: self
