@@ -79,6 +79,10 @@ async fn chat_streams_persists_and_records_usage() {
     assert_eq!(events.last().unwrap()["type"], "done");
     assert_eq!(events.last().unwrap()["status"], "complete");
 
+    // Counted as the turn ends: the listing shows the session's size.
+    let listed = sb.json(&["sessions", "--json"]);
+    assert!(listed[0]["tokens"].as_u64().unwrap() > 0, "{listed}");
+
     let show = sb.json(&["show", &session, "--json"]);
     let messages = show["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 2);

@@ -184,6 +184,9 @@ impl Runtime {
                             .await?;
                         }
                         self.save_compression_state(conversation.session(), &engine)?;
+                        // The turn's new messages get their counts stored,
+                        // so listings show the session's size.
+                        self.counted_messages(conversation.session(), false)?;
                         return Ok(TurnOutcome {
                             session_id,
                             status,

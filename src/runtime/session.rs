@@ -224,6 +224,8 @@ impl Runtime {
     ) -> Result<Imported, RuntimeError> {
         let now = jiff::Zoned::now();
         let placeholder = SessionId::new();
+        // Editors on some systems start UTF-8 files with a byte order mark.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut outcome =
             super::import::parse_openai_messages(text, placeholder, now.timestamp().as_millisecond())?;
         let title = title.unwrap_or_else(|| title_from(&outcome.messages));
@@ -237,8 +239,15 @@ impl Runtime {
             interactive: false,
             env: EnvFacts::from_process(),
         })?;
-        for m in &mut outcome.messages {
+        // Counted now, so listings show the session's size straight away.
+        let counter = super::session_counter(&self.paths, &self.config, &session.provider, &session.model);
+        let counts = crate::tokens::TokenCache::new().count_history(counter.as_ref(), &outcome.messages);
+        for (m, tokens) in outcome.messages.iter_mut().zip(counts.tokens) {
             m.session_id = session.id;
+            m.tokens = Some(crate::domain::TokenCount {
+                tokenizer: counter.id().to_owned(),
+                tokens,
+            });
         }
         self.store.append_messages(session.id, &mut outcome.messages)?;
         warnings.extend(outcome.warnings);
