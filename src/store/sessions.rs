@@ -3,7 +3,7 @@
 //! (`/model`, `/rename`) that bump `updated_at`.
 
 use super::codec::{id, opt_id, uint};
-use super::search::fts_terms;
+use super::search::{Term, fts_terms};
 use super::{Store, StoreError, now_ms};
 use crate::domain::{Session, SessionId, SessionSummary, SystemPrompt};
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -168,18 +168,28 @@ impl Store {
     /// [`StoreError::Decode`]; [`StoreError::Sqlite`].
     pub fn list_sessions(&self, query: &SessionQuery) -> Result<Vec<SessionSummary>, StoreError> {
         let terms = query.search.as_deref().map(fts_terms).unwrap_or_default();
+        if terms.is_empty() && query.search.as_deref().is_some_and(|t| !t.trim().is_empty()) {
+            // Only punctuation was typed: nothing can match it.
+            return Ok(Vec::new());
+        }
         let names: Vec<String> = (0..terms.len()).map(|i| format!(":t{i}")).collect();
         let mut filters = Vec::new();
         if query.workspace.is_some() {
             filters.push("workspace = :workspace".to_owned());
         }
-        for name in &names {
-            filters.push(format!(
-                "(num IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH {name})
-                  OR id IN (SELECT m.session_id FROM messages_fts
-                              JOIN messages m ON m.num = messages_fts.rowid
-                             WHERE messages_fts MATCH {name}))"
-            ));
+        for (name, term) in names.iter().zip(&terms) {
+            filters.push(match term {
+                Term::Fts(_) => format!(
+                    "(num IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH {name})
+                      OR id IN (SELECT m.session_id FROM messages_fts
+                                  JOIN messages m ON m.num = messages_fts.rowid
+                                 WHERE messages_fts MATCH {name}))"
+                ),
+                Term::Substring(_) => format!(
+                    "(instr(title, {name}) > 0
+                      OR id IN (SELECT session_id FROM messages WHERE instr(content, {name}) > 0))"
+                ),
+            });
         }
         let filter = if filters.is_empty() {
             String::new()
@@ -200,7 +210,8 @@ impl Store {
             named.push((":workspace", ws));
         }
         for (name, term) in names.iter().zip(&terms) {
-            named.push((name.as_str(), term));
+            let (Term::Fts(value) | Term::Substring(value)) = term;
+            named.push((name.as_str(), value));
         }
         let rows = stmt
             .query_map(named.as_slice(), summary_row)?
