@@ -28,4 +28,4 @@ pub use providers::{Connected, connect, ensure_local_model, local_model_file, se
 pub use session::{Imported, NewSession, Runtime, RuntimeError, title_from};
 pub use session_ops::{Reloaded, SKILL_MAX_CHARS};
 pub use transcript::{export_json, export_markdown};
-pub use turn_parts::{TURN_REMINDER_TIMEOUT, TurnParts};
+pub use turn_parts::{TURN_REMINDER_MAX_CHARS, TURN_REMINDER_TIMEOUT, TurnParts};

@@ -149,3 +149,34 @@ async fn max_messages_caps_the_request_by_whole_turns() {
         .collect();
     assert_eq!(sent, vec!["q2", "reply 2", "q3"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_large_attachment_says_how_much_was_left_out_and_a_failing_reminder_names_its_setting() {
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.home.path().join("config.toml"),
+        "[prompt]\nturn_reminder_cmd = \"echo partial; exit 3\"\n",
+    )
+    .unwrap();
+    let big: String = (0..30_000).map(|i| format!("line {i:05}\n")).collect();
+    std::fs::write(sb.ws().join("big.txt"), &big).unwrap();
+    let server = Server::start(vec![Reply::sse(sse("ok"))]).await;
+    let out = run(chat(&sb, &server, &["chat", "--new", "see @big.txt"])).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("prompt.turn_reminder_cmd `echo partial; exit 3` exited with status 3"),
+        "{stderr}"
+    );
+    let sent = user_contents(&server.requests()[0].json()).concat();
+    assert!(
+        sent.contains("line 00000") && sent.contains("line 29999"),
+        "head and tail kept"
+    );
+    let size = big.len();
+    assert!(
+        sent.contains(&format!("of this {size}-character file left out"))
+            || sent.contains(&format!("of this {size}-byte file left out")),
+        "the marker names the real size"
+    );
+    assert!(sent.contains("<system-reminder>\npartial\n</system-reminder>"));
+}

@@ -371,7 +371,7 @@ impl DefaultEngine {
 
     fn lock(&mut self, why: &str) {
         self.status.locked = Some(format!(
-            "Automatic compression is paused: {why}. Start a new session with /new, or compress by hand with /compress <topic>."
+            "Automatic compression is paused: {why}; start a new session (/new, or `strata chat --new`) or compress by hand (/compress <topic>, or `strata compress ID --topic T`)."
         ));
     }
 

@@ -106,7 +106,7 @@ fn shorten(content: &str) -> String {
     let head: String = content.chars().take(keep_head).collect();
     let tail: String = content.chars().skip(count - keep_tail).collect();
     format!(
-        "{head}\n[... {} characters of this file left out ...]\n{tail}",
+        "{head}\n[... {} characters of this {count}-character file left out ...]\n{tail}",
         count - keep_head - keep_tail
     )
 }

@@ -13,6 +13,9 @@ use std::time::Duration;
 /// How long `prompt.turn_reminder_cmd` may run before each turn.
 pub const TURN_REMINDER_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Characters of the reminder command's output sent at most.
+pub const TURN_REMINDER_MAX_CHARS: usize = 20_000;
+
 /// The parts for one turn, and notices for the user.
 #[derive(Debug, Default)]
 pub struct TurnParts {
@@ -24,8 +27,8 @@ pub struct TurnParts {
 }
 
 impl Runtime {
-    /// The parts a turn adds to `text`: each `@path` (absolute, or relative
-    /// to the session's workspace) that names a readable file is embedded
+    /// The parts a turn adds to `text`: each `@path` (absolute, `~/…`, or
+    /// relative to the session's workspace) that names a readable file is embedded
     /// (once per content), one that does not gets a note and a notice; the
     /// reminder command runs in the workspace with a 10 s limit.
     #[must_use]
@@ -33,7 +36,10 @@ impl Runtime {
         let mut out = TurnParts::default();
         let workspace = Path::new(&conversation.session().workspace);
         for reference in enrich::attachment_refs(text) {
-            let path = workspace.join(&reference);
+            let path = match (reference.strip_prefix("~/"), dirs::home_dir()) {
+                (Some(rest), Some(home)) => home.join(rest),
+                _ => workspace.join(&reference),
+            };
             match crate::workspace::read_attachment(&path, enrich::ATTACHMENT_MAX_CHARS) {
                 Ok(content) => out.parts.push((
                     enrich::attachment_part(&reference, &content, conversation.messages()),
@@ -54,9 +60,22 @@ impl Runtime {
             .as_deref()
             .filter(|c| !c.trim().is_empty())
         {
-            let (output, warnings) = crate::workspace::run_context_cmd(cmd, workspace, TURN_REMINDER_TIMEOUT);
+            let (output, warnings) = crate::workspace::run_context_cmd(
+                "prompt.turn_reminder_cmd",
+                cmd,
+                workspace,
+                TURN_REMINDER_TIMEOUT,
+            );
             out.notices.extend(warnings);
-            if let Some(part) = enrich::reminder_part(&output.output) {
+            let total = output.output.chars().count();
+            let mut text = output.output;
+            if total > TURN_REMINDER_MAX_CHARS || output.cut_short {
+                text = text.chars().take(TURN_REMINDER_MAX_CHARS).collect();
+                out.notices.push(format!(
+                    "The output of prompt.turn_reminder_cmd was cut to its first {TURN_REMINDER_MAX_CHARS} characters; make the command print less."
+                ));
+            }
+            if let Some(part) = enrich::reminder_part(&text) {
                 out.parts.push((part, Some(1)));
             }
         }
