@@ -23,7 +23,7 @@ use crate::domain::{
     ChatRequest, Message, MessageId, MessageStatus, ProviderUsage, RequestMessage, RequestSystem, Role,
     Session, StreamEvent, SystemPrompt, ToolCall, Usage,
 };
-use crate::pipeline::{self, PrepareError, PrepareInput, Prepared};
+use crate::pipeline::{self, CutMemo, PrepareError, PrepareInput, Prepared};
 use crate::tokens::{self, TokenCache, TokenCounter};
 use std::sync::Arc;
 use turn::Turn;
@@ -137,6 +137,8 @@ pub struct Conversation {
     turn: Option<Turn>,
     calibration: Calibration,
     cache: TokenCache,
+    /// Counts of the pipeline's truncated copies, kept across turns.
+    cuts: CutMemo,
     system_tokens: Option<u32>,
 }
 
@@ -163,6 +165,7 @@ impl Conversation {
             turn: None,
             calibration: Calibration::default(),
             cache: TokenCache::new(),
+            cuts: CutMemo::new(),
             system_tokens: None,
         }
     }
@@ -306,7 +309,7 @@ impl Conversation {
             text: self.prompt.text.clone(),
             boundary_offset: self.prompt.boundary_offset,
         };
-        pipeline::prepare(&PrepareInput {
+        let input = PrepareInput {
             system: &system,
             system_tokens,
             messages: &self.messages,
@@ -322,7 +325,8 @@ impl Conversation {
             model: &self.session.model,
             max_tokens: self.max_tokens,
             temperature: None,
-        })
+        };
+        pipeline::prepare_with(&input, &mut self.cuts)
     }
 
     fn submit(&mut self, text: String, now_ms: i64) -> Vec<Effect> {
