@@ -359,7 +359,7 @@ fn a_memo_of_cut_counts_changes_nothing_and_spares_recounting_on_the_next_turn()
         .count();
     assert!(cut >= 3, "{:?}", actions(&first.report));
     assert_eq!(first, prepare(&input(&h, &sys, 12_000)).unwrap());
-    assert_eq!(memo.len(), cut);
+    assert!(memo.len() >= cut);
 
     // Next turn: the same copies are counted from the memo, not tokenised.
     h.assistant("it is fine", None);

@@ -153,23 +153,23 @@ fn candidate(work: &Work<'_>, i: usize) -> bool {
 }
 
 /// Truncates message `i` by the reduce rules; returns the tokens saved (0
-/// when it cannot be truncated or the copy is not smaller). The copy's count
-/// comes from `memo` when an earlier preparation made it.
+/// when it cannot be truncated or the copy is not smaller). The copy and its
+/// count come from `memo` when an earlier preparation made them.
 fn truncate(work: &mut Work<'_>, counter: &dyn TokenCounter, memo: &mut CutMemo, i: usize) -> u32 {
-    let msgs = work.msgs;
-    let m = &msgs[i];
-    let copy = match m.role {
-        Role::Tool => cut_tool_result(&m.content),
-        _ => cut_blocks(&m.content),
+    let m = &work.msgs[i];
+    let reduced = memo.reduced(counter, m, |text| match m.role {
+        Role::Tool => cut_tool_result(text),
+        _ => cut_blocks(text),
+    });
+    let Some((copy, after)) = reduced else {
+        return 0;
     };
-    let Some(copy) = copy else { return 0 };
-    let after = memo.count(counter, m, Cut::Reduce, &copy);
     let before = work.tokens[i];
     if after >= before {
         return 0;
     }
     work.tokens[i] = after;
-    work.content[i] = Some(copy);
+    work.content[i] = Some(copy.to_string());
     work.truncated[i] = true;
     before - after
 }
