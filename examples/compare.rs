@@ -13,8 +13,10 @@
 //!   every non-system message (hermes' `_serialize_for_summary`).
 //!
 //! The leading system message is the frozen system prompt; the others are
-//! read by `strata import`'s parser. Each figure is the median wall time of
-//! `--repeat` runs (default 9) in milliseconds. Prints one JSON object.
+//! read by `strata import`'s parser. Each figure is the median of
+//! `--repeat` runs (default 9) in milliseconds, wall-clock (`*_ms`) and CPU
+//! time of the thread (`*_cpu_ms`, Linux; `null` elsewhere). Prints one JSON
+//! object.
 //!
 //! Run: `cargo run --release --example compare -- HISTORY.json [--repeat N]`
 #![allow(clippy::print_stdout)]
@@ -34,20 +36,48 @@ use strata::tokens::{
 
 const WINDOW: u64 = 128_000;
 
-/// Median wall time of `repeat` runs of `f`, milliseconds, and the last result.
-fn median_ms<T>(repeat: usize, mut f: impl FnMut() -> T) -> (f64, T) {
-    let mut times = Vec::with_capacity(repeat);
+/// CPU time this thread has used, nanoseconds (Linux: the first field of
+/// `/proc/thread-self/schedstat`); `None` elsewhere.
+fn thread_cpu_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/thread-self/schedstat").ok()?;
+    text.split_whitespace().next()?.parse().ok()
+}
+
+/// Median of `values`, rounded to microseconds (values in milliseconds).
+fn median(mut values: Vec<f64>) -> f64 {
+    values.sort_by(f64::total_cmp);
+    (values[values.len() / 2] * 1_000.0).round() / 1_000.0
+}
+
+/// One timed figure: median wall and CPU milliseconds of the runs.
+struct Timing {
+    wall_ms: f64,
+    cpu_ms: Option<f64>,
+}
+
+/// Times `repeat` runs of `f`; returns the timing and the last result.
+fn median_ms<T>(repeat: usize, mut f: impl FnMut() -> T) -> (Timing, T) {
+    let mut walls = Vec::with_capacity(repeat);
+    let mut cpus = Vec::with_capacity(repeat);
     let mut out = None;
     for _ in 0..repeat.max(1) {
+        let cpu = thread_cpu_ns();
         let start = Instant::now();
         out = Some(black_box(f()));
-        times.push(start.elapsed().as_secs_f64() * 1_000.0);
+        walls.push(start.elapsed().as_secs_f64() * 1_000.0);
+        if let (Some(a), Some(b)) = (cpu, thread_cpu_ns()) {
+            cpus.push(b.saturating_sub(a) as f64 / 1e6);
+        }
     }
-    times.sort_by(f64::total_cmp);
     let Some(out) = out else {
         unreachable!("at least one run")
     };
-    ((times[times.len() / 2] * 1_000.0).round() / 1_000.0, out)
+    let cpu_ms = (cpus.len() == walls.len()).then(|| median(cpus));
+    let timing = Timing {
+        wall_ms: median(walls),
+        cpu_ms,
+    };
+    (timing, out)
 }
 
 fn args() -> anyhow::Result<(String, usize)> {
@@ -185,18 +215,24 @@ fn main() -> anyhow::Result<()> {
         "tokens_in": counts.total + u64::from(system_tokens),
         "window": WINDOW,
         "reserved_output": reserved,
-        "pipeline_steady_ms": steady,
-        "pipeline_first_turn_ms": first_turn,
-        "pipeline_cold_ms": cold,
+        "pipeline_steady_ms": steady.wall_ms,
+        "pipeline_steady_cpu_ms": steady.cpu_ms,
+        "pipeline_first_turn_ms": first_turn.wall_ms,
+        "pipeline_first_turn_cpu_ms": first_turn.cpu_ms,
+        "pipeline_cold_ms": cold.wall_ms,
+        "pipeline_cold_cpu_ms": cold.cpu_ms,
         "pipeline_messages_out": prepared.request.messages.len(),
         "pipeline_truncated": truncated,
         "pipeline_tokens_out": prepared.prepared_tokens,
-        "compress_cached_ms": compress_cached,
-        "compress_cold_ms": compress_cold,
+        "compress_cached_ms": compress_cached.wall_ms,
+        "compress_cached_cpu_ms": compress_cached.cpu_ms,
+        "compress_cold_ms": compress_cold.wall_ms,
+        "compress_cold_cpu_ms": compress_cold.cpu_ms,
         "compress_messages_out": plan.messages_after,
         "compress_tokens_out": plan.tokens_after,
         "summary_input_messages": refs.len(),
-        "summary_input_ms": input_ms,
+        "summary_input_ms": input_ms.wall_ms,
+        "summary_input_cpu_ms": input_ms.cpu_ms,
         "summary_input_chars": transcript.chars().count(),
         "repeat": repeat,
     });
