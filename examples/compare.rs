@@ -14,9 +14,9 @@
 //!
 //! The leading system message is the frozen system prompt; the others are
 //! read by `strata import`'s parser. Each figure is the median of
-//! `--repeat` runs (default 9) in milliseconds, wall-clock (`*_ms`) and CPU
-//! time of the thread (`*_cpu_ms`, Linux; `null` elsewhere). Prints one JSON
-//! object.
+//! `--repeat` runs (default 9) in milliseconds, wall-clock (`*_ms`), with
+//! the mean CPU time of the thread beside it (`*_cpu_ms`, Linux; `null`
+//! elsewhere). Prints one JSON object.
 //!
 //! Run: `cargo run --release --example compare -- HISTORY.json [--repeat N]`
 #![allow(clippy::print_stdout)]
@@ -49,7 +49,10 @@ fn median(mut values: Vec<f64>) -> f64 {
     (values[values.len() / 2] * 1_000.0).round() / 1_000.0
 }
 
-/// One timed figure: median wall and CPU milliseconds of the runs.
+/// One timed figure: median wall milliseconds of the runs, and their mean
+/// CPU milliseconds (the kernel updates a thread's CPU time at scheduler
+/// ticks, so one short run reads as 0 or one tick; the total over all runs
+/// divided by their number does not have that error).
 struct Timing {
     wall_ms: f64,
     cpu_ms: Option<f64>,
@@ -57,22 +60,24 @@ struct Timing {
 
 /// Times `repeat` runs of `f`; returns the timing and the last result.
 fn median_ms<T>(repeat: usize, mut f: impl FnMut() -> T) -> (Timing, T) {
-    let mut walls = Vec::with_capacity(repeat);
-    let mut cpus = Vec::with_capacity(repeat);
+    let runs = repeat.max(1);
+    let mut walls = Vec::with_capacity(runs);
     let mut out = None;
-    for _ in 0..repeat.max(1) {
-        let cpu = thread_cpu_ns();
+    let cpu_start = thread_cpu_ns();
+    for _ in 0..runs {
         let start = Instant::now();
         out = Some(black_box(f()));
         walls.push(start.elapsed().as_secs_f64() * 1_000.0);
-        if let (Some(a), Some(b)) = (cpu, thread_cpu_ns()) {
-            cpus.push(b.saturating_sub(a) as f64 / 1e6);
-        }
     }
+    let cpu_ms = match (cpu_start, thread_cpu_ns()) {
+        (Some(a), Some(b)) => {
+            Some((b.saturating_sub(a) as f64 / 1e6 / runs as f64 * 1_000.0).round() / 1_000.0)
+        }
+        _ => None,
+    };
     let Some(out) = out else {
         unreachable!("at least one run")
     };
-    let cpu_ms = (cpus.len() == walls.len()).then(|| median(cpus));
     let timing = Timing {
         wall_ms: median(walls),
         cpu_ms,

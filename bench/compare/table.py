@@ -28,7 +28,8 @@ def ms(x):
 
 def cpu(s, key):
     """strata's CPU milliseconds for `key` (its wall time when not measured)."""
-    return s.get(key.replace("_ms", "_cpu_ms")) or s[key]
+    value = s.get(key.replace("_ms", "_cpu_ms"))
+    return s[key] if value is None else value
 
 
 def both(s, key):
