@@ -1,7 +1,14 @@
 //! Per-turn preparation benchmarks (DESIGN §12): a 10,000-message session
-//! of about 2 million tokens, prepared for a 200,000-, a 1,000,000- and a
-//! 4,000,000-token window (where it all fits), with cached counts (target
-//! ≤ 5 ms per turn) and cold (every message tokenised first).
+//! of about 2.4 million tokens, prepared for a 200,000-, a 1,000,000- and a
+//! 4,000,000-token window (where it all fits):
+//!
+//! - `cached_*`: per-message counts cached and the session's [`CutMemo`]
+//!   warm, the steady state of a conversation, turn after turn (target
+//!   ≤ 5 ms per turn);
+//! - `cached_counts_new_memo_*`: counts cached, memo empty (the first turn
+//!   after opening a session, and `strata context`): truncated copies are
+//!   tokenised;
+//! - `cold_*`: nothing cached, every message tokenised first.
 //!
 //! The history is real mixed text: users, assistants (every fifth calls a
 //! tool, every 25th holds a 40-line code block) and tool results (every
@@ -13,7 +20,7 @@
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use std::hint::black_box;
 use strata::domain::{Message, RequestSystem, Role, SessionId, ToolCall};
-use strata::pipeline::{PrepareInput, prepare};
+use strata::pipeline::{CutMemo, PrepareInput, prepare, prepare_with};
 use strata::tokens::{Encoding, TiktokenCounter, TokenCache, TokenCounter};
 
 #[path = "../tests/common/mixed_text.rs"]
@@ -153,28 +160,38 @@ fn pipeline_10k(c: &mut Criterion) {
             p.request.messages.len(),
             p.prepared_tokens
         );
-        group.bench_function(format!("cached_counts_window_{window}"), |b| {
-            b.iter(|| prepare(black_box(&inp)).map(|p| p.prepared_tokens))
+        let mut memo = CutMemo::new();
+        let warm = prepare_with(&inp, &mut memo).unwrap_or_else(|e| panic!("prepare failed: {e}"));
+        assert_eq!(warm, p, "a memo must not change the result");
+        group.bench_function(format!("cached_window_{window}"), |b| {
+            b.iter(|| prepare_with(black_box(&inp), &mut memo).map(|p| p.prepared_tokens))
+        });
+        if window < 4_000_000 {
+            group.bench_function(format!("cached_counts_new_memo_window_{window}"), |b| {
+                b.iter(|| prepare(black_box(&inp)).map(|p| p.prepared_tokens))
+            });
+        }
+    }
+    for window in [200_000u64, 1_000_000] {
+        group.bench_function(format!("cold_window_{window}"), |b| {
+            b.iter_batched(
+                TokenCache::new,
+                |mut cache| {
+                    let counts = cache.count_history(&counter, &messages);
+                    let inp = input(
+                        &system,
+                        system_tokens,
+                        &messages,
+                        &counts.tokens,
+                        &counter,
+                        window,
+                    );
+                    prepare(&inp).map(|p| p.prepared_tokens)
+                },
+                BatchSize::PerIteration,
+            )
         });
     }
-    group.bench_function("cold_window_200000", |b| {
-        b.iter_batched(
-            TokenCache::new,
-            |mut cache| {
-                let counts = cache.count_history(&counter, &messages);
-                let inp = input(
-                    &system,
-                    system_tokens,
-                    &messages,
-                    &counts.tokens,
-                    &counter,
-                    200_000,
-                );
-                prepare(&inp).map(|p| p.prepared_tokens)
-            },
-            BatchSize::PerIteration,
-        )
-    });
     group.finish();
 }
 

@@ -23,7 +23,7 @@ use crate::domain::{
     ChatRequest, Message, MessageId, MessageKind, MessageStatus, ProviderUsage, RequestMessage,
     RequestSystem, Role, Session, StreamEvent, SystemPrompt, ToolCall, Usage,
 };
-use crate::pipeline::{self, PrepareError, PrepareInput, Prepared};
+use crate::pipeline::{self, CutMemo, PrepareError, PrepareInput, Prepared};
 use crate::tokens::{self, TokenCache, TokenCounter};
 use std::sync::Arc;
 use turn::Turn;
@@ -137,6 +137,8 @@ pub struct Conversation {
     turn: Option<Turn>,
     calibration: Calibration,
     cache: TokenCache,
+    /// Counts of the pipeline's truncated copies, kept across turns.
+    cuts: CutMemo,
     system_tokens: Option<u32>,
     parts: Vec<(String, Option<u32>)>,
     max_messages: Option<usize>,
@@ -165,6 +167,7 @@ impl Conversation {
             turn: None,
             calibration: Calibration::default(),
             cache: TokenCache::new(),
+            cuts: CutMemo::new(),
             system_tokens: None,
             parts: Vec::new(),
             max_messages: None,
@@ -259,6 +262,9 @@ impl Conversation {
         }
         self.prompt = prompt;
         self.messages = messages;
+        // Archived messages are never sent again: forget their cut copies.
+        let live: std::collections::HashSet<MessageId> = self.messages.iter().map(|m| m.id).collect();
+        self.cuts.retain(|id| live.contains(&id));
     }
 
     /// Sends the in-flight turn's request again over the current history
@@ -380,7 +386,7 @@ impl Conversation {
             text: self.prompt.text.clone(),
             boundary_offset: self.prompt.boundary_offset,
         };
-        pipeline::prepare(&PrepareInput {
+        let input = PrepareInput {
             system: &system,
             system_tokens,
             messages: &self.messages,
@@ -396,7 +402,8 @@ impl Conversation {
             model: &self.session.model,
             max_tokens: self.max_tokens,
             temperature: None,
-        })
+        };
+        pipeline::prepare_with(&input, &mut self.cuts)
     }
 
     fn submit(&mut self, text: String, now_ms: i64) -> Vec<Effect> {

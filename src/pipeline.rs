@@ -4,10 +4,14 @@
 //! entry per stored message saying what happened to it.
 //!
 //! It works on a copy: the stored history is never changed, and truncated
-//! copies are never written back or cached (their counts are made with
-//! [`message_tokens`](crate::tokens::message_tokens) directly). No I/O, no
-//! clock. The runtime and the conversation core call [`prepare`] before
-//! every request; `strata context` calls it to show the report.
+//! copies are never written back nor put in the per-message
+//! [`TokenCache`](crate::tokens::TokenCache). Their counts are made with
+//! [`message_tokens`](crate::tokens::message_tokens), the one estimator,
+//! and may be remembered between calls in a [`CutMemo`] the caller owns
+//! (keyed by message id and cut; see [`prepare_with`]). No I/O, no clock.
+//! The conversation core calls [`prepare_with`] before every request with
+//! its session's memo; `strata context` calls [`prepare`] to show the
+//! report.
 //!
 //! Stages, in the order of DESIGN §6:
 //!
@@ -50,8 +54,9 @@
 //! 6. **validate** — pairing, alternation, first message and size are
 //!    checked; a violation is [`PrepareError::Invalid`], never sent.
 //!
-//! Tokens: untouched messages cost their cached count; truncated copies and
-//! messages that lost tool calls are counted again with the counter; a
+//! Tokens: untouched messages cost their cached count; truncated copies are
+//! counted with the counter once per (message, cut) and memo, messages that
+//! lost tool calls on every call (rare); a
 //! message merged into the one before it costs its count less its framing
 //! (`3 + role`) plus the `\n\n` separator, which matches a recount up to a
 //! token at the seam. `prepared_tokens` is therefore computed without
@@ -66,6 +71,7 @@
 
 pub mod enrich;
 mod limit;
+mod memo;
 mod repair;
 mod truncate;
 mod validate;
@@ -74,6 +80,8 @@ mod work;
 use crate::domain::{ChatRequest, Message, MessageId, RequestSystem};
 use crate::tokens::TokenCounter;
 use serde::{Deserialize, Serialize};
+
+pub use memo::CutMemo;
 
 /// Soft limit as a share of the effective window when the tokenizer is
 /// exact for the model.
@@ -219,6 +227,18 @@ pub enum PrepareError {
 /// messages cannot fit, [`PrepareError::Invalid`] when the input is
 /// inconsistent (`counts` of another length) or the result breaks a rule.
 pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, PrepareError> {
+    prepare_with(input, &mut CutMemo::new())
+}
+
+/// [`prepare`] with the counts of truncated copies remembered in `memo`
+/// between calls: a caller preparing the same session turn after turn keeps
+/// one memo, so a copy is tokenised once rather than on every turn. The
+/// result is identical to [`prepare`]'s.
+///
+/// # Errors
+///
+/// As [`prepare`].
+pub fn prepare_with(input: &PrepareInput<'_>, memo: &mut CutMemo) -> Result<Prepared, PrepareError> {
     if input.counts.len() != input.messages.len() {
         return Err(PrepareError::Invalid(format!(
             "{} counts for {} messages",
@@ -230,8 +250,9 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, PrepareError> {
     let mut work = work::Work::new(input.messages, input.counts);
     // Stage 1, enrich: see the module doc (needs attachment text from an adapter).
     work.prune();
-    limit::reduce(&mut work, &budget, input.counter);
-    limit::limit(&mut work, &budget, input.counter)?;
+    memo.use_tokenizer(input.counter.id());
+    limit::reduce(&mut work, &budget, input.counter, memo);
+    limit::limit(&mut work, &budget, input.counter, memo)?;
     let prepared = repair::assemble(&mut work, input);
     validate::validate(&prepared, input)?;
     Ok(prepared)

@@ -16,7 +16,7 @@ mod pipeline_support;
 use pipeline_support::{Hist, input, system};
 use proptest::prelude::*;
 use strata::domain::{MessageKind, RequestMessage, Role};
-use strata::pipeline::{Action, PrepareError, prepare};
+use strata::pipeline::{Action, CutMemo, PrepareError, prepare, prepare_with};
 
 /// What a generated message holds.
 #[derive(Clone, Copy, Debug)]
@@ -249,7 +249,12 @@ proptest! {
             .filter(|&i| built.pinned_units[i])
             .map(|i| u64::from(h.counts[i]))
             .sum();
-        match prepare(&inp) {
+        let prepared = prepare(&inp);
+        // A memo of cut counts, cold then warm, changes nothing.
+        let mut memo = CutMemo::new();
+        prop_assert_eq!(&prepare_with(&inp, &mut memo), &prepared);
+        prop_assert_eq!(&prepare_with(&inp, &mut memo), &prepared);
+        match prepared {
             Err(PrepareError::WindowTooSmall { fixed: f, window }) => {
                 prop_assert_eq!(f, fixed);
                 prop_assert!(fixed + 200 > window, "refused although {fixed} leaves room in {window}");

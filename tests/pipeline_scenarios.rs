@@ -6,8 +6,9 @@
 mod pipeline_support;
 
 use pipeline_support::{Hist, Quarter, input, system};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use strata::domain::{Message, Role};
-use strata::pipeline::{Action, PrepareError, prepare};
+use strata::pipeline::{Action, CutMemo, PrepareError, prepare, prepare_with};
 use strata::tokens::{TokenCounter, message_tokens, request_overhead};
 
 fn actions(report: &[strata::pipeline::ReportEntry]) -> Vec<Action> {
@@ -346,4 +347,62 @@ fn a_summary_merged_into_a_huge_message_is_cut_not_dropped() {
     assert!(first.contains("Earlier work: fixed the parser."));
     assert!(p.prepared_tokens <= 32_000);
     assert_eq!(p.request.messages.last().unwrap().content, "after");
+}
+
+/// [`Quarter`] that counts how many bytes it was asked to tokenise.
+struct Metered(AtomicUsize);
+
+impl TokenCounter for Metered {
+    fn id(&self) -> &str {
+        Quarter.id()
+    }
+    fn exact(&self) -> bool {
+        true
+    }
+    fn count(&self, text: &str) -> usize {
+        self.0.fetch_add(text.len(), Ordering::Relaxed);
+        Quarter.count(text)
+    }
+}
+
+#[test]
+fn a_memo_of_cut_counts_changes_nothing_and_spares_recounting_on_the_next_turn() {
+    let log: String = (0..600).map(|i| format!("log line {i}: ok\n")).collect();
+    let mut h = Hist::new();
+    for turn in 0..6 {
+        h.user(&format!("run step {turn}"), None);
+        h.calls("", &[&format!("c{turn}")], None);
+        h.result(&format!("c{turn}"), &log, None);
+        h.assistant("done", None);
+    }
+    h.user("and now?", None);
+    let sys = system("You are a test.");
+    let metered = Metered(AtomicUsize::new(0));
+    let mut memo = CutMemo::new();
+    let mut inp = input(&h, &sys, 12_000);
+    inp.counter = &metered;
+    let first = prepare_with(&inp, &mut memo).unwrap();
+    let cut = first
+        .report
+        .iter()
+        .filter(|e| e.action == Action::Truncated)
+        .count();
+    assert!(cut >= 3, "{:?}", actions(&first.report));
+    assert_eq!(first, prepare(&input(&h, &sys, 12_000)).unwrap());
+    assert!(memo.len() >= cut);
+
+    // Next turn: the same copies are counted from the memo, not tokenised.
+    h.assistant("it is fine", None);
+    h.user("one more thing", None);
+    let mut inp = input(&h, &sys, 12_000);
+    inp.counter = &metered;
+    metered.0.store(0, Ordering::Relaxed);
+    let second = prepare_with(&inp, &mut memo).unwrap();
+    assert_eq!(second, prepare(&input(&h, &sys, 12_000)).unwrap());
+    assert!(
+        metered.0.load(Ordering::Relaxed) < 2_000,
+        "tokenised {} bytes again for {} cut copies",
+        metered.0.load(Ordering::Relaxed),
+        cut
+    );
 }

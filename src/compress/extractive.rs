@@ -8,7 +8,8 @@
 //! (sentences with "decided", "we will", "let's", "chose", ...), statements
 //! of finished work, code blocks and other sentences. Facts from an earlier
 //! summary are carried over. Items are ranked by kind, topic and recency and
-//! taken greedily until the token budget is spent; the chosen ones are
+//! taken greedily until the token budget is spent (smaller items are still
+//! tried after a large one does not fit, up to [`FILLER_TRIES`] misses); the chosen ones are
 //! printed under the headings of the summary template, in source order, with
 //! topical items first when a topic is given.
 //!
@@ -144,6 +145,12 @@ fn clip(text: &str, max: usize) -> String {
     }
 }
 
+/// Once the budget has turned this many items away, the rest (ranked lower)
+/// are not tried as fillers: each try tokenises an item, and on a long
+/// history the items that cannot fit outnumber the chosen ones a hundred to
+/// one, so trying them all cost most of a compression's time.
+const FILLER_TRIES: usize = 64;
+
 /// The extractive summary body (Markdown, the template's headings), within
 /// the budget. Empty input gives a body that says so.
 #[must_use]
@@ -186,18 +193,24 @@ pub fn extractive_summary(input: &ExtractiveInput<'_>) -> String {
         .sum();
     let budget = (input.budget_tokens as usize).saturating_sub(headings);
     let max_chars = input.max_chars.unwrap_or(usize::MAX).saturating_sub(200);
-    let (mut used, mut chars) = (0usize, 0usize);
+    let (mut used, mut chars, mut misses) = (0usize, 0usize, 0usize);
     let mut chosen = vec![false; items.len()];
     for &i in &ranked {
-        if budget.saturating_sub(used) < 4 {
+        if budget.saturating_sub(used) < 4 || misses >= FILLER_TRIES {
             break;
         }
-        let cost = input.counter.count(&items[i].text) + 2;
         let len = items[i].text.len() + 3;
-        if used + cost <= budget && chars + len <= max_chars {
+        if chars + len > max_chars {
+            misses += 1;
+            continue;
+        }
+        let cost = input.counter.count(&items[i].text) + 2;
+        if used + cost <= budget {
             used += cost;
             chars += len;
             chosen[i] = true;
+        } else {
+            misses += 1;
         }
     }
     render(&items, &chosen, !terms.is_empty())

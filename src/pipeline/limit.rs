@@ -3,11 +3,12 @@
 //! messages (pinned ones with their tool call units, and the last user
 //! message); reduce against the soft limit, limit against the hard one.
 
+use super::memo::{Cut, CutMemo};
 use super::truncate::{cut_blocks, cut_tool_result, may_have_blocks, shrink_to_fit};
 use super::work::{Fate, Work};
 use super::{PrepareError, PrepareInput, SOFT_LIMIT_APPROXIMATE, SOFT_LIMIT_EXACT};
-use crate::domain::{Message, Role};
-use crate::tokens::{TokenCounter, message_tokens, request_overhead};
+use crate::domain::Role;
+use crate::tokens::{TokenCounter, request_overhead};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
@@ -139,31 +140,6 @@ impl Walk {
     }
 }
 
-/// A copy of `m` with other content, for counting with [`message_tokens`].
-fn with_content(m: &Message, content: String) -> Message {
-    Message {
-        id: m.id,
-        session_id: m.session_id,
-        seq: m.seq,
-        role: m.role,
-        content,
-        tool_calls: m.tool_calls.clone(),
-        tool_call_id: m.tool_call_id.clone(),
-        pinned: m.pinned,
-        ephemeral_ttl: m.ephemeral_ttl,
-        kind: m.kind,
-        archived_by: m.archived_by,
-        status: m.status,
-        created_at: m.created_at,
-        tokens: None,
-    }
-}
-
-/// Tokens of message `i` if its content were `text`.
-fn tokens_with(work: &Work<'_>, counter: &dyn TokenCounter, i: usize, text: &str) -> u32 {
-    message_tokens(counter, &with_content(&work.msgs[i], text.to_owned()))
-}
-
 /// Whether `i` is worth offering to reduce (a cheap check).
 fn candidate(work: &Work<'_>, i: usize) -> bool {
     let m = &work.msgs[i];
@@ -177,22 +153,23 @@ fn candidate(work: &Work<'_>, i: usize) -> bool {
 }
 
 /// Truncates message `i` by the reduce rules; returns the tokens saved (0
-/// when it cannot be truncated or the copy is not smaller).
-fn truncate(work: &mut Work<'_>, counter: &dyn TokenCounter, i: usize) -> u32 {
-    let msgs = work.msgs;
-    let m = &msgs[i];
-    let copy = match m.role {
-        Role::Tool => cut_tool_result(&m.content),
-        _ => cut_blocks(&m.content),
+/// when it cannot be truncated or the copy is not smaller). The copy and its
+/// count come from `memo` when an earlier preparation made them.
+fn truncate(work: &mut Work<'_>, counter: &dyn TokenCounter, memo: &mut CutMemo, i: usize) -> u32 {
+    let m = &work.msgs[i];
+    let reduced = memo.reduced(counter, m, |text| match m.role {
+        Role::Tool => cut_tool_result(text),
+        _ => cut_blocks(text),
+    });
+    let Some((copy, after)) = reduced else {
+        return 0;
     };
-    let Some(copy) = copy else { return 0 };
-    let after = message_tokens(counter, &with_content(m, copy.clone()));
     let before = work.tokens[i];
     if after >= before {
         return 0;
     }
     work.tokens[i] = after;
-    work.content[i] = Some(copy);
+    work.content[i] = Some(copy.to_string());
     work.truncated[i] = true;
     before - after
 }
@@ -201,7 +178,7 @@ fn truncate(work: &mut Work<'_>, counter: &dyn TokenCounter, i: usize) -> u32 {
 /// largest truncatable message among those the limit could keep (the
 /// must-keep messages, the turns that fit under the soft budget, and the
 /// next older turn), skipping messages that cannot be truncated.
-pub(crate) fn reduce(work: &mut Work<'_>, budgets: &Budgets, counter: &dyn TokenCounter) {
+pub(crate) fn reduce(work: &mut Work<'_>, budgets: &Budgets, counter: &dyn TokenCounter, memo: &mut CutMemo) {
     let total: u64 = (0..work.msgs.len())
         .filter(|&i| work.live(i))
         .map(|i| u64::from(work.tokens[i]))
@@ -233,7 +210,7 @@ pub(crate) fn reduce(work: &mut Work<'_>, budgets: &Budgets, counter: &dyn Token
         let Some((_, Reverse(i))) = heap.pop() else {
             return;
         };
-        let saved = truncate(work, counter, i);
+        let saved = truncate(work, counter, memo, i);
         if saved > 0 && walk.counts(work, i) {
             walk.used -= u64::from(saved);
         }
@@ -254,10 +231,11 @@ pub(crate) fn limit(
     work: &mut Work<'_>,
     budgets: &Budgets,
     counter: &dyn TokenCounter,
+    memo: &mut CutMemo,
 ) -> Result<(), PrepareError> {
     let mut walk = Walk::new(work, budgets.hard, budgets.max_messages);
     if walk.used > budgets.hard {
-        shrink_must_keep(work, budgets.hard, walk.used, counter)?;
+        shrink_must_keep(work, budgets.hard, walk.used, counter, memo)?;
         walk = Walk::new(work, budgets.hard, budgets.max_messages);
         if walk.used > budgets.hard {
             return Err(PrepareError::TooLargeToSend {
@@ -285,6 +263,7 @@ fn shrink_must_keep(
     hard: u64,
     used: u64,
     counter: &dyn TokenCounter,
+    memo: &mut CutMemo,
 ) -> Result<(), PrepareError> {
     let too_large = PrepareError::TooLargeToSend {
         needed: used,
@@ -310,8 +289,18 @@ fn shrink_must_keep(
         left -= 1;
         if work.tokens[i] > share {
             let text = work.text(i).to_owned();
-            let count = |t: &str| tokens_with(work, counter, i, t);
-            let Some((copy, after)) = shrink_to_fit(&text, "message", share, &count) else {
+            let msgs = work.msgs;
+            let (message, of_reduced) = (&msgs[i], work.truncated[i]);
+            let mut count = |(head, tail): (usize, usize), copy: &str| {
+                let cut = Cut::Middle {
+                    head,
+                    tail,
+                    of_reduced,
+                };
+                memo.count(counter, message, cut, copy)
+            };
+            let Some((copy, after)) = shrink_to_fit(&text, work.tokens[i], "message", share, &mut count)
+            else {
                 return Err(too_large);
             };
             work.tokens[i] = after;
@@ -326,7 +315,8 @@ fn shrink_must_keep(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::domain::{RequestSystem, SessionId};
+    use crate::domain::{Message, RequestSystem, SessionId};
+    use crate::tokens::message_tokens;
 
     /// One token per byte.
     struct Bytes;
@@ -374,11 +364,11 @@ mod tests {
         ]);
         let c = counts(&h); // 3 + role + 4 each: 12, 17, 12, 17
         let mut w = Work::new(&h, &c);
-        limit(&mut w, &budgets(40, 40, None), &Bytes).unwrap();
+        limit(&mut w, &budgets(40, 40, None), &Bytes, &mut CutMemo::new()).unwrap();
         assert_eq!(fates(&w), [Fate::Dropped, Fate::Dropped, Fate::Live, Fate::Live]);
         // A turn that does not fit stops the walk; the last user message stays.
         let mut w = Work::new(&h, &c);
-        limit(&mut w, &budgets(20, 20, None), &Bytes).unwrap();
+        limit(&mut w, &budgets(20, 20, None), &Bytes, &mut CutMemo::new()).unwrap();
         assert_eq!(
             fates(&w),
             [Fate::Dropped, Fate::Dropped, Fate::Live, Fate::Dropped]
@@ -391,7 +381,13 @@ mod tests {
         let h = history(&[(User, "a"), (Assistant, "b"), (User, "c"), (Assistant, "d")]);
         let c = counts(&h);
         let mut w = Work::new(&h, &c);
-        limit(&mut w, &budgets(1_000, 1_000, Some(3)), &Bytes).unwrap();
+        limit(
+            &mut w,
+            &budgets(1_000, 1_000, Some(3)),
+            &Bytes,
+            &mut CutMemo::new(),
+        )
+        .unwrap();
         assert_eq!(fates(&w), [Fate::Dropped, Fate::Dropped, Fate::Live, Fate::Live]);
     }
 
@@ -401,12 +397,12 @@ mod tests {
         let h = history(&[(Role::User, &text)]);
         let c = counts(&h);
         let mut w = Work::new(&h, &c);
-        limit(&mut w, &budgets(500, 500, None), &Bytes).unwrap();
+        limit(&mut w, &budgets(500, 500, None), &Bytes, &mut CutMemo::new()).unwrap();
         assert!(w.truncated[0] && w.tokens[0] <= 500);
         assert!(w.text(0).starts_with("line of text\n"));
         assert!(w.text(0).contains("from the middle of this message"));
         let mut w = Work::new(&h, &c);
-        let err = limit(&mut w, &budgets(30, 30, None), &Bytes).unwrap_err();
+        let err = limit(&mut w, &budgets(30, 30, None), &Bytes, &mut CutMemo::new()).unwrap_err();
         assert!(matches!(err, PrepareError::TooLargeToSend { room: 30, .. }));
     }
 
@@ -422,7 +418,12 @@ mod tests {
         let c = counts(&h);
         let total: u64 = c.iter().map(|&n| u64::from(n)).sum();
         let mut w = Work::new(&h, &c);
-        reduce(&mut w, &budgets(total - 50, 10_000, None), &Bytes);
+        reduce(
+            &mut w,
+            &budgets(total - 50, 10_000, None),
+            &Bytes,
+            &mut CutMemo::new(),
+        );
         assert_eq!(w.truncated, [false, true, false]);
         assert!(w.text(1).contains("[...]"));
         assert!(w.tokens[1] < c[1]);
@@ -445,6 +446,7 @@ mod tests {
             &mut w,
             &budgets(c[0] as u64 + c[2] as u64 + 10, 10_000, None),
             &Bytes,
+            &mut CutMemo::new(),
         );
         assert_eq!(w.truncated, [false, false, true]);
     }
@@ -462,7 +464,7 @@ mod tests {
         let c = counts(&h);
         let mut w = Work::new(&h, &c);
         // The middle turn can never fit, so the first one is out of reach.
-        reduce(&mut w, &budgets(1_000, 1_000, None), &Bytes);
+        reduce(&mut w, &budgets(1_000, 1_000, None), &Bytes, &mut CutMemo::new());
         assert_eq!(w.truncated, [false, false, false, false, true]);
     }
 

@@ -3,6 +3,9 @@
 //! long text with a marker that says how much was cut. Pure string work;
 //! counting the result is the caller's business.
 
+use regex::Regex;
+use std::sync::LazyLock;
+
 /// Lines kept at each end of a block whose middle is cut.
 pub(crate) const BLOCK_KEEP_LINES: usize = 10;
 
@@ -22,10 +25,17 @@ pub(crate) const TOOL_RESULT_TAIL_BYTES: usize = 2_000;
 /// `{total_chars}` and `{what}` are filled in.
 const MIDDLE_CUT: &str = include_str!("../../assets/prompts/middle_cut.md");
 
+/// The literals that can open a block, searched for in one pass.
+static BLOCK_OPENERS: LazyLock<Option<Regex>> = LazyLock::new(|| Regex::new(r"```|~~~|<details").ok());
+
 /// Whether `text` may hold a block [`cut_blocks`] could shorten (a cheap
-/// scan; `cut_blocks` decides).
+/// scan; `cut_blocks` decides). One multi-literal pass over the text: three
+/// separate `contains` calls cost most of a warm preparation.
 pub(crate) fn may_have_blocks(text: &str) -> bool {
-    text.contains("```") || text.contains("~~~") || text.contains("<details")
+    match BLOCK_OPENERS.as_ref() {
+        Some(re) => re.is_match(text),
+        None => text.contains("```") || text.contains("~~~") || text.contains("<details"),
+    }
 }
 
 /// How a block opens.
@@ -190,21 +200,23 @@ pub(crate) fn cut_tool_result(text: &str) -> Option<String> {
     )
 }
 
-/// Shrinks `text` by cutting its middle (two thirds of what is kept from
-/// the head, one third from the tail) until `tokens(copy) <= room`, where
-/// `tokens` counts the whole message with that content. Tries proportional
-/// sizes a few times, then the marker alone. `None` when even that does not
-/// fit. The copy and its count are returned.
+/// Shrinks `text`, whose message costs `got` tokens, by cutting its middle
+/// (two thirds of what is kept from the head, one third from the tail)
+/// until `tokens((head, tail), copy) <= room`, where `tokens` counts the
+/// whole message with the copy cut to keep `head` and `tail` bytes. Tries
+/// proportional sizes a few times, then the marker alone. `None` when even
+/// that does not fit. The copy and its count are returned.
 pub(crate) fn shrink_to_fit(
     text: &str,
+    got: u32,
     what: &str,
     room: u32,
-    tokens: &dyn Fn(&str) -> u32,
+    tokens: &mut dyn FnMut((usize, usize), &str) -> u32,
 ) -> Option<(String, u32)> {
-    let mut got = tokens(text);
     if got <= room {
         return Some((text.to_owned(), got));
     }
+    let mut got = got;
     let mut keep = text.len();
     for _ in 0..8 {
         let ratio = f64::from(room) / f64::from(got.max(1)) * 0.9;
@@ -212,16 +224,17 @@ pub(crate) fn shrink_to_fit(
         if keep == 0 {
             break;
         }
-        let Some(copy) = cut_middle(text, keep * 2 / 3, keep / 3, what) else {
+        let (head, tail) = (keep * 2 / 3, keep / 3);
+        let Some(copy) = cut_middle(text, head, tail, what) else {
             break;
         };
-        got = tokens(&copy);
+        got = tokens((head, tail), &copy);
         if got <= room {
             return Some((copy, got));
         }
     }
     let copy = cut_middle(text, 0, 0, what)?;
-    let n = tokens(&copy);
+    let n = tokens((0, 0), &copy);
     (n <= room).then_some((copy, n))
 }
 
@@ -315,11 +328,14 @@ mod tests {
 
     #[test]
     fn shrink_to_fit_reaches_the_room_or_gives_up() {
-        let by_len = |s: &str| s.len() as u32;
+        let mut by_len = |_: (usize, usize), s: &str| s.len() as u32;
         let text = "word ".repeat(10_000);
-        let (copy, n) = shrink_to_fit(&text, "message", 1_000, &by_len).unwrap();
+        let got = text.len() as u32;
+        let (copy, n) = shrink_to_fit(&text, got, "message", 1_000, &mut by_len).unwrap();
         assert!(n <= 1_000 && n == copy.len() as u32);
         assert!(copy.starts_with("word word"));
-        assert_eq!(shrink_to_fit(&text, "message", 20, &by_len), None);
+        assert_eq!(shrink_to_fit(&text, got, "message", 20, &mut by_len), None);
+        let (same, n) = shrink_to_fit("short", 5, "message", 5, &mut by_len).unwrap();
+        assert_eq!((same.as_str(), n), ("short", 5));
     }
 }
