@@ -49,6 +49,8 @@ fn run(cli: Cli) -> anyhow::Result<()> {
         Some(Command::Show(a)) => commands::show(&env, &a),
         Some(Command::Export(a)) => commands::export(&env, &a),
         Some(Command::Context(a)) => commands::context(&env, &a),
+        Some(Command::Compress(a)) => commands::compress(&env, &a),
+        Some(Command::UndoCompress(a)) => commands::undo_compress(&env, &a),
         Some(Command::Chat(a)) => commands::chat(&env, &a),
         Some(Command::Doctor(_)) => Ok(()),
         Some(Command::Model(c)) => commands::model(&env, &c),

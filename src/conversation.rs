@@ -205,6 +205,61 @@ impl Conversation {
         self.turn.is_some()
     }
 
+    /// Whether the streaming reply has produced any output yet (text,
+    /// reasoning or a tool call); `false` when idle.
+    #[must_use]
+    pub fn has_output(&self) -> bool {
+        self.turn.as_ref().is_some_and(Turn::has_output)
+    }
+
+    /// The frozen system prompt in use.
+    #[must_use]
+    pub fn prompt(&self) -> &SystemPrompt {
+        &self.prompt
+    }
+
+    /// The context window the pipeline fits requests into, tokens.
+    #[must_use]
+    pub fn window(&self) -> u64 {
+        self.window
+    }
+
+    /// The output reserve (`max_tokens`) of each request, tokens.
+    #[must_use]
+    pub fn max_tokens(&self) -> u64 {
+        self.max_tokens
+    }
+
+    /// Replaces the history and prompt after a compaction (or its undo)
+    /// changed the stored session. `messages` are the active messages
+    /// without a reply that is still streaming. A turn in flight keeps its
+    /// reply slot; [`Conversation::resend`] sends it again.
+    pub fn replace_history(&mut self, prompt: SystemPrompt, messages: Vec<Message>) {
+        if prompt.id != self.prompt.id {
+            self.system_tokens = None;
+        }
+        self.prompt = prompt;
+        self.messages = messages;
+    }
+
+    /// Sends the in-flight turn's request again over the current history
+    /// (the overflow retry after a compaction). Without a turn in flight,
+    /// nothing; when the request no longer fits, the turn fails.
+    pub fn resend(&mut self, now_ms: i64) -> Vec<Effect> {
+        if self.turn.is_none() {
+            return Vec::new();
+        }
+        match self.prepare() {
+            Ok(prepared) => {
+                if let Some(turn) = self.turn.as_mut() {
+                    turn.estimate = prepared.prepared_tokens;
+                }
+                vec![Effect::SendRequest(prepared.request)]
+            }
+            Err(e) => self.fail(FailureKind::Other, &e.to_string(), now_ms),
+        }
+    }
+
     /// Applies one event and returns what must happen, in order.
     pub fn handle(&mut self, event: Event) -> Vec<Effect> {
         match event {

@@ -6,7 +6,9 @@
 //!
 //! Nothing here renders or parses arguments; callers pass resolved values.
 
+mod auto_compress;
 mod chat;
+mod compress;
 mod context;
 pub mod doctor;
 mod import;
@@ -16,6 +18,7 @@ mod session;
 mod transcript;
 
 pub use chat::{ChatOutput, TurnOutcome};
+pub use compress::{CompressOutcome, CompressRequest, Snapshot, SummarizerArg, UndoOutcome};
 pub use context::ContextReport;
 pub use import::{ImportError, ImportOutcome, parse_openai_messages};
 pub use prompt_build::{PromptPreview, fingerprint, recent_entry, resolve_mode, to_system_prompt};

@@ -19,6 +19,7 @@
 //! TUI never touch it. Timestamps are unix milliseconds; ids are TEXT.
 
 mod codec;
+mod compaction;
 mod error;
 mod files;
 mod handle;
@@ -29,6 +30,7 @@ mod schema;
 mod search;
 mod sessions;
 
+pub use compaction::CompactionWrite;
 pub use error::StoreError;
 pub use handle::StoreHandle;
 pub use schema::KNOWN_VERSION;

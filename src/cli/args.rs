@@ -50,6 +50,13 @@ pub enum Command {
     Export(ExportArgs),
     /// Show the token budget of a session's next request.
     Context(ContextArgs),
+    /// Compress a session's history now: older messages are archived behind a
+    /// summary (nothing is deleted; `undo-compress` restores them).
+    Compress(CompressArgs),
+    /// Undo a session's latest compression: the archived messages and the
+    /// previous system prompt come back.
+    #[command(name = "undo-compress")]
+    UndoCompress(UndoCompressArgs),
     /// Send one message and stream the reply to stdout (continues the latest
     /// session of the workspace unless --session or --new says otherwise).
     Chat(ChatArgs),
@@ -138,6 +145,42 @@ pub struct ExportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "md")]
     pub format: ExportFormat,
+}
+
+#[derive(Debug, Args)]
+pub struct CompressArgs {
+    /// Session id (or a unique prefix).
+    pub id: String,
+    /// What the summary should focus on.
+    #[arg(long, value_name = "TEXT")]
+    pub topic: Option<String>,
+    /// Who writes the summary (default: the config's `[compression] summarizer`, `auto`).
+    #[arg(long, value_enum, value_name = "WHO")]
+    pub summarizer: Option<SummarizerValue>,
+    /// Show what would happen without changing anything or calling a model.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+/// `--summarizer` values.
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum SummarizerValue {
+    /// The session's model.
+    Model,
+    /// The deterministic extractive summariser (no model call).
+    Extractive,
+}
+
+#[derive(Debug, Args)]
+pub struct UndoCompressArgs {
+    /// Session id (or a unique prefix).
+    pub id: String,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]

@@ -1,6 +1,7 @@
 //! One function per subcommand, plus the environment they share.
 
 mod chat;
+mod compress;
 mod context;
 mod doctor;
 mod import;
@@ -9,6 +10,7 @@ mod prompt;
 mod sessions;
 
 pub use chat::chat;
+pub use compress::{compress, undo_compress};
 pub use context::context;
 pub use doctor::doctor;
 pub use import::import;

@@ -181,14 +181,13 @@ pub enum CompressError {
     },
     /// The summariser failed to authenticate or connect; nothing changed.
     /// Retry after fixing the credentials or the connection.
-    #[error(
-        "Compression aborted, nothing changed: the summariser failed ({0}). Check the connection or the API key and retry."
-    )]
+    #[error("Compression aborted and nothing changed, because the summariser failed: {0}")]
     Aborted(String),
 }
 
 /// The engine's state for the pane and `strata context --json`.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
 pub struct EngineStatus {
     /// Strikes since the last fitting reading.
     pub strikes: u32,
@@ -267,10 +266,28 @@ pub trait CompressionEngine {
 }
 
 /// The last provider reading.
-#[derive(Clone, Copy, Debug)]
-struct Reading {
-    prompt_tokens: u64,
-    estimate: u64,
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Reading {
+    /// The provider's `prompt_tokens`.
+    pub prompt_tokens: u64,
+    /// strata's estimate of the same request.
+    pub estimate: u64,
+}
+
+/// Everything [`DefaultEngine`] remembers between requests, so that a
+/// session's strikes, lockout and cooldown survive a restart (the runtime
+/// stores it as JSON per session).
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+#[serde(default)]
+pub struct EngineState {
+    /// Strikes, lockout, cooldown.
+    pub status: EngineStatus,
+    /// The last provider reading.
+    pub last_reading: Option<Reading>,
+    /// A compaction happened since the last reading (preflight defers).
+    pub compacted_since_reading: bool,
+    /// The overflow retry was used since the last reading.
+    pub overflow_retry_used: bool,
 }
 
 /// strata's engine: the rules of DESIGN §7.
@@ -302,6 +319,27 @@ impl DefaultEngine {
     #[must_use]
     pub fn config(&self) -> &EngineConfig {
         &self.config
+    }
+
+    /// The state to keep between processes.
+    #[must_use]
+    pub fn state(&self) -> EngineState {
+        EngineState {
+            status: self.status.clone(),
+            last_reading: self.last_reading,
+            compacted_since_reading: self.compacted_since_reading,
+            overflow_retry_used: self.overflow_retry_used,
+        }
+    }
+
+    /// This engine with a stored state restored.
+    #[must_use]
+    pub fn with_state(mut self, state: EngineState) -> Self {
+        self.status = state.status;
+        self.last_reading = state.last_reading;
+        self.compacted_since_reading = state.compacted_since_reading;
+        self.overflow_retry_used = state.overflow_retry_used;
+        self
     }
 
     /// `prepare` then `finish` with the extractive summariser (no model).
@@ -435,7 +473,10 @@ impl CompressionEngine for DefaultEngine {
         let tokens_before = input.fixed_tokens + tokens.iter().map(|t| u64::from(*t)).sum::<u64>();
         let tail_budget = self.threshold() / 5;
         let mut boundaries = find_boundaries(history, &tokens, tail_budget, self.config.protect_last_n);
-        if boundaries.is_empty() && trigger == Trigger::Manual {
+        // A manual request, or a provider that refused the request as too
+        // long (its window is smaller than strata's numbers say), compresses
+        // even when the threshold's tail budget covers everything.
+        if boundaries.is_empty() && matches!(trigger, Trigger::Manual | Trigger::Overflow) {
             boundaries =
                 find_boundaries_with(history, &tokens, tail_budget, self.config.protect_last_n, true);
         }

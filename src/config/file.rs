@@ -73,6 +73,13 @@ pub struct CompressionConfig {
     pub threshold: f64,
     /// Upper bound of the effective threshold, in tokens.
     pub threshold_tokens: u64,
+    /// Messages always kept verbatim at the end (the tail keeps at least
+    /// `max(3, min(protect_last_n, 8))`).
+    pub protect_last_n: usize,
+    /// Who writes summaries: `auto` (the session's model, or the extractive
+    /// summariser on the embedded model), `extractive`, or a model name of
+    /// the session's provider.
+    pub summarizer: String,
 }
 
 impl Default for CompressionConfig {
@@ -81,6 +88,8 @@ impl Default for CompressionConfig {
             enabled: true,
             threshold: 0.75,
             threshold_tokens: 256_000,
+            protect_last_n: 6,
+            summarizer: "auto".to_owned(),
         }
     }
 }

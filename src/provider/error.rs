@@ -54,7 +54,7 @@ pub enum ProviderError {
     },
     /// The request is longer than the model's context window. Goes to compression.
     #[error(
-        "the request is too long for the model's context window ({message}); start a new session with `strata chat --new`, shorten the instruction files, or use a model with a larger window"
+        "the request is too long for the model's context window ({message}); compress the session (`strata compress ID` or /compress), start a new one (`strata chat --new` or /new), or use a model with a larger window"
     )]
     ContextOverflow {
         /// The provider's message.

@@ -5,7 +5,7 @@
 //! stored as `streaming` and updated as text arrives, so a crash or kill
 //! leaves it in the database (marked interrupted at the next start).
 
-use super::{Runtime, RuntimeError};
+use super::{CompressOutcome, Runtime, RuntimeError};
 use crate::config::ModelChoice;
 use crate::conversation::{Conversation, Effect, Event, FailureKind};
 use crate::domain::{MessageStatus, PromptMode, Session, SessionId, Usage};
@@ -25,6 +25,10 @@ pub enum ChatOutput<'a> {
     Usage(&'a Usage),
     /// Something went wrong (one sentence).
     Error(&'a str),
+    /// Work the user should know about (automatic compression starting).
+    Notice(&'a str),
+    /// An automatic compression ran (or found nothing to do).
+    Compressed(&'a CompressOutcome),
 }
 
 /// How a turn ended.
@@ -80,8 +84,12 @@ impl Runtime {
         )
     }
 
-    /// Runs one turn: stores the user's message, streams the reply from
-    /// `provider` into the store and `out`, records usage. `cancel` resolving
+    /// Runs one turn: compresses first when the request would reach the
+    /// threshold (preflight), stores the user's message, streams the reply
+    /// from `provider` into the store and `out`, records usage, compresses
+    /// after the response when the provider's `prompt_tokens` reached the
+    /// threshold, and after an overflow error compresses and sends once
+    /// more (DESIGN §7). `cancel` resolving
     /// (e.g. Ctrl-C) stops the stream and keeps the partial reply, marked
     /// interrupted.
     ///
@@ -97,6 +105,10 @@ impl Runtime {
         out: &mut dyn FnMut(ChatOutput<'_>),
     ) -> Result<TurnOutcome, RuntimeError> {
         let session_id = conversation.session().id;
+        let mut engine = self.turn_engine(conversation)?;
+        self.preflight(conversation, &mut engine, provider, &text, out)
+            .await?;
+        let mut retried = false;
         let mut pending = conversation.handle(Event::Submit {
             text,
             now_ms: now_ms(),
@@ -125,7 +137,24 @@ impl Runtime {
                         out(ChatOutput::Error(&text));
                         message = Some(text);
                     }
-                    Effect::TurnFinished { status, .. } => {
+                    Effect::TurnFinished {
+                        status,
+                        usage,
+                        estimated_prompt_tokens,
+                        ..
+                    } => {
+                        if let Some(prompt_tokens) = usage.and_then(|u| u.prompt_tokens) {
+                            self.after_response(
+                                conversation,
+                                &mut engine,
+                                provider,
+                                prompt_tokens,
+                                estimated_prompt_tokens,
+                                out,
+                            )
+                            .await?;
+                        }
+                        self.save_compression_state(conversation.session(), &engine)?;
                         return Ok(TurnOutcome {
                             session_id,
                             status,
@@ -139,6 +168,7 @@ impl Runtime {
                 }
             }
             let Some(s) = stream.as_mut() else {
+                self.save_compression_state(conversation.session(), &engine)?;
                 return Ok(TurnOutcome {
                     session_id,
                     status: MessageStatus::Error,
@@ -160,6 +190,16 @@ impl Runtime {
                 Wake::Stream(Some(Ok(event))) => conversation.handle(Event::Stream { event, now_ms }),
                 Wake::Stream(Some(Err(e))) => {
                     stream = None;
+                    if e.is_overflow() && !conversation.has_output() && !retried {
+                        retried = true;
+                        if self
+                            .overflow_retry(conversation, &mut engine, provider, out)
+                            .await?
+                        {
+                            pending = conversation.resend(now_ms);
+                            continue;
+                        }
+                    }
                     let kind = if e.is_overflow() {
                         FailureKind::Overflow
                     } else {

@@ -2,12 +2,13 @@
 //! token counts, computed once and stored with the tokenizer that made them.
 
 use super::{Runtime, RuntimeError};
+use crate::compress::CompressionEngine;
 use crate::config::ModelChoice;
 use crate::conversation::Calibration;
 use crate::domain::RequestSystem;
-use crate::domain::{Message, Session, SessionId};
+use crate::domain::{Compaction, Message, Session, SessionId};
 use crate::pipeline::{self, PrepareInput, ReportEntry};
-use crate::tokens::{Budget, BudgetInput, ThresholdSettings, TokenCache, TokenCounter};
+use crate::tokens::{Budget, TokenCache, TokenCounter};
 use serde::Serialize;
 
 /// `strata context --json`: the session, its model and the budget
@@ -39,6 +40,24 @@ pub struct ContextReport {
     /// Where the window goes.
     #[serde(flatten)]
     pub budget: Budget,
+    /// Automatic compression's state.
+    pub compression: CompressionStatus,
+}
+
+/// `compression` in `strata context --json`.
+#[derive(Clone, Debug, Serialize)]
+pub struct CompressionStatus {
+    /// `[compression] enabled`.
+    pub enabled: bool,
+    /// Strikes since the last reading that fit (two block it).
+    pub strikes: u32,
+    /// Why automatic compression is blocked, with what to do; `None` when
+    /// it may run.
+    pub blocked: Option<String>,
+    /// End of a summariser-failure cooldown, unix milliseconds.
+    pub cooldown_until_ms: Option<i64>,
+    /// The latest compaction still in force.
+    pub last_compaction: Option<Compaction>,
 }
 
 impl Runtime {
@@ -70,7 +89,7 @@ impl Runtime {
         self.count_with(counter.as_ref(), session, include_archived)
     }
 
-    fn count_with(
+    pub(super) fn count_with(
         &mut self,
         counter: &dyn TokenCounter,
         session: &Session,
@@ -102,31 +121,14 @@ impl Runtime {
         session: &Session,
         choice: &ModelChoice,
     ) -> Result<ContextReport, RuntimeError> {
-        let prompt = self
-            .store
-            .current_prompt(session.id)?
-            .ok_or(RuntimeError::NoPrompt(session.id))?;
-        let counter = super::session_counter(&self.paths, &self.config, &session.provider, &session.model);
-        let messages = self.count_with(counter.as_ref(), session, false)?;
-        let history_tokens: Vec<u32> = messages
-            .iter()
-            .map(|m| m.tokens.as_ref().map_or(0, |t| t.tokens))
-            .collect();
-        let budget = Budget::compute(BudgetInput {
-            layers: &prompt.layers,
-            boundary_offset: prompt.boundary_offset,
-            history: &messages,
-            history_tokens: &history_tokens,
-            tools: &[],
-            window: choice.context_window,
-            reserved_output: choice.max_tokens,
-            threshold: ThresholdSettings {
-                ratio: self.config.compression.threshold,
-                cap_tokens: self.config.compression.threshold_tokens,
-            },
-            tokenizer: counter.id(),
-            exact: counter.exact(),
-        });
+        let snapshot = self.snapshot(session, choice)?;
+        let super::Snapshot {
+            prompt,
+            counter,
+            messages,
+            history_tokens,
+            budget,
+        } = snapshot;
         let calibration = self.calibration(session.id)?;
         let input_tokens = budget.input_tokens();
         let system = RequestSystem {
@@ -164,6 +166,39 @@ impl Runtime {
             calibration_ratio: calibration.ratio(),
             calibrated_input_tokens: calibration.apply(input_tokens),
             budget,
+            compression: self.compression_status(session, choice)?,
+        })
+    }
+
+    /// Automatic compression's state for the session: on or off, strikes,
+    /// why it is blocked, the cooldown, and the last compaction.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`].
+    pub fn compression_status(
+        &self,
+        session: &Session,
+        choice: &ModelChoice,
+    ) -> Result<CompressionStatus, RuntimeError> {
+        let engine = self.compression_engine(session, choice, super::SummarizerArg::Config)?;
+        let status = engine.status();
+        let enabled = self.config.compression.enabled;
+        let blocked = if enabled {
+            status.locked
+        } else {
+            Some("Automatic compression is off in the config ([compression] enabled = false); /compress still works.".to_owned())
+        };
+        Ok(CompressionStatus {
+            enabled,
+            strikes: status.strikes,
+            blocked,
+            cooldown_until_ms: status.cooldown_until_ms,
+            last_compaction: self
+                .store
+                .compactions(session.id)?
+                .into_iter()
+                .rev()
+                .find(|c| c.undone_at.is_none()),
         })
     }
 }

@@ -22,6 +22,9 @@ pub enum RuntimeError {
     /// A session has no stored system prompt (a damaged database).
     #[error("session {0} has no stored system prompt; the database may be damaged")]
     NoPrompt(SessionId),
+    /// A compression could not run; nothing changed.
+    #[error("{0}")]
+    Compress(String),
     /// An import file was refused; nothing was written.
     #[error(transparent)]
     Import(#[from] super::import::ImportError),

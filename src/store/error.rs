@@ -139,6 +139,18 @@ pub enum StoreError {
     #[error("a database operation failed ({0}); the change was not saved")]
     Sqlite(#[source] rusqlite::Error),
 
+    /// The messages a compaction was planned over changed before it could
+    /// be stored (another strata wrote to the session). Retryable.
+    #[error("the session changed while it was being compressed; nothing was changed, try again")]
+    SessionChanged,
+
+    /// `undo-compress` on a session with no compaction left to undo.
+    #[error("session {id} has no compression to undo")]
+    NothingToUndo {
+        /// The session id.
+        id: String,
+    },
+
     /// The thread that owns the database has stopped. Not retryable in this
     /// process; restart strata.
     #[error("the database thread has stopped; restart strata")]

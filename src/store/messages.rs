@@ -1,9 +1,11 @@
 //! Message rows: appending (the store assigns `seq`), streaming updates,
 //! cached token counts and reading a session's history in order.
 //!
-//! Invariants: within a session `seq` runs 1, 2, 3, ... without gaps or
-//! duplicates, even with several processes appending, because the next `seq`
-//! is read and written inside one `BEGIN IMMEDIATE` transaction. Every append
+//! Invariants: within a session the active messages' `seq` runs 1, 2, 3, ...
+//! without duplicates, even with several processes appending, because the
+//! next `seq` is read and written inside one `BEGIN IMMEDIATE` transaction.
+//! An archived original shares its `seq` with the summary or copy that took
+//! its place (see `compaction`); reads order by `seq`, then insertion. Every append
 //! bumps the session's `updated_at`.
 
 use super::codec::{id, kind, kind_str, opt_id, role, status, status_str, to_json};
@@ -58,7 +60,7 @@ fn next_seq(conn: &Connection, session: SessionId) -> Result<i64, StoreError> {
 }
 
 /// Inserts `message` as `session`'s message number `seq`.
-fn insert(conn: &Connection, session: SessionId, seq: i64, m: &Message) -> Result<(), StoreError> {
+pub(crate) fn insert(conn: &Connection, session: SessionId, seq: i64, m: &Message) -> Result<(), StoreError> {
     let tool_calls = if m.tool_calls.is_empty() {
         None
     } else {
@@ -282,8 +284,9 @@ impl Store {
         } else {
             "AND archived_by IS NULL"
         };
-        let sql =
-            format!("SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 {filter} ORDER BY seq");
+        let sql = format!(
+            "SELECT {MESSAGE_COLUMNS} FROM messages WHERE session_id = ?1 {filter} ORDER BY seq, num"
+        );
         let rows = self
             .conn
             .prepare_cached(&sql)?

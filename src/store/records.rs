@@ -1,7 +1,7 @@
 //! Append-only records about a session: compactions and per-request usage.
 //!
-//! Archiving messages behind a compaction, and undoing it, belong to the
-//! compression work; this file only stores and reads the records.
+//! Archiving messages behind a compaction, and undoing it, live in
+//! `compaction`; this file only stores and reads the records.
 
 use super::codec::{id, int, opt_id, opt_int, opt_uint, trigger, trigger_str, uint};
 use super::{Store, StoreError};
@@ -46,6 +46,36 @@ fn usage_row(row: &Row<'_>) -> rusqlite::Result<Usage> {
     })
 }
 
+/// Inserts a compaction row on `conn` (inside the caller's transaction).
+pub(crate) fn insert_compaction(conn: &rusqlite::Connection, c: &Compaction) -> Result<(), StoreError> {
+    conn.prepare_cached(
+        "INSERT INTO compactions (id, session_id, trigger, topic, first_message_id,
+             last_message_id, summary_message_id, summarizer, tokens_before, tokens_after,
+             messages_before, messages_after, prompt_before_id, prompt_after_id,
+             undone_at, created_at)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+    )?
+    .execute(params![
+        c.id.to_string(),
+        c.session_id.to_string(),
+        trigger_str(c.trigger),
+        c.topic,
+        c.first_message_id.map(|m| m.to_string()),
+        c.last_message_id.map(|m| m.to_string()),
+        c.summary_message_id.map(|m| m.to_string()),
+        c.summarizer,
+        int(c.tokens_before, "tokens_before")?,
+        int(c.tokens_after, "tokens_after")?,
+        int(c.messages_before, "messages_before")?,
+        int(c.messages_after, "messages_after")?,
+        c.prompt_before_id.map(|p| p.to_string()),
+        c.prompt_after_id.map(|p| p.to_string()),
+        c.undone_at,
+        c.created_at,
+    ])?;
+    Ok(())
+}
+
 impl Store {
     /// Stores a compaction record as given.
     ///
@@ -53,33 +83,7 @@ impl Store {
     /// [`StoreError::OutOfRange`] for a count above `i64::MAX`;
     /// [`StoreError::Sqlite`] for an unknown session or a taken id.
     pub fn insert_compaction(&mut self, c: &Compaction) -> Result<(), StoreError> {
-        self.conn
-            .prepare_cached(
-                "INSERT INTO compactions (id, session_id, trigger, topic, first_message_id,
-                     last_message_id, summary_message_id, summarizer, tokens_before, tokens_after,
-                     messages_before, messages_after, prompt_before_id, prompt_after_id,
-                     undone_at, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
-            )?
-            .execute(params![
-                c.id.to_string(),
-                c.session_id.to_string(),
-                trigger_str(c.trigger),
-                c.topic,
-                c.first_message_id.map(|m| m.to_string()),
-                c.last_message_id.map(|m| m.to_string()),
-                c.summary_message_id.map(|m| m.to_string()),
-                c.summarizer,
-                int(c.tokens_before, "tokens_before")?,
-                int(c.tokens_after, "tokens_after")?,
-                int(c.messages_before, "messages_before")?,
-                int(c.messages_after, "messages_after")?,
-                c.prompt_before_id.map(|p| p.to_string()),
-                c.prompt_after_id.map(|p| p.to_string()),
-                c.undone_at,
-                c.created_at,
-            ])?;
-        Ok(())
+        insert_compaction(&self.conn, c)
     }
 
     /// The session's compactions, oldest first.

@@ -194,6 +194,22 @@ impl Printer<'_> {
                 "estimated": u.prompt_tokens.is_none(),
             })),
             ChatOutput::Error(message) => self.json_line(json!({"type": "error", "message": message})),
+            ChatOutput::Notice(message) => {
+                if self.json {
+                    self.json_line(json!({"type": "notice", "message": message}));
+                } else {
+                    eprintln!("strata: {message}");
+                }
+            }
+            ChatOutput::Compressed(outcome) => {
+                if self.json {
+                    let mut event = serde_json::to_value(outcome).unwrap_or_default();
+                    event["type"] = json!("compressed");
+                    self.json_line(event);
+                } else {
+                    eprintln!("strata: {}", outcome.feedback);
+                }
+            }
         }
     }
 

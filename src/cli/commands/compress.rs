@@ -1,0 +1,85 @@
+//! `strata compress ID` and `strata undo-compress ID`.
+
+use super::{Env, print_json};
+use crate::cli::args::{CompressArgs, SummarizerValue, UndoCompressArgs};
+use anyhow::Context as _;
+use std::io::Write;
+use strata::compress::{SummarizerChoice, Trigger};
+use strata::runtime::{CompressRequest, SummarizerArg, connect};
+
+pub fn compress(env: &Env, args: &CompressArgs) -> anyhow::Result<()> {
+    let mut runtime = env.runtime()?;
+    let session = runtime.store.find_session(&args.id)?;
+    let choice = env.choice_for(&session)?;
+    let summarizer = match args.summarizer {
+        None => SummarizerArg::Config,
+        Some(SummarizerValue::Model) => SummarizerArg::Model,
+        Some(SummarizerValue::Extractive) => SummarizerArg::Extractive,
+    };
+    let needs_model = !args.dry_run
+        && matches!(
+            runtime.summarizer_choice(&session, summarizer),
+            SummarizerChoice::Model(_)
+        );
+    let lookup = |name: &str| std::env::var(name).ok();
+    let connected = if needs_model {
+        Some(connect(&choice, &env.paths, &env.config, &lookup, &mut |line| {
+            eprintln!("strata: {line}");
+        })?)
+    } else {
+        None
+    };
+    let topic = args.topic.as_deref().map(str::trim).filter(|t| !t.is_empty());
+    let request = CompressRequest {
+        trigger: Trigger::Manual,
+        topic: topic.map(str::to_owned),
+        summarizer,
+        dry_run: args.dry_run,
+        choice: &choice,
+        provider: connected.as_ref().map(|c| c.provider.as_ref()),
+    };
+    if needs_model && !args.json {
+        eprintln!("strata: summarising with {} …", choice.model);
+    }
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
+    let outcome = rt.block_on(runtime.compress(&session, &request))?;
+    if args.json {
+        return print_json(&outcome);
+    }
+    for w in &outcome.warnings {
+        eprintln!("strata: warning: {w}");
+    }
+    let mut out = std::io::stdout().lock();
+    writeln!(out, "{}", outcome.feedback)?;
+    if let Some(id) = outcome.compaction_id {
+        writeln!(
+            out,
+            "compaction {id} · summarizer {} · undo with `strata undo-compress {}`",
+            outcome.summarizer.as_deref().unwrap_or("none"),
+            session.id
+        )?;
+    } else if outcome.dry_run && !outcome.noop {
+        writeln!(out, "dry run: nothing was changed")?;
+    }
+    Ok(())
+}
+
+pub fn undo_compress(env: &Env, args: &UndoCompressArgs) -> anyhow::Result<()> {
+    let mut runtime = env.runtime()?;
+    let session = runtime.store.find_session(&args.id)?;
+    let undone = runtime.undo_compress(&session)?;
+    if args.json {
+        return print_json(&undone);
+    }
+    writeln!(
+        std::io::stdout().lock(),
+        "Undid compaction {} · {} active messages · system prompt version {}",
+        undone.compaction_id,
+        undone.messages,
+        undone.prompt_version
+    )?;
+    Ok(())
+}

@@ -1,0 +1,536 @@
+//! Running a compression against the store and, when the summariser is a
+//! model, a provider: the engine's plan (pure, `crate::compress`), the
+//! summariser call, and the one-transaction persistence of DESIGN §7; undo.
+//!
+//! Every path that estimates a request (`strata context`, the triggers, the
+//! engine's tail walk) goes through [`Runtime::snapshot`], so the numbers
+//! agree: they are computed by one function from one set of counts.
+
+use super::{Runtime, RuntimeError};
+use crate::compress::{
+    self, CompressError, CompressionEngine, CompressionInput, CompressionPlan, DefaultEngine, EngineConfig,
+    EngineState, Pending, SummarizerChoice, SummaryFailure, SummaryOutcome, Trigger,
+};
+use crate::config::{ModelChoice, ProviderKind};
+use crate::domain::{
+    ChatRequest, Compaction, CompactionId, Message, MessageId, MessageStatus, RequestMessage, RequestSystem,
+    Role, Session, StreamEvent, SystemPrompt,
+};
+use crate::prompt::EnvFacts;
+use crate::provider::{Provider, ProviderError};
+use crate::store::CompactionWrite;
+use crate::tokens::{Budget, BudgetInput, Threshold, ThresholdSettings, TokenCounter};
+use futures::StreamExt;
+use serde::Serialize;
+use std::path::Path;
+use std::sync::Arc;
+
+/// A session's next request as estimated now: the frozen prompt, the
+/// counter, the active messages with their cached counts, and the budget.
+pub struct Snapshot {
+    /// The current prompt version.
+    pub prompt: SystemPrompt,
+    /// The session's counter.
+    pub counter: Arc<dyn TokenCounter>,
+    /// Active messages, each with its count under `counter`.
+    pub messages: Vec<Message>,
+    /// Their counts, in order.
+    pub history_tokens: Vec<u32>,
+    /// The budget of the next request.
+    pub budget: Budget,
+}
+
+impl Snapshot {
+    /// The request's input estimate (the budget's), tokens.
+    #[must_use]
+    pub fn input_tokens(&self) -> u64 {
+        self.budget.input_tokens()
+    }
+
+    /// Everything in the input estimate besides the messages (system
+    /// prompt, tool schemas, request overhead), tokens.
+    #[must_use]
+    pub fn fixed_tokens(&self) -> u64 {
+        let history: u64 = self.history_tokens.iter().map(|t| u64::from(*t)).sum();
+        self.input_tokens().saturating_sub(history)
+    }
+}
+
+/// Who writes the summary, as asked on the command line.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum SummarizerArg {
+    /// The config's `[compression] summarizer` (default `auto`).
+    #[default]
+    Config,
+    /// The session's model.
+    Model,
+    /// The extractive summariser (no model).
+    Extractive,
+}
+
+/// One compression to run.
+pub struct CompressRequest<'a> {
+    /// What asks for it.
+    pub trigger: Trigger,
+    /// `/compress <topic>`.
+    pub topic: Option<String>,
+    /// Who summarises.
+    pub summarizer: SummarizerArg,
+    /// Plan only: nothing is stored and no model is called (a model
+    /// summary is stood in for by the extractive one, with a warning).
+    pub dry_run: bool,
+    /// The session's provider, model and window.
+    pub choice: &'a ModelChoice,
+    /// The provider to summarise with; `None` when none is connected.
+    pub provider: Option<&'a dyn Provider>,
+}
+
+/// `strata compress --json`: what a compression did (or would do).
+#[derive(Clone, Debug, Serialize)]
+pub struct CompressOutcome {
+    /// Nothing was compressed (`reason` says why).
+    pub noop: bool,
+    /// Active messages before.
+    pub messages_before: usize,
+    /// Active messages after.
+    pub messages_after: usize,
+    /// Request input estimate before, tokens.
+    pub tokens_before: u64,
+    /// Request input estimate after, tokens.
+    pub tokens_after: u64,
+    /// Model name, `extractive` or `fallback`; `None` for a no-op.
+    pub summarizer: Option<String>,
+    /// The focus given.
+    pub topic: Option<String>,
+    /// The stored compaction; `None` for a no-op or a dry run.
+    pub compaction_id: Option<CompactionId>,
+    /// The summary message's text.
+    pub summary: Option<String>,
+    /// Problems that did not stop it (a fallback summary, a dry-run stand-in).
+    pub warnings: Vec<String>,
+    /// Why nothing was compressed, for a no-op.
+    pub reason: Option<String>,
+    /// Whether the token numbers are exact for the model.
+    pub exact: bool,
+    /// The line of DESIGN §7 for people.
+    pub feedback: String,
+    /// Whether this was a dry run.
+    pub dry_run: bool,
+}
+
+/// What `strata undo-compress` restored.
+#[derive(Clone, Debug, Serialize)]
+pub struct UndoOutcome {
+    /// The compaction undone.
+    pub compaction_id: CompactionId,
+    /// Active messages now.
+    pub messages: usize,
+    /// Version of the prompt now current.
+    pub prompt_version: u32,
+}
+
+impl Runtime {
+    /// The session's next request as estimated now, under `choice`'s window
+    /// and output reserve. Missing counts are computed and stored.
+    ///
+    /// # Errors
+    /// [`RuntimeError::NoPrompt`]; [`RuntimeError::Store`].
+    pub fn snapshot(&mut self, session: &Session, choice: &ModelChoice) -> Result<Snapshot, RuntimeError> {
+        let prompt = self
+            .store
+            .current_prompt(session.id)?
+            .ok_or(RuntimeError::NoPrompt(session.id))?;
+        let counter = super::session_counter(&self.paths, &self.config, &session.provider, &session.model);
+        let messages = self.count_with(counter.as_ref(), session, false)?;
+        let history_tokens: Vec<u32> = messages
+            .iter()
+            .map(|m| compress::tokens_of(counter.as_ref(), m))
+            .collect();
+        let budget = Budget::compute(BudgetInput {
+            layers: &prompt.layers,
+            boundary_offset: prompt.boundary_offset,
+            history: &messages,
+            history_tokens: &history_tokens,
+            tools: &[],
+            window: choice.context_window,
+            reserved_output: choice.max_tokens,
+            threshold: self.threshold_settings(),
+            tokenizer: counter.id(),
+            exact: counter.exact(),
+        });
+        Ok(Snapshot {
+            prompt,
+            counter,
+            messages,
+            history_tokens,
+            budget,
+        })
+    }
+
+    pub(super) fn threshold_settings(&self) -> ThresholdSettings {
+        ThresholdSettings {
+            ratio: self.config.compression.threshold,
+            cap_tokens: self.config.compression.threshold_tokens,
+        }
+    }
+
+    /// The compression engine of `session` under `choice`, with its stored
+    /// state (strikes, lockout, cooldown, last reading) restored.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`].
+    pub fn compression_engine(
+        &self,
+        session: &Session,
+        choice: &ModelChoice,
+        summarizer: SummarizerArg,
+    ) -> Result<DefaultEngine, RuntimeError> {
+        let c = &self.config.compression;
+        let config = EngineConfig {
+            window: choice.context_window,
+            reserved_output: choice.max_tokens,
+            threshold: Threshold::compute(
+                choice.context_window,
+                choice.max_tokens,
+                c.threshold,
+                c.threshold_tokens,
+            ),
+            protect_last_n: c.protect_last_n,
+            summarizer: self.summarizer_choice(session, summarizer),
+            enabled: c.enabled,
+        };
+        let state: EngineState = self
+            .store
+            .compression_state(session.id)?
+            .and_then(|json| serde_json::from_str(&json).ok())
+            .unwrap_or_default();
+        Ok(DefaultEngine::new(config).with_state(state))
+    }
+
+    /// Stores the engine's state for the session.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`].
+    pub fn save_compression_state(
+        &mut self,
+        session: &Session,
+        engine: &DefaultEngine,
+    ) -> Result<(), RuntimeError> {
+        let json = serde_json::to_string(&engine.state()).unwrap_or_default();
+        self.store.set_compression_state(session.id, &json)?;
+        Ok(())
+    }
+
+    /// Who summarises `session` for `arg`. `auto`: the session's model, but the extractive summariser for the
+    /// embedded model (it cannot summarise); a configured model name is
+    /// used as given.
+    #[must_use]
+    pub fn summarizer_choice(&self, session: &Session, arg: SummarizerArg) -> SummarizerChoice {
+        let configured = self.config.compression.summarizer.trim();
+        match arg {
+            SummarizerArg::Extractive => SummarizerChoice::Extractive,
+            SummarizerArg::Model => SummarizerChoice::Model(session.model.clone()),
+            SummarizerArg::Config => match configured {
+                "extractive" => SummarizerChoice::Extractive,
+                "" | "auto" if session.provider == ProviderKind::Local.as_str() => {
+                    SummarizerChoice::Extractive
+                }
+                "" | "auto" => SummarizerChoice::Model(session.model.clone()),
+                name => SummarizerChoice::Model(name.to_owned()),
+            },
+        }
+    }
+
+    /// Runs one compression of `session` with `engine` (whose state the
+    /// caller saves): plan, summarise, persist. A no-op (nothing outside
+    /// the protected messages, or an automatic pass not worth it) is an
+    /// outcome with `noop` set and no plan, not an error. A reply still
+    /// streaming is left out of the compression.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Compress`] when the summariser failed to connect or
+    /// authenticate (nothing changed); [`RuntimeError::Store`].
+    pub(super) async fn compress_planned(
+        &mut self,
+        session: &Session,
+        engine: &mut DefaultEngine,
+        req: &CompressRequest<'_>,
+    ) -> Result<(CompressOutcome, Option<CompressionPlan>), RuntimeError> {
+        let snapshot = self.snapshot(session, req.choice)?;
+        let settled: Vec<Message> = snapshot
+            .messages
+            .iter()
+            .filter(|m| m.status != MessageStatus::Streaming)
+            .cloned()
+            .collect();
+        let input = CompressionInput {
+            messages: &settled,
+            fixed_tokens: snapshot.fixed_tokens(),
+            counter: snapshot.counter.as_ref(),
+            topic: req.topic.as_deref(),
+        };
+        let now = now_ms();
+        let pending = match engine.prepare(req.trigger, &input) {
+            Ok(p) => p,
+            Err(e @ (CompressError::NothingToCompress | CompressError::NotWorthIt { .. })) => {
+                return Ok((noop(&snapshot, req, e.to_string()), None));
+            }
+            Err(e) => return Err(RuntimeError::Compress(e.to_string())),
+        };
+        let mut warnings = Vec::new();
+        let outcome = match (&pending.request, req.dry_run) {
+            (None, _) => None,
+            (Some(_), true) => {
+                warnings.push(
+                    "Dry run: the model was not called; the summary shown is the extractive stand-in."
+                        .to_owned(),
+                );
+                None
+            }
+            (Some(request), false) => Some(
+                summarise(
+                    req.provider,
+                    &pending.summarizer,
+                    &request.prompt,
+                    request.target_tokens,
+                )
+                .await,
+            ),
+        };
+        let mut plan = finish(engine, pending, outcome, snapshot.counter.as_ref(), now)?;
+        plan.warnings.extend(warnings);
+        if req.dry_run {
+            return Ok((outcome_of(&plan, None, true), None));
+        }
+        let compaction = self.persist(session, &snapshot, &plan, req, now)?;
+        Ok((outcome_of(&plan, Some(compaction), false), Some(plan)))
+    }
+
+    /// `strata compress`: a manual compression with the session's engine,
+    /// whose state is saved afterwards.
+    ///
+    /// # Errors
+    /// As [`Runtime::compress_planned`].
+    pub async fn compress(
+        &mut self,
+        session: &Session,
+        req: &CompressRequest<'_>,
+    ) -> Result<CompressOutcome, RuntimeError> {
+        let mut engine = self.compression_engine(session, req.choice, req.summarizer)?;
+        let outcome = self.compress_planned(session, &mut engine, req).await;
+        if !req.dry_run {
+            self.save_compression_state(session, &engine)?;
+        }
+        outcome.map(|(outcome, _)| outcome)
+    }
+
+    /// Undoes the session's latest compaction: its originals are active
+    /// again and the prompt version current before it is current again.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`] (`NothingToUndo` when there is none).
+    pub fn undo_compress(&mut self, session: &Session) -> Result<UndoOutcome, RuntimeError> {
+        let undone = self.store.undo_compaction(session.id)?;
+        let messages = self.store.messages(session.id, false)?.len();
+        let prompt_version = self.store.current_prompt(session.id)?.map_or(0, |p| p.version);
+        Ok(UndoOutcome {
+            compaction_id: undone.id,
+            messages,
+            prompt_version,
+        })
+    }
+
+    fn persist(
+        &mut self,
+        session: &Session,
+        snapshot: &Snapshot,
+        plan: &CompressionPlan,
+        req: &CompressRequest<'_>,
+        now: i64,
+    ) -> Result<CompactionId, RuntimeError> {
+        let before = &snapshot.prompt;
+        let prompt = self.rebuilt_prompt(session, before, req.choice)?;
+        let mut archived: Vec<(i64, MessageId)> = snapshot
+            .messages
+            .iter()
+            .filter(|m| plan.archived.contains(&m.id))
+            .map(|m| (m.seq, m.id))
+            .collect();
+        archived.sort_unstable();
+        let compaction = Compaction {
+            id: CompactionId::new(),
+            session_id: session.id,
+            trigger: plan.trigger,
+            topic: plan.topic.clone(),
+            first_message_id: archived.first().map(|a| a.1),
+            last_message_id: archived.last().map(|a| a.1),
+            summary_message_id: Some(plan.summary.id),
+            summarizer: plan.summarizer.clone(),
+            tokens_before: plan.tokens_before,
+            tokens_after: plan.tokens_after,
+            messages_before: plan.messages_before as u64,
+            messages_after: plan.messages_after as u64,
+            prompt_before_id: Some(before.id),
+            prompt_after_id: Some(prompt.id),
+            undone_at: None,
+            created_at: now,
+        };
+        let mut inserted = vec![plan.summary.clone()];
+        inserted.extend(plan.rewritten.iter().map(|(_, copy)| copy.clone()));
+        self.store.apply_compaction(&CompactionWrite {
+            compaction: &compaction,
+            archived: &plan.archived,
+            inserted: &inserted,
+            prompt: Some(&prompt),
+        })?;
+        Ok(compaction.id)
+    }
+
+    /// The next prompt version of `session`, built afresh from the
+    /// workspace with the current version's fingerprint (a compaction
+    /// invalidates the provider's prompt cache anyway, so edited instruction
+    /// files are picked up here).
+    fn rebuilt_prompt(
+        &mut self,
+        session: &Session,
+        current: &SystemPrompt,
+        choice: &ModelChoice,
+    ) -> Result<SystemPrompt, RuntimeError> {
+        let now = jiff::Zoned::now();
+        let built = super::PromptPreview {
+            paths: &self.paths,
+            config: &self.config,
+            choice,
+            mode: current.fingerprint.mode,
+            cwd: Path::new(&session.workspace),
+            now: &now,
+            interactive: false,
+            env: EnvFacts::from_process(),
+        }
+        .build(Some(&self.store))?;
+        let version = self
+            .store
+            .prompt_versions(session.id)?
+            .iter()
+            .map(|p| p.version)
+            .max()
+            .unwrap_or(current.version)
+            + 1;
+        Ok(super::to_system_prompt(
+            &built,
+            session.id,
+            version,
+            current.fingerprint.clone(),
+            now.timestamp().as_millisecond(),
+        ))
+    }
+}
+
+fn now_ms() -> i64 {
+    jiff::Timestamp::now().as_millisecond()
+}
+
+fn finish(
+    engine: &mut DefaultEngine,
+    pending: Pending,
+    outcome: Option<SummaryOutcome>,
+    counter: &dyn TokenCounter,
+    now: i64,
+) -> Result<CompressionPlan, RuntimeError> {
+    engine
+        .finish(pending, outcome, counter, now)
+        .map_err(|e| RuntimeError::Compress(e.to_string()))
+}
+
+fn noop(snapshot: &Snapshot, req: &CompressRequest<'_>, reason: String) -> CompressOutcome {
+    let tokens = snapshot.input_tokens();
+    CompressOutcome {
+        noop: true,
+        messages_before: snapshot.messages.len(),
+        messages_after: snapshot.messages.len(),
+        tokens_before: tokens,
+        tokens_after: tokens,
+        summarizer: None,
+        topic: req.topic.clone(),
+        compaction_id: None,
+        summary: None,
+        warnings: Vec::new(),
+        feedback: reason.clone(),
+        reason: Some(reason),
+        exact: snapshot.counter.exact(),
+        dry_run: req.dry_run,
+    }
+}
+
+fn outcome_of(plan: &CompressionPlan, compaction_id: Option<CompactionId>, dry_run: bool) -> CompressOutcome {
+    CompressOutcome {
+        noop: false,
+        messages_before: plan.messages_before,
+        messages_after: plan.messages_after,
+        tokens_before: plan.tokens_before,
+        tokens_after: plan.tokens_after,
+        summarizer: Some(plan.summarizer.clone()),
+        topic: plan.topic.clone(),
+        compaction_id,
+        summary: Some(plan.summary.content.clone()),
+        warnings: plan.warnings.clone(),
+        reason: None,
+        exact: plan.exact,
+        feedback: compress::feedback_line(plan),
+        dry_run,
+    }
+}
+
+/// Asks `provider` for the summary (one user message holding the whole
+/// summary prompt, at most twice the target as output) and maps failures to
+/// the engine's policy: authentication and network failures abort, the rest
+/// fall back.
+async fn summarise(
+    provider: Option<&dyn Provider>,
+    model: &str,
+    prompt: &str,
+    target_tokens: u32,
+) -> SummaryOutcome {
+    let Some(provider) = provider else {
+        return SummaryOutcome::Failed(SummaryFailure::NoModel(format!(
+            "no connection to {model} is open"
+        )));
+    };
+    let request = ChatRequest {
+        model: model.to_owned(),
+        system: RequestSystem {
+            text: String::new(),
+            boundary_offset: None,
+        },
+        messages: vec![RequestMessage {
+            role: Role::User,
+            content: prompt.to_owned(),
+            tool_calls: Vec::new(),
+            tool_call_id: None,
+        }],
+        max_tokens: u64::from(target_tokens) * 2,
+        tools: Vec::new(),
+        temperature: None,
+    };
+    let mut stream = provider.stream(request);
+    let mut text = String::new();
+    while let Some(item) = stream.next().await {
+        match item {
+            Ok(StreamEvent::TextDelta { text: t }) => text.push_str(&t),
+            Ok(_) => {}
+            Err(e) => return SummaryOutcome::Failed(failure_of(e)),
+        }
+    }
+    SummaryOutcome::Summary(text)
+}
+
+fn failure_of(e: ProviderError) -> SummaryFailure {
+    let why = e.to_string();
+    match e {
+        ProviderError::Auth { .. } | ProviderError::NoKey { .. } => SummaryFailure::Auth(why),
+        ProviderError::Network { .. } => SummaryFailure::Network(why),
+        ProviderError::EmptyResponse | ProviderError::Protocol { .. } => SummaryFailure::Malformed(why),
+        ProviderError::Local { .. } => SummaryFailure::NoModel(why),
+        _ => SummaryFailure::Other(why),
+    }
+}

@@ -1,0 +1,540 @@
+//! `strata compress`, `strata undo-compress` and automatic compression in
+//! `strata chat`, run as the real binary against a temporary home and, where
+//! a model summarises or answers, a local OpenAI-compatible server.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod common;
+#[path = "support/server.rs"]
+mod server;
+
+use common::Sandbox;
+use serde_json::{Value, json};
+use server::{Reply, Server};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const KEY: &str = "sk-test-compress-1234";
+
+/// `pairs` user/assistant turns, each message about `chars` long, with a
+/// file path and a command in every request.
+fn history(pairs: usize, chars: usize) -> String {
+    let filler = "The parser keeps its state in a small table and the tests cover it. ";
+    let body = |n: usize| filler.repeat(chars / filler.len() + 1)[..chars].to_owned() + &format!(" [{n}]");
+    let mut messages = Vec::new();
+    for i in 0..pairs {
+        messages.push(json!({"role": "user", "content": format!("Request {i}: fix src/mod{i}.rs and run `cargo test -p m{i}`. {}", body(i))}));
+        messages.push(
+            json!({"role": "assistant", "content": format!("Done {i}: edited src/mod{i}.rs. {}", body(i))}),
+        );
+    }
+    serde_json::to_string(&messages).unwrap()
+}
+
+fn sse(text: &str, prompt_tokens: Option<u64>) -> String {
+    let chunk = json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]});
+    let mut body = format!("data: {chunk}\n\n");
+    body.push_str("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n");
+    if let Some(p) = prompt_tokens {
+        let u = json!({"choices": [], "usage": {"prompt_tokens": p, "completion_tokens": 3}});
+        body.push_str(&format!("data: {u}\n\n"));
+    }
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
+/// `strata ARGS` talking to `base_url` as an OpenAI-compatible server.
+fn openai(sb: &Sandbox, base_url: &str, args: &[&str]) -> Command {
+    let mut c = sb.cmd(args);
+    c.env("OPENAI_BASE_URL", format!("{base_url}/v1"))
+        .env("OPENAI_API_KEY", KEY);
+    c
+}
+
+/// Imports `text` as a session of the OpenAI provider; returns its id.
+fn import_openai(sb: &Sandbox, text: &str) -> String {
+    let file = sb.home.path().join("history.json");
+    std::fs::write(&file, text).unwrap();
+    let out = openai(sb, "http://127.0.0.1:9", &["import", file.to_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+async fn run(mut cmd: Command) -> Output {
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
+}
+
+fn json_of(out: &Output) -> Value {
+    assert!(
+        out.status.success(),
+        "failed ({:?}): {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_slice(&out.stdout).unwrap()
+}
+
+/// The active messages (id, role, content) and the current prompt bytes.
+fn state(sb: &Sandbox, id: &str) -> (Vec<(String, String, String)>, String) {
+    let show = sb.json(&["show", id, "--json"]);
+    let messages = show["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["id"].as_str().unwrap().to_owned(),
+                m["role"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect();
+    (
+        messages,
+        show["system_prompt"]["text"].as_str().unwrap().to_owned(),
+    )
+}
+
+/// The last line on stderr (progress lines come before it).
+fn last_line(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr)
+        .trim()
+        .lines()
+        .last()
+        .unwrap_or_default()
+        .to_owned()
+}
+
+fn compactions(sb: &Sandbox) -> i64 {
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    conn.query_row(
+        "SELECT count(*) FROM compactions WHERE undone_at IS NULL",
+        [],
+        |r| r.get(0),
+    )
+    .unwrap()
+}
+
+fn integrity(sb: &Sandbox) -> String {
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    conn.query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap()
+}
+
+fn write_config(sb: &Sandbox, toml: &str) {
+    std::fs::write(sb.home.path().join("config.toml"), toml).unwrap();
+}
+
+#[test]
+fn compress_prints_the_json_contract_and_undo_restores_messages_and_prompt_bytes() {
+    let sb = Sandbox::new();
+    let id = sb.import(&history(30, 600));
+    let before = state(&sb, &id);
+    let dry = sb.json(&["compress", &id, "--dry-run", "--json"]);
+    assert_eq!(dry["noop"], false);
+    assert_eq!(dry["compaction_id"], Value::Null);
+    assert_eq!(state(&sb, &id), before, "a dry run changes nothing");
+
+    let out = sb.json(&[
+        "compress",
+        &id,
+        "--topic",
+        "parser",
+        "--summarizer",
+        "extractive",
+        "--json",
+    ]);
+    for key in [
+        "noop",
+        "messages_before",
+        "messages_after",
+        "tokens_before",
+        "tokens_after",
+        "summarizer",
+        "topic",
+        "compaction_id",
+        "summary",
+        "warnings",
+    ] {
+        assert!(out.get(key).is_some(), "missing {key} in {out}");
+    }
+    assert_eq!(out["noop"], false);
+    assert_eq!(out["messages_before"], 60);
+    assert!(out["messages_after"].as_u64().unwrap() < 20, "{out}");
+    assert!(out["tokens_after"].as_u64().unwrap() < out["tokens_before"].as_u64().unwrap() / 2);
+    assert_eq!(out["summarizer"], "extractive");
+    assert_eq!(out["topic"], "parser");
+    let summary = out["summary"].as_str().unwrap();
+    assert!(
+        summary.contains("reference only") || summary.contains("background"),
+        "{summary}"
+    );
+
+    let (after, prompt_after) = state(&sb, &id);
+    assert_eq!(after.len() as u64, out["messages_after"].as_u64().unwrap());
+    assert_ne!(after, before.0);
+    assert!(
+        after.last().unwrap().2.starts_with("Done 29"),
+        "the tail keeps the last reply"
+    );
+    // The originals are archived, not deleted: the full export still has them.
+    let all = sb.json(&["export", &id, "--format", "json"]);
+    let all_text = all.to_string();
+    assert!(all_text.contains("Request 0: fix src/mod0.rs"));
+    let context = sb.json(&["context", &id, "--json"]);
+    assert_eq!(
+        context["compression"]["last_compaction"]["id"],
+        out["compaction_id"]
+    );
+    assert!(!prompt_after.is_empty());
+
+    let undone = sb.json(&["undo-compress", &id, "--json"]);
+    assert_eq!(undone["compaction_id"], out["compaction_id"]);
+    assert_eq!(
+        state(&sb, &id),
+        before,
+        "undo restores the exact messages and prompt bytes"
+    );
+    assert_eq!(compactions(&sb), 0);
+
+    let again = sb.run(&["undo-compress", &id]);
+    assert_eq!(again.status.code(), Some(1));
+    let err = common::one_line_error(&again);
+    assert!(err.contains("no compression to undo"), "{err}");
+    assert_eq!(integrity(&sb), "ok");
+}
+
+#[test]
+fn a_short_history_is_nothing_to_compress() {
+    let sb = Sandbox::new();
+    let id = sb.import(&history(1, 100));
+    let out = sb.json(&["compress", &id, "--json"]);
+    assert_eq!(out["noop"], true);
+    assert!(out["reason"].as_str().unwrap().contains("Nothing to compress"));
+    assert_eq!(compactions(&sb), 0);
+}
+
+/// Scenario 8: the trigger's estimate, the tail walk's counts and
+/// `strata context` come from one function and agree, with large tool-call
+/// arguments in the history.
+#[test]
+fn context_and_compression_estimates_agree_with_large_tool_arguments() {
+    let sb = Sandbox::new();
+    let big = "x\"y\\z\n€".repeat(2_000);
+    let args = json!({"path": "src/lib.rs", "content": big}).to_string();
+    let mut messages = Vec::new();
+    for i in 0..6 {
+        messages.push(json!({"role": "user", "content": format!("write file {i}")}));
+        messages.push(json!({"role": "assistant", "content": null, "tool_calls": [
+            {"id": format!("call_{i}"), "type": "function", "function": {"name": "write_file", "arguments": args}}]}));
+        messages.push(json!({"role": "tool", "tool_call_id": format!("call_{i}"), "content": "ok"}));
+        messages.push(json!({"role": "assistant", "content": format!("wrote file {i}")}));
+    }
+    let id = sb.import(&serde_json::to_string(&messages).unwrap());
+    let context = sb.json(&["context", &id, "--json"]);
+    let dry = sb.json(&["compress", &id, "--dry-run", "--json"]);
+    assert_eq!(dry["noop"], false);
+    assert_eq!(context["input_tokens"], dry["tokens_before"]);
+    let history: u64 = context["categories"]["history"]["tokens"].as_u64().unwrap();
+    assert!(history > 20_000, "the arguments are counted: {history}");
+}
+
+/// Scenario 7 at the command line: the summariser's connection fails or
+/// its key is refused: nothing changes and the error is reported; it
+/// answers with nothing: a labelled fallback summary and a warning.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn summariser_failures_abort_or_fall_back() {
+    let sb = Sandbox::new();
+    let id = import_openai(&sb, &history(20, 400));
+    let before = state(&sb, &id);
+
+    // Nothing listens on port 9 (discard): the connection is refused.
+    let out = run(openai(
+        &sb,
+        "http://127.0.0.1:9",
+        &["compress", &id, "--summarizer", "model"],
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = last_line(&out);
+    assert!(
+        err.contains("nothing changed") && err.contains("cannot reach"),
+        "{err}"
+    );
+    assert_eq!(state(&sb, &id), before);
+
+    let refused = Server::start(vec![Reply::json(
+        401,
+        r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error","code":"invalid_api_key"}}"#,
+    )])
+    .await;
+    let out = run(openai(
+        &sb,
+        &refused.base_url(),
+        &["compress", &id, "--summarizer", "model"],
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(last_line(&out).contains("nothing changed"));
+    assert_eq!(state(&sb, &id), before);
+    assert_eq!(compactions(&sb), 0);
+
+    let empty = Server::start(vec![Reply::sse("data: [DONE]\n\n")]).await;
+    let out = run(openai(
+        &sb,
+        &empty.base_url(),
+        &["compress", &id, "--summarizer", "model", "--json"],
+    ))
+    .await;
+    let out = json_of(&out);
+    assert_eq!(out["summarizer"], "fallback");
+    assert!(!out["warnings"].as_array().unwrap().is_empty());
+    assert!(
+        out["summary"]
+            .as_str()
+            .unwrap()
+            .to_lowercase()
+            .contains("fallback")
+    );
+    assert_eq!(compactions(&sb), 1);
+    assert_eq!(integrity(&sb), "ok");
+}
+
+/// A model summary is requested from the session's model with the summary
+/// prompt, and stored between the notice and the end marker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_summary_is_stored_with_notice_and_end_marker() {
+    let sb = Sandbox::new();
+    let id = import_openai(&sb, &history(20, 400));
+    let server = Server::start(vec![Reply::sse(sse(
+        "## Completed work\n- Fixed src/mod0.rs to src/mod13.rs.",
+        None,
+    ))])
+    .await;
+    let out = run(openai(
+        &sb,
+        &server.base_url(),
+        &["compress", &id, "--topic", "tests", "--json"],
+    ))
+    .await;
+    let out = json_of(&out);
+    assert_eq!(out["summarizer"], "gpt-4o");
+    let summary = out["summary"].as_str().unwrap();
+    assert!(summary.contains("Fixed src/mod0.rs to src/mod13.rs."));
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1);
+    let body = requests[0].json();
+    let prompt = body["messages"].to_string();
+    assert!(
+        prompt.contains("Request 5: fix src/mod5.rs"),
+        "the middle is in the summary input"
+    );
+    assert!(prompt.contains("tests"), "the topic is in the summary input");
+}
+
+/// Scenario 12: HTTP 400 `context_length_exceeded` in `strata chat`:
+/// compress and retry once, then succeed.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_compresses_and_retries_once_after_an_overflow_error() {
+    let sb = Sandbox::new();
+    let id = import_openai(&sb, &history(30, 600));
+    let overflow = r#"{"error":{"message":"This model's maximum context length is 128000 tokens.","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
+    let server = Server::start(vec![
+        Reply::json(400, overflow),
+        Reply::sse(sse("## Completed work\n- Requests 0 to 23 were done.", None)),
+        Reply::sse(sse("Here is the answer.", Some(900))),
+    ])
+    .await;
+    let out = run(openai(
+        &sb,
+        &server.base_url(),
+        &["chat", "--session", &id, "--json", "and", "now", "request", "30"],
+    ))
+    .await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let events: Vec<Value> = String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let compressed = events
+        .iter()
+        .find(|e| e["type"] == "compressed")
+        .expect("a compressed event");
+    assert_eq!(compressed["noop"], false);
+    assert!(
+        events
+            .iter()
+            .any(|e| e["type"] == "delta" && e["text"] == "Here is the answer.")
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3, "the request, the summary, the retry");
+    let first = requests[0].json()["messages"].as_array().unwrap().len();
+    let retry = requests[2].json();
+    let retry_messages = retry["messages"].as_array().unwrap();
+    assert!(retry_messages.len() < first, "{} < {first}", retry_messages.len());
+    assert!(retry.to_string().contains("Requests 0 to 23 were done."));
+    assert_eq!(retry_messages.last().unwrap()["content"], "and now request 30");
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    let trigger: String = conn
+        .query_row("SELECT trigger FROM compactions", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(trigger, "overflow");
+    let show = sb.json(&["show", &id, "--json"]);
+    let last = show["messages"].as_array().unwrap().last().unwrap().clone();
+    assert_eq!(last["content"], "Here is the answer.");
+    assert_eq!(last["status"], "complete");
+}
+
+/// Scenario 12, compression disabled: the clear error, nothing compressed,
+/// no retry.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_compression_disabled_an_overflow_is_a_clear_error_and_nothing_changes() {
+    let sb = Sandbox::new();
+    write_config(&sb, "[compression]\nenabled = false\n");
+    let id = import_openai(&sb, &history(10, 200));
+    let overflow = r#"{"error":{"message":"maximum context length exceeded","type":"invalid_request_error","code":"context_length_exceeded"}}"#;
+    let server = Server::start(vec![Reply::json(400, overflow)]).await;
+    let out = run(openai(
+        &sb,
+        &server.base_url(),
+        &["chat", "--session", &id, "hello"],
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("too long for the model's context window"), "{err}");
+    assert!(
+        err.contains("/compress") && err.contains("/new") && err.contains("larger window"),
+        "{err}"
+    );
+    assert_eq!(server.requests().len(), 1);
+    assert_eq!(compactions(&sb), 0);
+    let context = sb.json(&["context", &id, "--json"]);
+    assert!(
+        context["compression"]["blocked"]
+            .as_str()
+            .unwrap()
+            .contains("off")
+    );
+}
+
+/// Scenario 4: automatic compression over a history the protected head
+/// and tail cover is a no-op strike; two strikes block it and `strata
+/// context --json` says why; a manual compression with a topic still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_noop_strikes_block_automatic_compression_and_manual_still_runs() {
+    let sb = Sandbox::new();
+    // Window 16,000, reserve 4,096: the threshold is 85 % of 11,904.
+    write_config(&sb, "[model]\ncontext_window = 16000\nmax_tokens = 4096\n");
+    let id = import_openai(&sb, &history(2, 12_000));
+    let server = Server::start(vec![Reply::sse(sse("one", None)), Reply::sse(sse("two", None))]).await;
+    for word in ["first", "second"] {
+        let out = run(openai(
+            &sb,
+            &server.base_url(),
+            &["chat", "--session", &id, "--json", word],
+        ))
+        .await;
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            stdout.contains("\"compressed\""),
+            "a compression was tried: {stdout}"
+        );
+    }
+    assert_eq!(compactions(&sb), 0);
+    let context = sb.json(&["context", &id, "--json"]);
+    assert_eq!(context["compression"]["strikes"], 2);
+    let blocked = context["compression"]["blocked"]
+        .as_str()
+        .expect("a blocked reason");
+    assert!(
+        blocked.contains("paused") && blocked.contains("/new"),
+        "{blocked}"
+    );
+
+    let manual = sb.json(&[
+        "compress",
+        &id,
+        "--topic",
+        "parser",
+        "--summarizer",
+        "extractive",
+        "--json",
+    ]);
+    assert_eq!(manual["noop"], false, "{manual}");
+    assert_eq!(compactions(&sb), 1);
+}
+
+/// Scenario 11: the system prompt and the output reserve alone exceed the
+/// window: a clear error, no compression loop, nothing sent.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_window_too_small_for_the_fixed_part_is_a_clear_error_without_compressing() {
+    let sb = Sandbox::new();
+    write_config(&sb, "[model]\ncontext_window = 3000\nmax_tokens = 2500\n");
+    std::fs::write(
+        sb.ws().join("AGENTS.md"),
+        "Always write tests first. ".repeat(200),
+    )
+    .unwrap();
+    let id = import_openai(&sb, &history(10, 400));
+    let server = Server::start(vec![Reply::sse(sse("never", None))]).await;
+    let out = run(openai(
+        &sb,
+        &server.base_url(),
+        &["chat", "--session", &id, "hello"],
+    ))
+    .await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("too small"), "{err}");
+    assert!(server.requests().is_empty());
+    assert_eq!(compactions(&sb), 0);
+}
+
+/// `kill -9` while the summariser is still answering: the session is left
+/// exactly as it was, and the database is sound.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_during_a_compaction_leaves_the_old_state() {
+    let sb = Sandbox::new();
+    let id = import_openai(&sb, &history(20, 400));
+    let before = state(&sb, &id);
+    let chunk = json!({"choices": [{"index": 0, "delta": {"content": "## Completed work\n"}, "finish_reason": null}]});
+    let server = Server::start(vec![Reply::sse_hold(format!("data: {chunk}\n\n"))]).await;
+    let mut child = openai(
+        &sb,
+        &server.base_url(),
+        &["compress", &id, "--summarizer", "model"],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let start = Instant::now();
+    while server.requests().is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the summary request never came"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(integrity(&sb), "ok");
+    assert_eq!(state(&sb, &id), before);
+    assert_eq!(compactions(&sb), 0);
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    let archived: i64 = conn
+        .query_row(
+            "SELECT count(*) FROM messages WHERE archived_by IS NOT NULL",
+            [],
+            |r| r.get(0),
+        )
+        .unwrap();
+    assert_eq!(archived, 0, "no half-archived range");
+}
