@@ -24,7 +24,6 @@ pub fn session_view(runtime: &mut Runtime, session: &Session, choice: &ModelChoi
         .ok_or_else(|| anyhow::anyhow!("session {} has no stored system prompt", session.id))?;
     let messages = runtime.store.messages(session.id, true)?;
     let last_usage = runtime.store.usage(session.id)?.pop();
-    let last_compaction = runtime.store.compactions(session.id)?.pop();
     Ok(SessionView {
         session: Some(session.clone()),
         messages,
@@ -35,8 +34,8 @@ pub fn session_view(runtime: &mut Runtime, session: &Session, choice: &ModelChoi
             prepared_tokens: report.prepared_tokens,
             prepare_error: report.prepare_error,
             last_usage,
-            last_compaction,
-            blocked_reason: None,
+            last_compaction: report.compression.last_compaction,
+            blocked_reason: report.compression.blocked,
         }),
     })
 }

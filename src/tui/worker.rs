@@ -249,6 +249,7 @@ async fn run_worker(
         let result = match job {
             Job::Start(opening) => w.start(opening),
             Job::Run(Effect::Send(text)) => w.send(text).await,
+            Job::Run(Effect::Compress(topic)) => w.compress(topic).await,
             Job::Run(effect) => w.effect(effect),
         };
         if let Err(e) = result {
@@ -428,6 +429,8 @@ impl Worker {
                 },
                 ChatOutput::Usage(u) => AppEvent::Usage(u.clone()),
                 ChatOutput::Error(m) => AppEvent::Error(m.to_owned()),
+                ChatOutput::Notice(m) => AppEvent::Notice(m.to_owned()),
+                ChatOutput::Compressed(c) => AppEvent::Notice(c.feedback.clone()),
             };
             let _ = events.send(e);
         };
@@ -439,6 +442,34 @@ impl Worker {
             slot.take();
         }
         Ok(outcome?.status)
+    }
+
+    /// `/compress [topic]`: a manual compression with the session's
+    /// summariser (the connected provider when it is a model); the feedback
+    /// line goes to the status bar and the summary appears in the chat.
+    async fn compress(&mut self, topic: Option<String>) -> anyhow::Result<()> {
+        let Some(session) = self.session.clone() else {
+            anyhow::bail!("this session is empty; there is nothing to compress yet");
+        };
+        let choice = self.choice()?;
+        let request = crate::runtime::CompressRequest {
+            trigger: crate::compress::Trigger::Manual,
+            topic,
+            summarizer: crate::runtime::SummarizerArg::Config,
+            dry_run: false,
+            choice: &choice,
+            provider: self.connected.as_ref().map(|c| c.provider.as_ref()),
+        };
+        let outcome = self.runtime.compress(&session, &request).await?;
+        self.conversation = None;
+        self.refresh()?;
+        let line = if outcome.noop {
+            outcome.reason.unwrap_or(outcome.feedback)
+        } else {
+            outcome.feedback
+        };
+        self.emit(AppEvent::Notice(line));
+        Ok(())
     }
 
     fn effect(&mut self, effect: Effect) -> anyhow::Result<()> {
@@ -498,8 +529,17 @@ impl Worker {
                     prepared_tokens: prepared.prepared_tokens,
                 })));
             }
-            Effect::Compress(_) | Effect::UndoCompress => {
-                anyhow::bail!("compression from the app is not available in this version yet");
+            Effect::UndoCompress => {
+                let Some(s) = self.session.clone() else {
+                    anyhow::bail!("this session is empty; there is no compression to undo");
+                };
+                let undone = self.runtime.undo_compress(&s)?;
+                self.conversation = None;
+                self.refresh()?;
+                self.emit(AppEvent::Notice(format!(
+                    "compression undone: {} messages active, prompt version {}",
+                    undone.messages, undone.prompt_version
+                )));
             }
             Effect::Fork => anyhow::bail!("/fork is not available in this version yet"),
             Effect::Skill(_) => anyhow::bail!("/skill is not available in this version yet"),
@@ -509,6 +549,7 @@ impl Worker {
                 ));
             }
             Effect::Send(_)
+            | Effect::Compress(_)
             | Effect::Cancel
             | Effect::Quit
             | Effect::ListSessions { .. }
