@@ -16,7 +16,11 @@ use tui_support::*;
 
 fn conversation() -> Vec<strata::domain::Message> {
     vec![
-        msg(Role::User, "こんにちは! Can you explain 上下文窗口 (context window)? 🙂", 24),
+        msg(
+            Role::User,
+            "こんにちは! Can you explain 上下文窗口 (context window)? 🙂",
+            24,
+        ),
         msg(
             Role::Assistant,
             "Sure 👍 A context window is the number of tokens a model reads at once: 系统提示, history and your message. 한국어도 됩니다. 👨‍👩‍👧",
@@ -140,7 +144,10 @@ fn picker_with_search_results() {
         };
         app.handle(AppEvent::Sessions {
             ticket,
-            rows: vec![row(2, "Refactor the parser", 42, 18_300), row(3, "Parser error messages 日本語", 7, 2_100)],
+            rows: vec![
+                row(2, "Refactor the parser", 42, 18_300),
+                row(3, "Parser error messages 日本語", 7, 2_100),
+            ],
         });
         insta::assert_snapshot!(format!("picker_{w}x{h}"), draw(&app, w, h));
     }
@@ -198,7 +205,12 @@ fn stale_layer_and_blocked_reason_in_the_detailed_pane() {
 #[test]
 fn long_code_block_scrolls() {
     let code: String = (1..=1_000).map(|i| format!("    let x{i} = {i};\n")).collect();
-    let mut app = app_with(80, 24, vec![msg(Role::Assistant, &format!("```rust\n{code}```"), 9_000)], None);
+    let mut app = app_with(
+        80,
+        24,
+        vec![msg(Role::Assistant, &format!("```rust\n{code}```"), 9_000)],
+        None,
+    );
     insta::assert_snapshot!("code_block_bottom_80x24", draw(&app, 80, 24));
     app.handle(AppEvent::Wheel(30));
     insta::assert_snapshot!("code_block_scrolled_80x24", draw(&app, 80, 24));

@@ -120,6 +120,18 @@ impl App {
         &self.chat.messages
     }
 
+    /// The reply streaming now, as far as it arrived.
+    #[must_use]
+    pub fn streaming_text(&self) -> Option<&str> {
+        self.chat.streaming.as_ref().map(|s| s.text.as_str())
+    }
+
+    /// The context pane's data, once loaded.
+    #[must_use]
+    pub fn context(&self) -> Option<&ContextSnapshot> {
+        self.context.as_ref()
+    }
+
     /// The status-bar notice, if any.
     #[must_use]
     pub fn notice(&self) -> Option<&Notice> {
@@ -195,7 +207,11 @@ impl App {
                 Vec::new()
             }
             AppEvent::Loaded(view) => {
-                let report = view.context.as_ref().map(|c| c.report.clone()).unwrap_or_default();
+                let report = view
+                    .context
+                    .as_ref()
+                    .map(|c| c.report.clone())
+                    .unwrap_or_default();
                 if view.session.as_ref().map(|s| s.id) != self.session.as_ref().map(|s| s.id) {
                     self.chat.scroll = 0;
                 }
@@ -385,7 +401,9 @@ impl App {
         let Some(overlay) = self.overlay.as_mut() else {
             return Vec::new();
         };
-        let plain = !key.modifiers.intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+        let plain = !key
+            .modifiers
+            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
         match (overlay, key.code) {
             (o, KeyCode::Up) => o.scroll(-1),
             (o, KeyCode::Down) => o.scroll(1),
@@ -396,7 +414,10 @@ impl App {
                 if let Some(id) = chosen {
                     self.overlay = None;
                     if self.busy {
-                        self.notify("a reply is streaming; wait for it or press Ctrl-C, then resume", true);
+                        self.notify(
+                            "a reply is streaming; wait for it or press Ctrl-C, then resume",
+                            true,
+                        );
                         return Vec::new();
                     }
                     return vec![Effect::Resume(id)];
@@ -508,7 +529,10 @@ impl App {
             }
             None => {
                 if self.busy {
-                    self.notify("a reply is streaming; wait for it or press Ctrl-C to cancel it", true);
+                    self.notify(
+                        "a reply is streaming; wait for it or press Ctrl-C to cancel it",
+                        true,
+                    );
                     return Vec::new();
                 }
                 self.take_draft(&text);
@@ -541,7 +565,10 @@ impl App {
                 Vec::new()
             }
             SlashCommand::Inspect => {
-                self.overlay = Some(Overlay::Request { view: None, scroll: 0 });
+                self.overlay = Some(Overlay::Request {
+                    view: None,
+                    scroll: 0,
+                });
                 vec![Effect::InspectRequest]
             }
             SlashCommand::Reload => vec![Effect::Reload],

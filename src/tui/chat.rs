@@ -188,7 +188,12 @@ impl ChatPane {
             tail.push(layout_block(&m, &[], false, area.width));
         }
         if let Some(s) = &self.streaming {
-            let mut m = Message::new(crate::domain::SessionId::default(), Role::Assistant, s.text.clone(), 0);
+            let mut m = Message::new(
+                crate::domain::SessionId::default(),
+                Role::Assistant,
+                s.text.clone(),
+                0,
+            );
             m.status = MessageStatus::Streaming;
             let b = badges(&m, None);
             tail.push(layout_block(&m, &b, false, area.width));
@@ -212,7 +217,9 @@ impl ChatPane {
                 theme::dim(),
             ));
         }
-        let end = lines.len().saturating_sub(self.scroll.min(lines.len().saturating_sub(1)));
+        let end = lines
+            .len()
+            .saturating_sub(self.scroll.min(lines.len().saturating_sub(1)));
         let start = end.saturating_sub(rows);
         for (i, line) in lines[start..end].iter().enumerate() {
             let y = area.y + u16::try_from(i).unwrap_or(u16::MAX);
@@ -222,7 +229,9 @@ impl ChatPane {
 
     /// The number of rows scrolled, limited so some content stays visible.
     pub fn scroll_by(&mut self, delta: i64) {
-        let next = i64::try_from(self.scroll).unwrap_or(i64::MAX).saturating_add(delta);
+        let next = i64::try_from(self.scroll)
+            .unwrap_or(i64::MAX)
+            .saturating_add(delta);
         let total: usize = 10_000_000;
         self.scroll = usize::try_from(next.max(0)).unwrap_or(0).min(total);
     }
@@ -242,7 +251,10 @@ fn layout_block(msg: &Message, badges: &[String], collapsed: bool, width: u16) -
         header.push(Span::styled(format!(" {b} "), theme::badge()));
     }
     if let Some(t) = &msg.tokens {
-        header.push(Span::styled(format!("  {} tok", fmt::tokens(u64::from(t.tokens))), theme::dim()));
+        header.push(Span::styled(
+            format!("  {} tok", fmt::tokens(u64::from(t.tokens))),
+            theme::dim(),
+        ));
     }
     let mut lines = vec![Line::from(header)];
     let body_width = width.saturating_sub(2).max(1);

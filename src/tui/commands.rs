@@ -33,7 +33,12 @@ pub fn append_memory(paths: &Paths, text: &str) -> anyhow::Result<PathBuf> {
 ///
 /// # Errors
 /// When the store cannot be read or the file written.
-pub fn export(runtime: &Runtime, session: &Session, format: ExportFormat, dir: &Path) -> anyhow::Result<PathBuf> {
+pub fn export(
+    runtime: &Runtime,
+    session: &Session,
+    format: ExportFormat,
+    dir: &Path,
+) -> anyhow::Result<PathBuf> {
     let prompt = runtime.store.current_prompt(session.id)?;
     let messages = runtime.store.messages(session.id, false)?;
     let (ext, text) = match format {
@@ -44,6 +49,7 @@ pub fn export(runtime: &Runtime, session: &Session, format: ExportFormat, dir: &
         ),
     };
     let path = dir.join(format!("strata-{}.{ext}", short_id(session.id)));
-    std::fs::write(&path, text).with_context(|| format!("cannot write {}; check the directory", path.display()))?;
+    std::fs::write(&path, text)
+        .with_context(|| format!("cannot write {}; check the directory", path.display()))?;
     Ok(path)
 }

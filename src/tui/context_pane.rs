@@ -67,7 +67,11 @@ pub fn lines(s: &ContextSnapshot, live: Live<'_>, width: u16) -> Vec<Line<'stati
     let input: u64 = totals[..5].iter().sum();
     let mut out = vec![
         Line::from(vec![
-            Span::raw(format!("input {a}{} / {}", fmt::tokens(input), fmt::tokens(b.window))),
+            Span::raw(format!(
+                "input {a}{} / {}",
+                fmt::tokens(input),
+                fmt::tokens(b.window)
+            )),
             Span::styled(format!("  {}", b.tokenizer), theme::dim()),
         ]),
         bar(&totals, b.window, width),
@@ -131,7 +135,10 @@ pub fn lines(s: &ContextSnapshot, live: Live<'_>, width: u16) -> Vec<Line<'stati
     }
     if !live.stale.is_empty() {
         let names: Vec<&str> = live.stale.iter().map(|l| l.as_str()).collect();
-        out.push(Line::styled(format!("stale: {}", names.join(", ")), theme::stale()));
+        out.push(Line::styled(
+            format!("stale: {}", names.join(", ")),
+            theme::stale(),
+        ));
         out.push(Line::styled("/reload or /new applies", theme::stale()));
     }
     if let Some(c) = &s.last_compaction {
@@ -148,7 +155,10 @@ pub fn lines(s: &ContextSnapshot, live: Live<'_>, width: u16) -> Vec<Line<'stati
         )));
     }
     if let Some(reason) = &s.blocked_reason {
-        out.push(Line::styled(format!("compression blocked: {reason}"), theme::error()));
+        out.push(Line::styled(
+            format!("compression blocked: {reason}"),
+            theme::error(),
+        ));
     }
     if let Some(e) = &s.prepare_error {
         out.push(Line::styled(e.clone(), theme::error()));

@@ -260,7 +260,9 @@ impl KeyMap {
         };
         for (key, value) in keys {
             let Some(k) = Key::parse(key) else {
-                warnings.push(format!("config.toml: [ui.keys] '{key}' is not a key; use names like ctrl-t or f2"));
+                warnings.push(format!(
+                    "config.toml: [ui.keys] '{key}' is not a key; use names like ctrl-t or f2"
+                ));
                 continue;
             };
             match value.as_str() {
@@ -309,9 +311,18 @@ mod tests {
     #[test]
     fn defaults_bind_enter_and_ctrl_c() {
         let k = KeyMap::default();
-        assert_eq!(k.action(&ev(KeyCode::Enter, KeyModifiers::NONE)), Some(Action::Send));
-        assert_eq!(k.action(&ev(KeyCode::Enter, KeyModifiers::ALT)), Some(Action::Newline));
-        assert_eq!(k.action(&ev(KeyCode::Enter, KeyModifiers::SHIFT)), Some(Action::Newline));
+        assert_eq!(
+            k.action(&ev(KeyCode::Enter, KeyModifiers::NONE)),
+            Some(Action::Send)
+        );
+        assert_eq!(
+            k.action(&ev(KeyCode::Enter, KeyModifiers::ALT)),
+            Some(Action::Newline)
+        );
+        assert_eq!(
+            k.action(&ev(KeyCode::Enter, KeyModifiers::SHIFT)),
+            Some(Action::Newline)
+        );
         assert_eq!(
             k.action(&ev(KeyCode::Char('c'), KeyModifiers::CONTROL)),
             Some(Action::Interrupt)
@@ -326,7 +337,10 @@ mod tests {
         )
         .unwrap();
         let (k, warnings) = KeyMap::from_config(&ui);
-        assert_eq!(k.action(&ev(KeyCode::F(2), KeyModifiers::NONE)), Some(Action::ToggleContext));
+        assert_eq!(
+            k.action(&ev(KeyCode::F(2), KeyModifiers::NONE)),
+            Some(Action::ToggleContext)
+        );
         assert_eq!(k.action(&ev(KeyCode::Char('t'), KeyModifiers::CONTROL)), None);
         assert_eq!(warnings.len(), 2, "{warnings:?}");
     }

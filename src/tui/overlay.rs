@@ -124,7 +124,8 @@ pub fn render(
 }
 
 fn date(ms: i64) -> String {
-    jiff::Timestamp::from_millisecond(ms).map_or_else(|_| "?".to_owned(), |t| t.strftime("%Y-%m-%d %H:%M").to_string())
+    jiff::Timestamp::from_millisecond(ms)
+        .map_or_else(|_| "?".to_owned(), |t| t.strftime("%Y-%m-%d %H:%M").to_string())
 }
 
 fn picker_lines(p: &Picker, width: u16) -> Vec<Line<'static>> {
@@ -144,7 +145,11 @@ fn picker_lines(p: &Picker, width: u16) -> Vec<Line<'static>> {
     ];
     if p.rows.is_empty() {
         out.push(Line::styled(
-            if p.loaded { "no sessions match" } else { "searching…" },
+            if p.loaded {
+                "no sessions match"
+            } else {
+                "searching…"
+            },
             theme::dim(),
         ));
     }
@@ -152,7 +157,11 @@ fn picker_lines(p: &Picker, width: u16) -> Vec<Line<'static>> {
         let ws = std::path::Path::new(&r.workspace)
             .file_name()
             .map_or_else(|| r.workspace.clone(), |n| n.to_string_lossy().into_owned());
-        let title = if r.title.is_empty() { format!("({})", short_id(r.id)) } else { r.title.clone() };
+        let title = if r.title.is_empty() {
+            format!("({})", short_id(r.id))
+        } else {
+            r.title.clone()
+        };
         let text = format!(
             "{:<30} {:<20} {:>4}  {:>6}  {:<16} {}",
             fmt::cut(&title, 30),
@@ -162,7 +171,11 @@ fn picker_lines(p: &Picker, width: u16) -> Vec<Line<'static>> {
             fmt::cut(&r.model, 16),
             date(r.updated_at)
         );
-        let style = if i == p.selected { theme::selected() } else { ratatui::style::Style::new() };
+        let style = if i == p.selected {
+            theme::selected()
+        } else {
+            ratatui::style::Style::new()
+        };
         out.push(Line::styled(fmt::cut(&text, usize::from(width)), style));
     }
     out
@@ -180,7 +193,9 @@ fn prompt_lines(prompt: &SystemPrompt, width: u16) -> Vec<Line<'static>> {
     )];
     for layer in &prompt.layers {
         let text = prompt.text.get(layer.start..layer.end).unwrap_or("");
-        let is_boundary = prompt.boundary_offset.is_some_and(|b| b >= layer.start && b < layer.end);
+        let is_boundary = prompt
+            .boundary_offset
+            .is_some_and(|b| b >= layer.start && b < layer.end);
         let head = format!(
             "── {} ({}) {} tok ",
             layer.name.as_str(),
@@ -188,7 +203,11 @@ fn prompt_lines(prompt: &SystemPrompt, width: u16) -> Vec<Line<'static>> {
             fmt::tokens(layer.tokens as u64)
         );
         let fill = usize::from(width).saturating_sub(fmt::width(&head));
-        let style = if is_boundary { theme::boundary() } else { theme::title() };
+        let style = if is_boundary {
+            theme::boundary()
+        } else {
+            theme::title()
+        };
         out.push(Line::styled(format!("{head}{}", "─".repeat(fill)), style));
         if is_boundary {
             out.push(Line::styled("▲ cached prefix ends here ▲", theme::boundary()));
@@ -207,10 +226,15 @@ fn request_lines(v: &RequestView, width: u16) -> Vec<Line<'static>> {
     )];
     let mut counts = std::collections::BTreeMap::new();
     for r in &v.report {
-        *counts.entry(format!("{:?}", r.action).to_lowercase()).or_insert(0u32) += 1;
+        *counts
+            .entry(format!("{:?}", r.action).to_lowercase())
+            .or_insert(0u32) += 1;
     }
     let summary: Vec<String> = counts.iter().map(|(k, n)| format!("{k} {n}")).collect();
-    out.push(Line::styled(format!("report: {}", summary.join(", ")), theme::dim()));
+    out.push(Line::styled(
+        format!("report: {}", summary.join(", ")),
+        theme::dim(),
+    ));
     for l in v.json.lines() {
         for w in fmt::wrap(l, usize::from(width)) {
             out.push(Line::raw(w));

@@ -226,7 +226,10 @@ pub fn candidates(line: &str) -> Vec<SlashCommand> {
     if typed.contains(char::is_whitespace) {
         return Vec::new();
     }
-    ALL.iter().copied().filter(|c| c.name().starts_with(typed)).collect()
+    ALL.iter()
+        .copied()
+        .filter(|c| c.name().starts_with(typed))
+        .collect()
 }
 
 #[cfg(test)]
@@ -268,7 +271,11 @@ mod tests {
     #[test]
     fn tab_completes_unique_and_common_prefixes() {
         assert_eq!(complete("/comp").as_deref(), Some("/compress "));
-        assert_eq!(complete("/re").as_deref(), None, "resume, rename, reload share only 're'");
+        assert_eq!(
+            complete("/re").as_deref(),
+            None,
+            "resume, rename, reload share only 're'"
+        );
         assert_eq!(complete("/un").as_deref(), Some("/undo-compress "));
         assert_eq!(complete("/s").as_deref(), None, "sessions and skill");
         assert_eq!(complete("/se").as_deref(), Some("/sessions "));

@@ -16,7 +16,11 @@ use std::path::Path;
 ///
 /// # Errors
 /// When the store cannot be read.
-pub fn session_view(runtime: &mut Runtime, session: &Session, choice: &ModelChoice) -> anyhow::Result<SessionView> {
+pub fn session_view(
+    runtime: &mut Runtime,
+    session: &Session,
+    choice: &ModelChoice,
+) -> anyhow::Result<SessionView> {
     let report = runtime.context_report(session, choice)?;
     let prompt = runtime
         .store
@@ -70,7 +74,12 @@ pub fn pending_view(
         fingerprint(choice, mode),
         now.timestamp().as_millisecond(),
     );
-    let counter = session_counter(&runtime.paths, &runtime.config, choice.provider.as_str(), &choice.model);
+    let counter = session_counter(
+        &runtime.paths,
+        &runtime.config,
+        choice.provider.as_str(),
+        &choice.model,
+    );
     let budget = Budget::compute(BudgetInput {
         layers: &prompt.layers,
         boundary_offset: prompt.boundary_offset,

@@ -90,7 +90,11 @@ fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
 }
 
-async fn event_loop(terminal: &mut ratatui::DefaultTerminal, launch: Launch, keymap: KeyMap) -> anyhow::Result<()> {
+async fn event_loop(
+    terminal: &mut ratatui::DefaultTerminal,
+    launch: Launch,
+    keymap: KeyMap,
+) -> anyhow::Result<()> {
     let size = terminal.size()?;
     let mut app = App::new(keymap, size.width, size.height);
     let opening = launch.opening.clone();

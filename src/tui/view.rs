@@ -68,7 +68,11 @@ fn body(app: &App, area: Rect, buf: &mut Buffer) {
         app.chat.render(chat, buf);
         let live = context_pane::Live {
             draft_tokens: app.draft_tokens,
-            streaming_tokens: app.chat.streaming.as_ref().map_or(0, super::chat::Streaming::tokens),
+            streaming_tokens: app
+                .chat
+                .streaming
+                .as_ref()
+                .map_or(0, super::chat::Streaming::tokens),
             stale: &app.stale,
             detail: app.detail,
         };
@@ -98,7 +102,12 @@ fn header(app: &App, area: Rect, buf: &mut Buffer) {
     }
     let text = parts.join(" · ");
     buf.set_style(area, theme::header());
-    buf.set_string(area.x, area.y, fmt::cut(&text, usize::from(area.width)), theme::header());
+    buf.set_string(
+        area.x,
+        area.y,
+        fmt::cut(&text, usize::from(area.width)),
+        theme::header(),
+    );
 }
 
 fn composer(app: &App, area: Rect, buf: &mut Buffer) {
@@ -157,7 +166,11 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
         )));
     }
     let left: String = spans.iter().map(|s| s.content.as_ref()).collect();
-    let hints = if app.busy { "Ctrl-C cancel · F1 help " } else { "Enter send · F1 help " };
+    let hints = if app.busy {
+        "Ctrl-C cancel · F1 help "
+    } else {
+        "Enter send · F1 help "
+    };
     let room = usize::from(area.width);
     let pad = room.saturating_sub(fmt::width(&left) + fmt::width(hints));
     if pad > 0 {
@@ -165,5 +178,10 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
         spans.push(Span::styled(hints, theme::status()));
     }
     buf.set_style(area, theme::status());
-    buf.set_line(area.x, area.y, &Line::from(spans).style(theme::status()), area.width);
+    buf.set_line(
+        area.x,
+        area.y,
+        &Line::from(spans).style(theme::status()),
+        area.width,
+    );
 }

@@ -4,8 +4,8 @@
 //! Three threads, each owning its resource:
 //! - the session worker owns the [`Runtime`] (store connection, provider,
 //!   conversation) and runs jobs in order on a current-thread tokio
-//!   runtime; a streaming turn is cancelled through a one-shot installed for
-//!   that turn only;
+//!   runtime; a streaming turn is cancelled through a one-shot made when its
+//!   send is queued;
 //! - the query thread owns a second, read-mostly store connection for the
 //!   session picker, so searching works while a reply streams;
 //! - the counting thread counts the draft's tokens, skipping drafts that a
@@ -49,6 +49,9 @@ pub struct Launch {
 
 enum Job {
     Start(Opening),
+    /// A turn with its cancel signal (made when the effect is queued, so a
+    /// cancel that arrives before the turn starts is not lost).
+    Send(String, oneshot::Receiver<()>),
     Run(Effect),
 }
 
@@ -79,7 +82,6 @@ impl Driver {
         let queries = spawn_queries(launch.paths.database(), events.clone());
         let counts = spawn_counter(events.clone());
         let opening = launch.opening.clone();
-        let worker_cancel = Arc::clone(&cancel);
         let worker_counts = counts.clone();
         let worker_events = events;
         std::thread::Builder::new()
@@ -91,7 +93,7 @@ impl Driver {
                     ));
                     return;
                 };
-                rt.block_on(run_worker(launch, rx, worker_events, worker_cancel, worker_counts));
+                rt.block_on(run_worker(launch, rx, worker_events, worker_counts));
             })
             .ok();
         let _ = jobs.send(Job::Start(opening));
@@ -116,6 +118,13 @@ impl Driver {
             }
             Effect::CountDraft { ticket, text } => {
                 let _ = self.counts.send(CountJob::Count(ticket, text));
+            }
+            Effect::Send(text) => {
+                let (tx, rx) = oneshot::channel();
+                if let Ok(mut slot) = self.cancel.lock() {
+                    *slot = Some(tx);
+                }
+                let _ = self.jobs.send(Job::Send(text, rx));
             }
             other => {
                 let _ = self.jobs.send(Job::Run(other));
@@ -213,7 +222,6 @@ struct Worker {
     session: Option<Session>,
     conversation: Option<Conversation>,
     events: mpsc::UnboundedSender<AppEvent>,
-    cancel: CancelSlot,
     counts: std_mpsc::Sender<CountJob>,
 }
 
@@ -221,7 +229,6 @@ async fn run_worker(
     launch: Launch,
     mut jobs: mpsc::UnboundedReceiver<Job>,
     events: mpsc::UnboundedSender<AppEvent>,
-    cancel: CancelSlot,
     counts: std_mpsc::Sender<CountJob>,
 ) {
     let runtime = match Runtime::open(launch.paths, launch.config) {
@@ -242,13 +249,12 @@ async fn run_worker(
         session: None,
         conversation: None,
         events,
-        cancel,
         counts,
     };
     while let Some(job) = jobs.recv().await {
         let result = match job {
             Job::Start(opening) => w.start(opening),
-            Job::Run(Effect::Send(text)) => w.send(text).await,
+            Job::Send(text, cancel) => w.send(text, cancel).await,
             Job::Run(Effect::Compress(topic)) => w.compress(topic).await,
             Job::Run(effect) => w.effect(effect),
         };
@@ -283,7 +289,10 @@ impl Worker {
 
     /// Connects `choice` unless it is already the connected one.
     fn ensure_connected(&mut self, choice: ModelChoice) -> anyhow::Result<()> {
-        let same = self.choice.as_ref().is_some_and(|c| c.provider == choice.provider && c.model == choice.model);
+        let same = self
+            .choice
+            .as_ref()
+            .is_some_and(|c| c.provider == choice.provider && c.model == choice.model);
         if same && self.connected.is_some() {
             return Ok(());
         }
@@ -298,8 +307,16 @@ impl Worker {
         if choice.provider == crate::config::ProviderKind::Local {
             progress("loading the embedded model…");
         }
-        let connected = connect(&choice, &self.runtime.paths, &self.runtime.config, &env, &mut progress)?;
-        let _ = self.counts.send(CountJob::Counter(Arc::clone(&connected.counter)));
+        let connected = connect(
+            &choice,
+            &self.runtime.paths,
+            &self.runtime.config,
+            &env,
+            &mut progress,
+        )?;
+        let _ = self
+            .counts
+            .send(CountJob::Counter(Arc::clone(&connected.counter)));
         self.connected = Some(connected);
         self.emit(AppEvent::Connected {
             provider: choice.provider.as_str().to_owned(),
@@ -319,7 +336,9 @@ impl Worker {
     }
 
     fn start(&mut self, opening: Opening) -> anyhow::Result<()> {
-        let root = crate::workspace::workspace_root(&self.cwd).to_string_lossy().into_owned();
+        let root = crate::workspace::workspace_root(&self.cwd)
+            .to_string_lossy()
+            .into_owned();
         let session = match opening {
             Opening::Resume(id) => Some(self.runtime.store.find_session(&id)?),
             Opening::Continue => self.runtime.store.latest_session(&root)?,
@@ -373,8 +392,8 @@ impl Worker {
         Ok(())
     }
 
-    async fn send(&mut self, text: String) -> anyhow::Result<()> {
-        let result = self.turn(text).await;
+    async fn send(&mut self, text: String, cancel: oneshot::Receiver<()>) -> anyhow::Result<()> {
+        let result = self.turn(text, cancel).await;
         let status = match &result {
             Ok(s) => *s,
             Err(_) => crate::domain::MessageStatus::Error,
@@ -386,7 +405,11 @@ impl Worker {
         result.map(|_| ())
     }
 
-    async fn turn(&mut self, text: String) -> anyhow::Result<crate::domain::MessageStatus> {
+    async fn turn(
+        &mut self,
+        text: String,
+        rx: oneshot::Receiver<()>,
+    ) -> anyhow::Result<crate::domain::MessageStatus> {
         let choice = self.choice()?;
         if self.connected.is_none() {
             self.ensure_connected(choice.clone())?;
@@ -407,16 +430,13 @@ impl Worker {
             self.conversation = None;
         }
         self.open_conversation()?;
-        let (tx, rx) = oneshot::channel::<()>();
-        if let Ok(mut slot) = self.cancel.lock() {
-            *slot = Some(tx);
-        }
         let cancel = async move {
             if rx.await.is_err() {
                 std::future::pending::<()>().await;
             }
         };
-        let (Some(conversation), Some(connected)) = (self.conversation.as_mut(), self.connected.as_ref()) else {
+        let (Some(conversation), Some(connected)) = (self.conversation.as_mut(), self.connected.as_ref())
+        else {
             anyhow::bail!("no provider is connected; check the key or the model, then try again");
         };
         let events = self.events.clone();
@@ -438,9 +458,6 @@ impl Worker {
             .runtime
             .chat_turn(conversation, connected.provider.as_ref(), text, cancel, &mut out)
             .await;
-        if let Ok(mut slot) = self.cancel.lock() {
-            slot.take();
-        }
         Ok(outcome?.status)
     }
 
@@ -478,7 +495,9 @@ impl Worker {
                 self.session = None;
                 self.conversation = None;
                 self.refresh()?;
-                self.emit(AppEvent::Notice("new session; it is stored when you send the first message".into()));
+                self.emit(AppEvent::Notice(
+                    "new session; it is stored when you send the first message".into(),
+                ));
             }
             Effect::Resume(id) => {
                 let session = self.runtime.store.find_session(&id)?;
@@ -520,7 +539,9 @@ impl Worker {
             Effect::InspectRequest => {
                 self.open_conversation()?;
                 let Some(c) = self.conversation.as_mut() else {
-                    anyhow::bail!("this session is empty; the first request is prepared when you send a message");
+                    anyhow::bail!(
+                        "this session is empty; the first request is prepared when you send a message"
+                    );
                 };
                 let prepared = c.prepare()?;
                 self.emit(AppEvent::Request(Box::new(super::event::RequestView {

@@ -13,7 +13,9 @@ use strata::tokens::{Budget, BudgetInput, ThresholdSettings};
 use strata::tui::{App, AppEvent, ContextSnapshot, KeyMap, SessionView};
 
 pub fn session_id(n: u128) -> SessionId {
-    SessionId::from(uuid::Uuid::from_u128(0x0193_0000_0000_7000_8000_0000_0000_0000 + n))
+    SessionId::from(uuid::Uuid::from_u128(
+        0x0193_0000_0000_7000_8000_0000_0000_0000 + n,
+    ))
 }
 
 /// A prompt of four layers with the cache boundary before `session`.
