@@ -42,11 +42,15 @@ struct Harness {
 
 impl Harness {
     fn start(server: &Server) -> Self {
+        Self::start_with(server, "")
+    }
+
+    fn start_with(server: &Server, extra_config: &str) -> Self {
         let home = tempfile::tempdir().unwrap();
         let ws = tempfile::tempdir().unwrap();
         std::fs::create_dir(ws.path().join(".git")).unwrap();
         let text = format!(
-            "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n",
+            "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n{extra_config}",
             server.base_url()
         );
         let config = Config::parse(&text).unwrap().config;
@@ -247,5 +251,57 @@ async fn commands_that_cannot_run_while_streaming_say_so_and_unknown_ones_list_t
         n.text
             .starts_with("unknown command /bogus; known commands: /new /compress"),
         "{n:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compress_shows_the_feedback_line_and_the_summary_and_undo_restores() {
+    let server = Server::start(vec![Reply::sse(sse(&[
+        "an answer about the parser and its tests",
+    ]))])
+    .await;
+    let mut h = Harness::start_with(
+        &server,
+        "[compression]\nprotect_last_n = 2\nsummarizer = \"extractive\"\n",
+    );
+    h.until("the connection", |a| a.context().is_some()).await;
+    let questions = [
+        "how does the parser work?",
+        "where are its tests?",
+        "and the lexer?",
+        "what about errors?",
+        "and recovery?",
+        "and performance?",
+    ];
+    for q in questions {
+        h.send(q).await;
+    }
+    h.command("/compress parser");
+    h.until("the feedback line", |a| {
+        a.notice().is_some_and(|n| n.text.starts_with("Compressed"))
+    })
+    .await;
+    let n = h.app.notice().unwrap();
+    assert!(n.text.contains("topic \"parser\""), "{n:?}");
+    let m = h.app.messages();
+    let summaries: Vec<_> = m
+        .iter()
+        .filter(|m| m.kind == strata::domain::MessageKind::Summary)
+        .collect();
+    assert_eq!(summaries.len(), 1, "{m:?}");
+    assert!(m.iter().any(|m| m.archived_by.is_some()));
+    assert!(h.app.context().unwrap().last_compaction.is_some());
+
+    h.command("/undo-compress");
+    h.until("the undo", |a| {
+        a.notice()
+            .is_some_and(|n| n.text.starts_with("compression undone"))
+    })
+    .await;
+    let m = h.app.messages();
+    assert_eq!(m.len(), 12, "{m:?}");
+    assert!(
+        m.iter()
+            .all(|m| m.archived_by.is_none() && m.kind != strata::domain::MessageKind::Summary)
     );
 }
