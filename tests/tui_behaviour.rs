@@ -46,14 +46,17 @@ impl Harness {
     }
 
     fn start_with(server: &Server, extra_config: &str) -> Self {
+        Self::from_config(&format!(
+            "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n{extra_config}",
+            server.base_url()
+        ))
+    }
+
+    fn from_config(text: &str) -> Self {
         let home = tempfile::tempdir().unwrap();
         let ws = tempfile::tempdir().unwrap();
         std::fs::create_dir(ws.path().join(".git")).unwrap();
-        let text = format!(
-            "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n{extra_config}",
-            server.base_url()
-        );
-        let config = Config::parse(&text).unwrap().config;
+        let config = Config::parse(text).unwrap().config;
         let (tx, rx) = mpsc::unbounded_channel();
         let driver = Driver::start(
             Launch {
@@ -304,4 +307,17 @@ async fn compress_shows_the_feedback_line_and_the_summary_and_undo_restores() {
         m.iter()
             .all(|m| m.archived_by.is_none() && m.kind != strata::domain::MessageKind::Summary)
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_that_cannot_be_sent_goes_back_to_the_composer() {
+    // Anthropic without a key cannot connect.
+    let mut h = Harness::from_config("[model]\nprovider = \"anthropic\"\n");
+    h.until("the key problem", |a| a.notice().is_some_and(|n| n.error))
+        .await;
+    h.command("keep these words");
+    h.until("the end of the attempt", |a| !a.is_busy()).await;
+    assert_eq!(h.app.draft(), "keep these words");
+    assert!(h.app.messages().is_empty());
+    assert!(h.app.session().is_none(), "no empty session is left behind");
 }

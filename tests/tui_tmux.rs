@@ -16,7 +16,8 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 fn sse(text: &str) -> String {
-    let chunk = serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]});
+    let chunk =
+        serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]});
     let usage = serde_json::json!({"choices": [], "usage": {"prompt_tokens": 300, "completion_tokens": 5,
         "prompt_tokens_details": {"cached_tokens": 256}}});
     format!(
@@ -38,7 +39,17 @@ impl Tmux {
     }
 
     fn start(&self, name: &str, shell_command: &str) {
-        let out = self.cmd(&["new-session", "-d", "-s", name, "-x", "120", "-y", "36", shell_command]);
+        let out = self.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            "120",
+            "-y",
+            "36",
+            shell_command,
+        ]);
         assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     }
 
@@ -59,7 +70,10 @@ impl Tmux {
             if screen.contains(what) {
                 return screen;
             }
-            assert!(Instant::now() < deadline, "'{what}' never appeared; the screen:\n{screen}");
+            assert!(
+                Instant::now() < deadline,
+                "'{what}' never appeared; the screen:\n{screen}"
+            );
             tokio::time::sleep(Duration::from_millis(100)).await;
         }
     }

@@ -243,6 +243,14 @@ impl App {
                 self.last_usage = Some(u);
                 Vec::new()
             }
+            AppEvent::Unsent(text) => {
+                self.chat.pending_user = None;
+                self.chat.streaming = None;
+                if self.draft().is_empty() {
+                    self.set_draft(&text);
+                }
+                Vec::new()
+            }
             AppEvent::TurnDone { status } => {
                 self.busy = false;
                 if status == MessageStatus::Interrupted && self.notice.is_none() {

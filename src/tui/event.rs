@@ -58,6 +58,9 @@ pub enum AppEvent {
     },
     /// The provider's usage of the request just finished.
     Usage(Usage),
+    /// A message could not be sent and nothing was stored; its text goes
+    /// back to the composer.
+    Unsent(String),
     /// The reply ended.
     TurnDone {
         /// Complete, interrupted or error.

@@ -393,6 +393,14 @@ impl Worker {
     }
 
     async fn send(&mut self, text: String, cancel: oneshot::Receiver<()>) -> anyhow::Result<()> {
+        if let Err(e) = self.ready_for_turn(&text) {
+            // Nothing was stored: the text goes back to the composer.
+            self.emit(AppEvent::Unsent(text));
+            self.emit(AppEvent::TurnDone {
+                status: crate::domain::MessageStatus::Error,
+            });
+            return Err(e);
+        }
         let result = self.turn(text, cancel).await;
         let status = match &result {
             Ok(s) => *s,
@@ -405,18 +413,16 @@ impl Worker {
         result.map(|_| ())
     }
 
-    async fn turn(
-        &mut self,
-        text: String,
-        rx: oneshot::Receiver<()>,
-    ) -> anyhow::Result<crate::domain::MessageStatus> {
+    /// Connects, creates the session (titled after `text`) when there is
+    /// none, and opens its conversation.
+    fn ready_for_turn(&mut self, text: &str) -> anyhow::Result<()> {
         let choice = self.choice()?;
         if self.connected.is_none() {
             self.ensure_connected(choice.clone())?;
         }
         if self.session.is_none() {
             let mode = self.mode(&choice);
-            let title = title_from(&[Message::new(SessionId::new(), Role::User, text.as_str(), 0)]);
+            let title = title_from(&[Message::new(SessionId::new(), Role::User, text, 0)]);
             let (session, _, _) = self.runtime.create_session(NewSession {
                 cwd: &self.cwd,
                 choice: &choice,
@@ -429,7 +435,14 @@ impl Worker {
             self.session = Some(session);
             self.conversation = None;
         }
-        self.open_conversation()?;
+        self.open_conversation()
+    }
+
+    async fn turn(
+        &mut self,
+        text: String,
+        rx: oneshot::Receiver<()>,
+    ) -> anyhow::Result<crate::domain::MessageStatus> {
         let cancel = async move {
             if rx.await.is_err() {
                 std::future::pending::<()>().await;
