@@ -215,3 +215,33 @@ fn long_code_block_scrolls() {
     app.handle(AppEvent::Wheel(30));
     insta::assert_snapshot!("code_block_scrolled_80x24", draw(&app, 80, 24));
 }
+
+#[test]
+fn archived_originals_shown_on_request() {
+    let compaction = strata::domain::CompactionId::from(uuid::Uuid::from_u128(9));
+    let mut old = msg(Role::User, "the original question about the lexer", 30);
+    old.archived_by = Some(compaction);
+    let mut answer = msg(Role::Assistant, "the original long answer", 400);
+    answer.archived_by = Some(compaction);
+    let mut messages = vec![old, answer, summary("Summary: the lexer is hand-written.")];
+    messages.extend(conversation());
+    let mut app = app_with(80, 24, messages, None);
+    insta::assert_snapshot!("archived_hidden_80x24", draw(&app, 80, 24));
+    app.handle(ctrl('a'));
+    insta::assert_snapshot!("archived_shown_80x24", draw(&app, 80, 24));
+}
+
+#[test]
+fn embedded_model_pull_progress_in_the_status_bar() {
+    let mut app = strata::tui::App::new(strata::tui::KeyMap::default(), 80, 24);
+    app.handle(AppEvent::Progress(
+        "the embedded model is not on this machine yet; downloading it (about 98 MB) ...".into(),
+    ));
+    insta::assert_snapshot!("pulling_80x24", draw(&app, 80, 24));
+    app.handle(AppEvent::Connected {
+        provider: "local".into(),
+        model: "SmolLM2-135M-Instruct".into(),
+        embedded: true,
+    });
+    insta::assert_snapshot!("embedded_header_80x24", draw(&app, 80, 3));
+}
