@@ -135,6 +135,21 @@ async fn sending_a_message_streams_the_reply_and_stores_it() {
         body["messages"].as_array().unwrap().last().unwrap()["content"],
         "say hello"
     );
+
+    // The request inspector shows the next request's wire body.
+    h.command("/inspect");
+    h.until("the prepared request", |a| {
+        matches!(a.overlay(), Some(Overlay::Request { view: Some(_), .. }))
+    })
+    .await;
+    let Some(Overlay::Request { view: Some(v), .. }) = h.app.overlay() else {
+        unreachable!()
+    };
+    let next: serde_json::Value = serde_json::from_str(&v.json).unwrap();
+    assert_eq!(next["stream"], true);
+    assert_eq!(next["messages"][0], body["messages"][0], "same system prompt");
+    assert_eq!(next["messages"].as_array().unwrap().len(), 3);
+    assert_eq!(v.report.len(), 2);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

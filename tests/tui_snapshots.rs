@@ -245,3 +245,35 @@ fn embedded_model_pull_progress_in_the_status_bar() {
     });
     insta::assert_snapshot!("embedded_header_80x24", draw(&app, 80, 3));
 }
+
+#[test]
+fn no_size_panics_with_any_surface_open() {
+    let mut messages = vec![summary("Summary: short.")];
+    messages.extend(conversation());
+    for (w, h) in (1..=130).step_by(7).flat_map(|w| (1..=12).map(move |h| (w, h))) {
+        for surface in 0..5 {
+            let mut app = app_with(w, h, messages.clone(), None);
+            match surface {
+                0 => {}
+                1 => {
+                    app.handle(ctrl('o'));
+                }
+                2 => {
+                    type_text(&mut app, "/prompt");
+                    app.handle(key(KeyCode::Enter));
+                }
+                3 => {
+                    app.handle(AppEvent::Key(crossterm::event::KeyEvent::new(
+                        KeyCode::F(1),
+                        crossterm::event::KeyModifiers::NONE,
+                    )));
+                }
+                _ => {
+                    type_text(&mut app, "a draft over\nseveral\nlines\nof\ntext\nhere");
+                    app.handle(AppEvent::Wheel(100));
+                }
+            }
+            let _ = draw(&app, w, h);
+        }
+    }
+}

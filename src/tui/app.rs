@@ -68,13 +68,15 @@ impl App {
         let mut composer = TextArea::default();
         composer.set_placeholder_text("Message, or /help");
         composer.set_cursor_line_style(ratatui::style::Style::new());
+        let mut chat = ChatPane::default();
+        chat.expand_key = keymap.label_for(Action::ToggleSummaries).unwrap_or_default();
         Self {
             keymap,
             width,
             height,
             header: Header::default(),
             session: None,
-            chat: ChatPane::default(),
+            chat,
             context: None,
             stale: Vec::new(),
             context_shown: None,

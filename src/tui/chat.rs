@@ -129,6 +129,8 @@ pub struct ChatPane {
     pub streaming: Option<Streaming>,
     /// The user's message waiting to be stored (shown until the refresh).
     pub pending_user: Option<String>,
+    /// The key that expands summaries, as shown on a collapsed one.
+    pub expand_key: String,
     /// Wrapped blocks per message and width (see the module doc).
     cache: RefCell<HashMap<MessageId, (CacheKey, Vec<Line<'static>>)>>,
 }
@@ -167,7 +169,7 @@ impl ChatPane {
                 return lines.clone();
             }
         }
-        let lines = layout_block(msg, &badges, collapsed, width);
+        let lines = layout_block(msg, &badges, collapsed.then_some(self.expand_key.as_str()), width);
         self.cache.borrow_mut().insert(msg.id, (key, lines.clone()));
         lines
     }
@@ -185,7 +187,7 @@ impl ChatPane {
         let mut tail = Vec::new();
         if let Some(text) = &self.pending_user {
             let m = Message::new(crate::domain::SessionId::default(), Role::User, text.clone(), 0);
-            tail.push(layout_block(&m, &[], false, area.width));
+            tail.push(layout_block(&m, &[], None, area.width));
         }
         if let Some(s) = &self.streaming {
             let mut m = Message::new(
@@ -196,7 +198,7 @@ impl ChatPane {
             );
             m.status = MessageStatus::Streaming;
             let b = badges(&m, None);
-            tail.push(layout_block(&m, &b, false, area.width));
+            tail.push(layout_block(&m, &b, None, area.width));
         }
         for b in tail.into_iter().rev() {
             have += b.len();
@@ -237,8 +239,9 @@ impl ChatPane {
     }
 }
 
-/// Lays out one message block (uncached).
-fn layout_block(msg: &Message, badges: &[String], collapsed: bool, width: u16) -> Vec<Line<'static>> {
+/// Lays out one message block (uncached); `collapsed` holds the key that
+/// expands a collapsed summary.
+fn layout_block(msg: &Message, badges: &[String], collapsed: Option<&str>, width: u16) -> Vec<Line<'static>> {
     let label = match msg.role {
         Role::User => "you",
         Role::Assistant => "assistant",
@@ -258,13 +261,13 @@ fn layout_block(msg: &Message, badges: &[String], collapsed: bool, width: u16) -
     }
     let mut lines = vec![Line::from(header)];
     let body_width = width.saturating_sub(2).max(1);
-    if collapsed {
+    if let Some(expand_key) = collapsed {
         let first = msg.content.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
         let shown = fmt::cut(first, usize::from(body_width).saturating_sub(16));
         lines.push(Line::from(vec![
             Span::raw("  "),
             Span::styled(format!("▸ {shown}"), theme::dim()),
-            Span::styled("  (Ctrl-E expands)", theme::dim()),
+            Span::styled(format!("  ({expand_key} expands)"), theme::dim()),
         ]));
     } else {
         for l in message_lines(msg, body_width) {

@@ -12,7 +12,7 @@ use crate::tokens::Category;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use ratatui::widgets::{Block, Borders, Paragraph, Widget};
+use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
 
 /// What the pane shows beyond the snapshot.
 #[derive(Clone, Copy, Debug, Default)]
@@ -38,7 +38,9 @@ pub fn render(snapshot: Option<&ContextSnapshot>, live: Live<'_>, area: Rect, bu
         Some(s) => lines(s, live, inner.width),
         None => vec![Line::styled("loading…", theme::dim())],
     };
-    Paragraph::new(lines).render(inner, buf);
+    Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
+        .render(inner, buf);
 }
 
 fn approx(exact: bool) -> &'static str {

@@ -186,7 +186,8 @@ pub struct ContextSnapshot {
 /// The request inspector's content.
 #[derive(Clone, Debug)]
 pub struct RequestView {
-    /// The prepared request as JSON, pretty-printed.
+    /// The prepared request as it goes over the wire: the provider's JSON
+    /// body, pretty-printed, or the ChatML text fed to the embedded model.
     pub json: String,
     /// What the pipeline did to each message.
     pub report: Vec<ReportEntry>,

@@ -291,6 +291,15 @@ impl KeyMap {
         self.map.get(&Key::from_event(e)).copied()
     }
 
+    /// The label of the first key bound to `action` (`Ctrl-E`), if any.
+    #[must_use]
+    pub fn label_for(&self, action: Action) -> Option<String> {
+        self.bindings()
+            .into_iter()
+            .find(|(_, a)| *a == action)
+            .map(|(l, _)| l)
+    }
+
     /// Every binding, sorted by action then key label (for help).
     #[must_use]
     pub fn bindings(&self) -> Vec<(String, Action)> {

@@ -557,8 +557,19 @@ impl Worker {
                     );
                 };
                 let prepared = c.prepare()?;
+                let wire = match self.choice()?.provider {
+                    crate::config::ProviderKind::OpenAi => serde_json::to_string_pretty(
+                        &crate::provider::openai::request_body(&prepared.request),
+                    )?,
+                    crate::config::ProviderKind::Anthropic => serde_json::to_string_pretty(
+                        &crate::provider::anthropic::request_body(&prepared.request),
+                    )?,
+                    crate::config::ProviderKind::Local => {
+                        crate::provider::local::chatml::render(&prepared.request).to_text()
+                    }
+                };
                 self.emit(AppEvent::Request(Box::new(super::event::RequestView {
-                    json: serde_json::to_string_pretty(&prepared.request)?,
+                    json: wire,
                     report: prepared.report,
                     prepared_tokens: prepared.prepared_tokens,
                 })));
