@@ -277,3 +277,21 @@ fn no_size_panics_with_any_surface_open() {
         }
     }
 }
+
+#[test]
+fn scrolling_stops_at_the_oldest_line() {
+    let code: String = (1..=200).map(|i| format!("line {i}\n")).collect();
+    let mut app = app_with(80, 24, vec![msg(Role::Assistant, &code, 900)], None);
+    let bottom = draw(&app, 80, 24);
+    assert!(bottom.contains("line 200"));
+    app.handle(AppEvent::Wheel(1_000_000));
+    let top = draw(&app, 80, 24);
+    assert!(top.contains("assistant") && top.contains("line 1 "), "{top}");
+    // One notch down from the top moves the view at once.
+    app.handle(AppEvent::Wheel(-3));
+    let below = draw(&app, 80, 24);
+    assert!(
+        !below.contains("assistant") && below.contains("line 3 "),
+        "{below}"
+    );
+}

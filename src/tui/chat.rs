@@ -15,7 +15,7 @@ use crate::pipeline::{Action, ReportEntry};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 
 /// The body of one message as display lines of at most `width` cells
@@ -131,6 +131,9 @@ pub struct ChatPane {
     pub pending_user: Option<String>,
     /// The key that expands summaries, as shown on a collapsed one.
     pub expand_key: String,
+    /// The largest useful scroll, learned by the last frame that reached
+    /// the oldest message (`None`: the top was not reached, no limit known).
+    max_scroll: Cell<Option<usize>>,
     /// Wrapped blocks per message and width (see the module doc).
     cache: RefCell<HashMap<MessageId, (CacheKey, Vec<Line<'static>>)>>,
 }
@@ -153,7 +156,9 @@ impl ChatPane {
 
     /// The block of one message: a header line with role and badges, the
     /// body (or one line for a collapsed summary), a blank line.
-    fn block(&self, msg: &Message, width: u16) -> Vec<Line<'static>> {
+    /// Lays out `msg` at `width` unless the cache already holds it; returns
+    /// its height in rows.
+    fn ensure(&self, msg: &Message, width: u16) -> usize {
         let collapsed = msg.kind == MessageKind::Summary && !self.summaries_expanded;
         let badges = badges(msg, self.report.get(&msg.id));
         let key = CacheKey {
@@ -162,29 +167,34 @@ impl ChatPane {
             collapsed,
             len: msg.content.len(),
             status: msg.status,
-            badges: badges.clone(),
+            badges,
         };
         if let Some((k, lines)) = self.cache.borrow().get(&msg.id) {
             if *k == key {
-                return lines.clone();
+                return lines.len();
             }
         }
-        let lines = layout_block(msg, &badges, collapsed.then_some(self.expand_key.as_str()), width);
-        self.cache.borrow_mut().insert(msg.id, (key, lines.clone()));
-        lines
+        let lines = layout_block(
+            msg,
+            &key.badges,
+            collapsed.then_some(self.expand_key.as_str()),
+            width,
+        );
+        let height = lines.len();
+        self.cache.borrow_mut().insert(msg.id, (key, lines));
+        height
     }
 
-    /// Draws the pane into `area`.
+    /// Draws the pane into `area`: block heights are summed from the newest
+    /// message back until the window is covered; only blocks that overlap
+    /// the window have their lines copied to the screen.
     pub fn render(&self, area: Rect, buf: &mut Buffer) {
         if area.width == 0 || area.height == 0 {
             return;
         }
         let rows = usize::from(area.height);
         let want = rows + self.scroll;
-        // Newest first: blocks in reverse, each block's lines in order.
-        let mut blocks: Vec<Vec<Line<'static>>> = Vec::new();
-        let mut have = 0;
-        let mut tail = Vec::new();
+        let mut tail: Vec<Vec<Line<'static>>> = Vec::new();
         if let Some(text) = &self.pending_user {
             let m = Message::new(crate::domain::SessionId::default(), Role::User, text.clone(), 0);
             tail.push(layout_block(&m, &[], None, area.width));
@@ -200,42 +210,65 @@ impl ChatPane {
             let b = badges(&m, None);
             tail.push(layout_block(&m, &b, None, area.width));
         }
-        for b in tail.into_iter().rev() {
-            have += b.len();
-            blocks.push(b);
+        // Newest first: (message or tail block, height).
+        let mut items: Vec<(Option<&Message>, usize, usize)> = Vec::new();
+        let mut have = 0;
+        for (i, t) in tail.iter().enumerate().rev() {
+            have += t.len();
+            items.push((None, i, t.len()));
         }
+        let mut reached_top = true;
         for msg in self.visible().rev() {
             if have >= want {
+                reached_top = false;
                 break;
             }
-            let b = self.block(msg, area.width);
-            have += b.len();
-            blocks.push(b);
+            let h = self.ensure(msg, area.width);
+            have += h;
+            items.push((Some(msg), 0, h));
         }
-        let mut lines: Vec<Line<'static>> = blocks.into_iter().rev().flatten().collect();
-        if lines.is_empty() {
-            lines.push(Line::styled(
-                "No messages yet. Type below and press Enter.",
-                theme::dim(),
-            ));
+        self.max_scroll
+            .set(reached_top.then(|| have.saturating_sub(rows)));
+        if have == 0 {
+            let hint = Line::styled("No messages yet. Type below and press Enter.", theme::dim());
+            buf.set_line(area.x, area.y, &hint, area.width);
+            return;
         }
-        let end = lines
-            .len()
-            .saturating_sub(self.scroll.min(lines.len().saturating_sub(1)));
-        let start = end.saturating_sub(rows);
-        for (i, line) in lines[start..end].iter().enumerate() {
-            let y = area.y + u16::try_from(i).unwrap_or(u16::MAX);
-            buf.set_line(area.x, y, line, area.width);
+        let scroll = self.scroll.min(have.saturating_sub(rows));
+        let shown = rows.min(have - scroll);
+        let top = have - scroll - shown;
+        let cache = self.cache.borrow();
+        let mut start = 0;
+        for (msg, tail_index, h) in items.iter().rev() {
+            let end = start + h;
+            if end > top && start < top + shown {
+                let lines: &[Line<'static>] = match msg {
+                    Some(m) => cache.get(&m.id).map_or(&[], |(_, l)| l.as_slice()),
+                    None => tail[*tail_index].as_slice(),
+                };
+                for (k, line) in lines.iter().enumerate() {
+                    let at = start + k;
+                    if at >= top && at < top + shown {
+                        let y = area.y + u16::try_from(at - top).unwrap_or(u16::MAX);
+                        buf.set_line(area.x, y, line, area.width);
+                    }
+                }
+            }
+            start = end;
         }
     }
 
-    /// The number of rows scrolled, limited so some content stays visible.
+    /// Scrolls by `delta` rows (positive: towards older messages), never
+    /// past the oldest line once a frame has shown where it is.
     pub fn scroll_by(&mut self, delta: i64) {
         let next = i64::try_from(self.scroll)
             .unwrap_or(i64::MAX)
             .saturating_add(delta);
-        let total: usize = 10_000_000;
-        self.scroll = usize::try_from(next.max(0)).unwrap_or(0).min(total);
+        let next = usize::try_from(next.max(0)).unwrap_or(0);
+        self.scroll = match self.max_scroll.get() {
+            Some(max) => next.min(max),
+            None => next,
+        };
     }
 }
 
