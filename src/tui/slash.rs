@@ -122,13 +122,11 @@ impl SlashCommand {
         }
     }
 
-    /// Whether it may run while a reply streams.
+    /// Whether it may run while a reply streams: only what needs nothing
+    /// from the session worker (which is busy with the reply).
     #[must_use]
     pub fn available_while_streaming(self) -> bool {
-        matches!(
-            self,
-            Self::Sessions | Self::Prompt | Self::Help | Self::Quit | Self::Memory | Self::Export
-        )
+        matches!(self, Self::Sessions | Self::Prompt | Self::Help | Self::Quit)
     }
 
     /// Whether an argument is required.
