@@ -20,8 +20,8 @@ mod turn;
 pub use calibration::Calibration;
 
 use crate::domain::{
-    ChatRequest, Message, MessageId, MessageStatus, ProviderUsage, RequestMessage, RequestSystem, Role,
-    Session, StreamEvent, SystemPrompt, ToolCall, Usage,
+    ChatRequest, Message, MessageId, MessageKind, MessageStatus, ProviderUsage, RequestMessage,
+    RequestSystem, Role, Session, StreamEvent, SystemPrompt, ToolCall, Usage,
 };
 use crate::pipeline::{self, PrepareError, PrepareInput, Prepared};
 use crate::tokens::{self, TokenCache, TokenCounter};
@@ -138,6 +138,8 @@ pub struct Conversation {
     calibration: Calibration,
     cache: TokenCache,
     system_tokens: Option<u32>,
+    parts: Vec<(String, Option<u32>)>,
+    max_messages: Option<usize>,
 }
 
 /// Context window assumed until [`Conversation::with_window`] sets one.
@@ -164,6 +166,8 @@ impl Conversation {
             calibration: Calibration::default(),
             cache: TokenCache::new(),
             system_tokens: None,
+            parts: Vec::new(),
+            max_messages: None,
         }
     }
 
@@ -171,6 +175,13 @@ impl Conversation {
     #[must_use]
     pub fn with_window(mut self, window: u64) -> Self {
         self.window = window;
+        self
+    }
+
+    /// Caps the messages sent per request (`history.max_messages`).
+    #[must_use]
+    pub fn with_max_messages(mut self, max_messages: Option<usize>) -> Self {
+        self.max_messages = max_messages;
         self
     }
 
@@ -228,6 +239,14 @@ impl Conversation {
     #[must_use]
     pub fn max_tokens(&self) -> u64 {
         self.max_tokens
+    }
+
+    /// Adds a part to the next submitted message (an attachment, or a
+    /// per-turn reminder with `ephemeral_ttl = Some(1)`; see
+    /// [`crate::pipeline::enrich`]). Each part is stored as a synthetic user
+    /// message right after the user's message.
+    pub fn attach(&mut self, text: String, ephemeral_ttl: Option<u32>) {
+        self.parts.push((text, ephemeral_ttl));
     }
 
     /// Replaces the history and prompt after a compaction (or its undo)
@@ -372,7 +391,7 @@ impl Conversation {
             window: self.window,
             reserved_output: self.max_tokens,
             exact: counter.exact(),
-            max_messages: None,
+            max_messages: self.max_messages,
             single_system: false,
             model: &self.session.model,
             max_tokens: self.max_tokens,
@@ -386,21 +405,30 @@ impl Conversation {
         }
         let user = Message::new(self.session.id, Role::User, text, now_ms);
         self.messages.push(user.clone());
+        let mut saves = vec![Effect::SaveMessage(user)];
+        for (text, ttl) in std::mem::take(&mut self.parts) {
+            let mut part = Message::new(self.session.id, Role::User, text, now_ms);
+            part.kind = MessageKind::Synthetic;
+            part.ephemeral_ttl = ttl;
+            self.messages.push(part.clone());
+            saves.push(Effect::SaveMessage(part));
+        }
         let prepared = match self.prepare() {
             Ok(p) => p,
             // The user's words are kept; nothing is sent.
-            Err(e) => return vec![Effect::SaveMessage(user), Effect::ShowError(e.to_string())],
+            Err(e) => {
+                saves.push(Effect::ShowError(e.to_string()));
+                return saves;
+            }
         };
         let request = prepared.request;
         let estimate = prepared.prepared_tokens;
         let mut assistant = Message::new(self.session.id, Role::Assistant, "", now_ms);
         assistant.status = MessageStatus::Streaming;
         self.turn = Some(Turn::new(assistant.id, now_ms, estimate));
-        vec![
-            Effect::SaveMessage(user),
-            Effect::SaveMessage(assistant),
-            Effect::SendRequest(request),
-        ]
+        saves.push(Effect::SaveMessage(assistant));
+        saves.push(Effect::SendRequest(request));
+        saves
     }
 
     fn stream(&mut self, event: StreamEvent, now_ms: i64) -> Vec<Effect> {
@@ -433,7 +461,17 @@ impl Conversation {
                 turn.usage = Some(usage);
                 Vec::new()
             }
-            StreamEvent::Done { .. } => self.finish(MessageStatus::Complete, now_ms, None),
+            StreamEvent::Done { finish_reason } => {
+                // A reply cut by the output limit is complete as far as the
+                // provider is concerned, but the user must know it stopped.
+                let cut = matches!(finish_reason.as_deref(), Some("length" | "max_tokens")).then(|| {
+                    format!(
+                        "the reply stopped at the output limit ({} tokens); ask to continue, or raise [model] max_tokens",
+                        self.max_tokens
+                    )
+                });
+                self.finish(MessageStatus::Complete, now_ms, cut)
+            }
         }
     }
 

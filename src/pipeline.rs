@@ -11,10 +11,12 @@
 //!
 //! Stages, in the order of DESIGN §6:
 //!
-//! 1. **enrich** — `@path` attachments need file reads, which the core may
-//!    not do. Not done here: the adapter that reads attachments must pass
-//!    their text in (a future `PrepareInput` field) and this stage will embed
-//!    it. Nothing pretends to do it today.
+//! 1. **enrich** ([`enrich`]) — `@path` attachments and the per-turn
+//!    `<system-reminder>`: the runtime reads the files and runs the command
+//!    when the user submits, [`enrich`] formats them (a file already attached
+//!    with the same content becomes a one-line note), and they are stored as
+//!    synthetic user messages after the user's message, which repair merges
+//!    into it. Stored once, they are sent byte-identical on later turns.
 //! 2. **reduce** ([`limit`] module) — while the estimate is over the soft
 //!    limit ([`SOFT_LIMIT_EXACT`] or [`SOFT_LIMIT_APPROXIMATE`] of the
 //!    effective window), the largest truncatable message is truncated: the
@@ -62,6 +64,7 @@
 //! and prune drops it from the next turn on, so the system prompt and the
 //! cached prefix never change.
 
+pub mod enrich;
 mod limit;
 mod repair;
 mod truncate;

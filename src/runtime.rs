@@ -15,7 +15,9 @@ mod import;
 mod prompt_build;
 mod providers;
 mod session;
+mod session_ops;
 mod transcript;
+mod turn_parts;
 
 pub use chat::{ChatOutput, TurnOutcome};
 pub use compress::{CompressOutcome, CompressRequest, Snapshot, SummarizerArg, UndoOutcome};
@@ -24,4 +26,6 @@ pub use import::{ImportError, ImportOutcome, parse_openai_messages};
 pub use prompt_build::{PromptPreview, fingerprint, recent_entry, resolve_mode, to_system_prompt};
 pub use providers::{Connected, connect, ensure_local_model, local_model_file, session_counter};
 pub use session::{Imported, NewSession, Runtime, RuntimeError, title_from};
+pub use session_ops::{Reloaded, SKILL_MAX_CHARS};
 pub use transcript::{export_json, export_markdown};
+pub use turn_parts::{TURN_REMINDER_MAX_CHARS, TURN_REMINDER_TIMEOUT, TurnParts};

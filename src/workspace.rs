@@ -22,8 +22,9 @@ mod skills_cache;
 
 pub use command::{CONTEXT_CMD_TIMEOUT, run_context_cmd};
 pub use env::{format_session_date, session_time_zone};
-pub use read::{BINARY_SNIFF_BYTES, ReadStats};
+pub use read::{BINARY_SNIFF_BYTES, ReadStats, read_attachment};
 pub use roots::{chain, find_git_root, git_branch};
+pub use skills::{list_skills, read_skill_body};
 pub use skills_cache::SKILLS_CACHE_FILE;
 
 use crate::domain::PromptMode;
@@ -93,30 +94,35 @@ pub enum WorkspaceError {
         #[source]
         source: std::io::Error,
     },
-    /// `prompt.context_cmd` could not be started.
-    #[error(
-        "prompt.context_cmd `{command}` could not be started ({source}); check the command in the config."
-    )]
+    /// A configured command (`prompt.context_cmd`, `prompt.turn_reminder_cmd`)
+    /// could not be started.
+    #[error("{setting} `{command}` could not be started ({source}); check the command in the config.")]
     CommandSpawn {
+        /// The setting that names the command.
+        setting: &'static str,
         /// The command.
         command: String,
         /// The spawn error.
         #[source]
         source: std::io::Error,
     },
-    /// `prompt.context_cmd` exited unsuccessfully (its output is still used).
-    #[error("prompt.context_cmd `{command}` exited with status {status}; its output is used as it is.")]
+    /// A configured command exited unsuccessfully (its output is still used).
+    #[error("{setting} `{command}` exited with status {status}; its output is used as it is.")]
     CommandFailed {
+        /// The setting that names the command.
+        setting: &'static str,
         /// The command.
         command: String,
         /// Exit code, or "a signal".
         status: String,
     },
-    /// `prompt.context_cmd` ran past its timeout and was killed.
+    /// A configured command ran past its timeout and was killed.
     #[error(
-        "prompt.context_cmd `{command}` did not finish within {seconds} s and was stopped; make it faster or remove it."
+        "{setting} `{command}` did not finish within {seconds} s and was stopped; make it faster or remove it."
     )]
     CommandTimeout {
+        /// The setting that names the command.
+        setting: &'static str,
         /// The command.
         command: String,
         /// The timeout in seconds.
@@ -227,7 +233,7 @@ pub fn gather_with_stats(request: &GatherRequest) -> (PromptInputs, ReadStats) {
     let bootstrap = (full && request.first_session).then(|| reader.read(&config("BOOTSTRAP.md"), None, cap));
     let computed = match request.settings.context_cmd.as_deref().map(str::trim) {
         Some(cmd) if full && !cmd.is_empty() => {
-            let (out, cmd_warnings) = run_context_cmd(cmd, &root, CONTEXT_CMD_TIMEOUT);
+            let (out, cmd_warnings) = run_context_cmd("prompt.context_cmd", cmd, &root, CONTEXT_CMD_TIMEOUT);
             warnings.extend(cmd_warnings);
             Some(out)
         }

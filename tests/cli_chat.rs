@@ -79,6 +79,10 @@ async fn chat_streams_persists_and_records_usage() {
     assert_eq!(events.last().unwrap()["type"], "done");
     assert_eq!(events.last().unwrap()["status"], "complete");
 
+    // Counted as the turn ends: the listing shows the session's size.
+    let listed = sb.json(&["sessions", "--json"]);
+    assert!(listed[0]["tokens"].as_u64().unwrap() > 0, "{listed}");
+
     let show = sb.json(&["show", &session, "--json"]);
     let messages = show["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 2);
@@ -305,4 +309,50 @@ async fn an_oversized_imported_message_is_truncated_in_the_request_not_refused()
         body["messages"].as_array().unwrap().last().unwrap()["content"],
         "and now?"
     );
+}
+
+/// A reply another live strata is still streaming into the session is not
+/// history yet: a second chat on the session does not send the partial.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_still_streaming_in_another_process_is_not_sent_as_history() {
+    let server = Server::start(vec![
+        Reply::sse(sse(&["one"], None)),
+        Reply::sse(sse(&["two"], None)),
+    ])
+    .await;
+    let sb = Sandbox::new();
+    let first = run(chat_cmd(&sb, &server, &["chat", "--new", "first"])).await;
+    assert!(first.status.success());
+    let id = sb.json(&["sessions", "--json"])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    {
+        // This test process plays the other strata: alive, mid-reply.
+        let mut store = strata::store::Store::open(sb.db()).unwrap();
+        let session = store.find_session(&id).unwrap();
+        let mut user =
+            strata::domain::Message::new(session.id, strata::domain::Role::User, "other question", 1);
+        store.append_message(&mut user).unwrap();
+        let mut partial = strata::domain::Message::new(session.id, strata::domain::Role::Assistant, "", 2);
+        partial.status = strata::domain::MessageStatus::Streaming;
+        store.append_message(&mut partial).unwrap();
+        store
+            .update_message(
+                partial.id,
+                "half of a rep",
+                &[],
+                strata::domain::MessageStatus::Streaming,
+            )
+            .unwrap();
+    }
+    let second = run(chat_cmd(&sb, &server, &["chat", "--session", &id, "second"])).await;
+    assert!(
+        second.status.success(),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    let sent = server.requests()[1].json().to_string();
+    assert!(!sent.contains("half of a rep"), "{sent}");
+    assert!(sent.contains("other question"));
 }

@@ -209,6 +209,26 @@ fn compress_prints_the_json_contract_and_undo_restores_messages_and_prompt_bytes
 }
 
 #[test]
+fn a_secret_in_the_topic_is_redacted_everywhere() {
+    let sb = Sandbox::new();
+    let id = sb.import(&history(20, 300));
+    let key = "sk-proj-ABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789abcdef";
+    let out = sb.json(&["compress", &id, "--topic", &format!("parser {key}"), "--json"]);
+    let topic = out["topic"].as_str().unwrap();
+    assert!(topic.starts_with("parser [REDACTED"), "{topic}");
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    let dump: Vec<String> = conn
+        .prepare("SELECT coalesce(topic, '') FROM compactions")
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    assert!(!dump.concat().contains(key));
+    assert!(!out.to_string().contains(key));
+}
+
+#[test]
 fn a_short_history_is_nothing_to_compress() {
     let sb = Sandbox::new();
     let id = sb.import(&history(1, 100));
@@ -537,4 +557,50 @@ async fn kill_9_during_a_compaction_leaves_the_old_state() {
         )
         .unwrap();
     assert_eq!(archived, 0, "no half-archived range");
+}
+
+/// `kill -9` while `strata chat` compresses before its request: the message
+/// the user typed is already stored, the session is otherwise unchanged.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_during_preflight_compression_keeps_the_typed_message() {
+    let sb = Sandbox::new();
+    write_config(&sb, "[model]\ncontext_window = 8000\nmax_tokens = 500\n");
+    let id = import_openai(&sb, &history(30, 600));
+    let before = state(&sb, &id).0.len();
+    let chunk =
+        json!({"choices": [{"index": 0, "delta": {"content": "## Completed"}, "finish_reason": null}]});
+    let server = Server::start(vec![Reply::sse_hold(format!("data: {chunk}\n\n"))]).await;
+    let mut child = openai(
+        &sb,
+        &server.base_url(),
+        &["chat", "--session", &id, "IMPORTANT user text 42"],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let start = Instant::now();
+    while server.requests().is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the summary request never came"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let summary_request = server.requests()[0].json().to_string();
+    assert!(
+        summary_request.contains("Request 5"),
+        "the first request is the summariser's"
+    );
+    child.kill().unwrap();
+    child.wait().unwrap();
+    assert_eq!(integrity(&sb), "ok");
+    assert_eq!(compactions(&sb), 0);
+    let (after, _) = state(&sb, &id);
+    assert!(
+        after
+            .iter()
+            .any(|m| m.1 == "user" && m.2 == "IMPORTANT user text 42")
+    );
+    assert!(after.len() > before);
 }

@@ -26,6 +26,7 @@ fn import_then_list_show_and_export_round_trip() {
     assert_eq!(row["id"], id.as_str());
     assert_eq!(row["title"], "Please list the files in src");
     assert_eq!(row["messages"], 5);
+    assert!(row["tokens"].as_u64().unwrap() > 20, "counted at import: {row}");
     for key in [
         "workspace",
         "model",
@@ -251,4 +252,12 @@ fn a_hosted_model_name_on_the_local_provider_is_refused() {
         list.as_array().unwrap().is_empty(),
         "a refused chat must not leave a session: {list}"
     );
+}
+
+#[test]
+fn an_import_file_starting_with_a_byte_order_mark_is_read() {
+    let sb = Sandbox::new();
+    let id = sb.import(&format!("\u{feff}{SMALL}"));
+    let show = sb.json(&["show", &id, "--json"]);
+    assert_eq!(show["messages"].as_array().unwrap().len(), 5);
 }

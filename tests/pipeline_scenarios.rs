@@ -317,3 +317,33 @@ fn the_report_serialises_as_the_context_json_contract() {
         }])
     );
 }
+
+/// A compaction summary merged into a huge user message (the first message
+/// after the summarised range) is never dropped: it is cut in the middle,
+/// its notice at the start kept.
+#[test]
+fn a_summary_merged_into_a_huge_message_is_cut_not_dropped() {
+    let mut h = Hist::new();
+    let body = "word ".repeat(200_000);
+    let mut merged = strata::domain::Message::new(
+        strata::domain::SessionId::new(),
+        strata::domain::Role::User,
+        format!(
+            "{}\n\nEarlier work: fixed the parser.\n\n{}\n\n{body}",
+            strata::compress::NOTICE,
+            strata::compress::END_MARKER
+        ),
+        0,
+    );
+    merged.kind = strata::domain::MessageKind::Summary;
+    h.push(merged, None);
+    h.assistant("ok", None);
+    h.user("after", None);
+    let sys = system("s");
+    let p = prepare(&input(&h, &sys, 32_000)).unwrap();
+    assert_eq!(p.report[0].action, Action::Truncated, "{:?}", p.report[0]);
+    let first = &p.request.messages[0].content;
+    assert!(first.contains("Earlier work: fixed the parser."));
+    assert!(p.prepared_tokens <= 32_000);
+    assert_eq!(p.request.messages.last().unwrap().content, "after");
+}

@@ -263,17 +263,21 @@ fn new_prompt_version_becomes_current_and_bumps_updated_at() {
     let mut store = Store::open_in_memory().unwrap();
     let (s, p1) = session("/w", "t");
     store.create_session(&s, &p1).unwrap();
-    let p2 = prompt(s.id, 2, "gpt-4.1");
-    store.add_prompt_version(&p2).unwrap();
+    let mut p2 = prompt(s.id, 7, "gpt-4.1");
+    store.add_prompt_version(&mut p2).unwrap();
+    assert_eq!(p2.version, 2, "the store numbers versions");
     assert_eq!(store.current_prompt(s.id).unwrap(), Some(p2.clone()));
     assert_eq!(store.prompt_versions(s.id).unwrap(), vec![p1, p2.clone()]);
     let back = store.session(s.id).unwrap().unwrap();
     assert_eq!(back.current_prompt_id, Some(p2.id));
     assert!(back.updated_at > s.updated_at);
 
-    let again = prompt(s.id, 2, "other");
-    assert!(store.add_prompt_version(&again).is_err(), "version 2 is taken");
-    assert_eq!(store.current_prompt(s.id).unwrap(), Some(p2));
+    // Another process built "version 2" from the same state: it becomes 3.
+    let mut again = prompt(s.id, 2, "other");
+    store.add_prompt_version(&mut again).unwrap();
+    assert_eq!(again.version, 3);
+    assert_eq!(store.current_prompt(s.id).unwrap(), Some(again));
+    assert_eq!(store.prompt_versions(s.id).unwrap().len(), 3);
 }
 
 #[test]

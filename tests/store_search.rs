@@ -130,7 +130,58 @@ fn punctuation_and_quotes_in_a_search_never_error() {
     assert_eq!(search(&store, "foo\"bar"), vec!["quoting"]);
     assert_eq!(search(&store, "AND("), vec!["quoting"]);
     assert_eq!(search(&store, "NEAR"), vec!["quoting"]);
-    // Punctuation alone is no filter at all.
-    assert_eq!(search(&store, "\" ( *"), vec!["quoting"]);
+    // Punctuation alone can match nothing (a blank search lists everything).
+    assert!(search(&store, "\" ( *").is_empty());
+    assert_eq!(search(&store, "  "), vec!["quoting"]);
     assert_eq!(search(&store, "absent"), Vec::<String>::new());
+}
+
+#[test]
+fn terms_may_be_found_in_different_messages_or_the_title() {
+    let mut store = Store::open_in_memory().unwrap();
+    let (s, p) = session("/w", "Parser work");
+    store.create_session(&s, &p).unwrap();
+    for text in ["the lexer crashes", "fixed the panic in tokens"] {
+        let mut m = user(s.id, text);
+        store.append_message(&mut m).unwrap();
+    }
+    let (other, p2) = session("/w", "Lunch");
+    store.create_session(&other, &p2).unwrap();
+    let mut m = user(other.id, "the lexer is fine");
+    store.append_message(&mut m).unwrap();
+
+    assert_eq!(search(&store, "lexer panic"), vec!["Parser work"]);
+    assert_eq!(
+        search(&store, "parser crashes"),
+        vec!["Parser work"],
+        "title + message"
+    );
+    assert!(
+        search(&store, "lexer sandwich").is_empty(),
+        "every term is required"
+    );
+}
+
+#[test]
+fn cjk_words_inside_a_run_and_emoji_are_found_as_substrings() {
+    let mut store = Store::open_in_memory().unwrap();
+    let (s, p) = session("/w", "Notes");
+    store.create_session(&s, &p).unwrap();
+    let mut m = user(s.id, "中文测试 日本語テスト 🎉🚀 done");
+    store.append_message(&mut m).unwrap();
+    let (other, p2) = session("/w", "Other");
+    store.create_session(&other, &p2).unwrap();
+    let mut m = user(other.id, "plain words only");
+    store.append_message(&mut m).unwrap();
+
+    assert_eq!(search(&store, "测试"), vec!["Notes"]);
+    assert_eq!(search(&store, "テスト"), vec!["Notes"]);
+    assert_eq!(search(&store, "🎉"), vec!["Notes"]);
+    assert_eq!(search(&store, "测试 done"), vec!["Notes"], "mixed with a word");
+    assert!(search(&store, "한국어").is_empty());
+    assert!(
+        search(&store, "*").is_empty(),
+        "punctuation alone matches nothing"
+    );
+    assert!(search(&store, "\" ( )").is_empty());
 }

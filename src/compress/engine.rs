@@ -371,7 +371,7 @@ impl DefaultEngine {
 
     fn lock(&mut self, why: &str) {
         self.status.locked = Some(format!(
-            "Automatic compression is paused: {why}. Start a new session with /new, or compress by hand with /compress <topic>."
+            "Automatic compression is paused: {why}; start a new session (/new, or `strata chat --new`) or compress by hand (/compress <topic>, or `strata compress ID --topic T`)."
         ));
     }
 
@@ -638,6 +638,16 @@ impl CompressionEngine for DefaultEngine {
         };
         let plan = assemble_plan(&pending, &body, summarizer, warnings, counter, now_ms);
         self.compacted_since_reading = true;
+        // A compression the user asked for that brings the context under
+        // the threshold ends a pause: the next reading would clear it anyway.
+        if pending.trigger == Trigger::Manual
+            && plan.tokens_after < self.threshold()
+            && plan.summarizer != "fallback"
+        {
+            self.status.strikes = 0;
+            self.status.fallbacks_in_row = 0;
+            self.status.locked = None;
+        }
         Ok(plan)
     }
 

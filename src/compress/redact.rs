@@ -55,6 +55,22 @@ const RULES: &[Rule] = &[
         pattern: r#"(?i)(?P<keep>aws_?secret_?(?:access_?)?key\s*["']?\s*[=:]\s*["']?)[A-Za-z0-9/+=]{40}"#,
     },
     Rule {
+        kind: "stripe_key",
+        pattern: r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}",
+    },
+    Rule {
+        kind: "gitlab_token",
+        pattern: r"\bglpat-[A-Za-z0-9_\-]{20,}",
+    },
+    Rule {
+        kind: "npm_token",
+        pattern: r"\bnpm_[A-Za-z0-9]{36}",
+    },
+    Rule {
+        kind: "huggingface_token",
+        pattern: r"\bhf_[A-Za-z0-9]{30,}",
+    },
+    Rule {
         kind: "slack_token",
         pattern: r"\bxox[abposr]-[A-Za-z0-9\-]{10,}",
     },
@@ -65,6 +81,10 @@ const RULES: &[Rule] = &[
     Rule {
         kind: "authorization",
         pattern: r#"(?i)(?P<keep>\b(?:proxy-)?authorization\s*["']?\s*[:=]\s*["']?(?:bearer\s+|basic\s+|token\s+|digest\s+)?)[^\s"',;]+"#,
+    },
+    Rule {
+        kind: "cookie",
+        pattern: r#"(?i)(?P<keep>\b(?:set-)?cookie\s*:\s*)[^\r\n]+"#,
     },
     Rule {
         kind: "api_key_header",
@@ -203,6 +223,25 @@ mod tests {
         );
         let s = "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
         assert_redacted(&format!("aws_secret_access_key = {s}"), s, "aws_secret_key");
+    }
+
+    #[test]
+    fn stripe_gitlab_npm_and_hugging_face_tokens() {
+        let k = "sk_live_51HSTRIPEabcdefghijklmnop";
+        assert_redacted(&format!("stripe {k}"), k, "stripe_key");
+        let k = "glpat-abcdefghij0123456789";
+        assert_redacted(&format!("token {k}."), k, "gitlab_token");
+        let k = "npm_abcdefghijklmnopqrstuvwxyz0123456789";
+        assert_redacted(&format!("//registry:_authToken={k}"), k, "npm_token");
+        let k = "hf_abcdefghijklmnopqrstuvwxyz0123456";
+        assert_redacted(&format!("HF {k}"), k, "huggingface_token");
+    }
+
+    #[test]
+    fn cookie_headers_keep_their_label() {
+        let out = redact("GET /\nCookie: session=abc123; theme=dark\nAccept: */*");
+        assert!(!out.contains("abc123"), "{out}");
+        assert!(out.contains("Cookie: [REDACTED:cookie]\nAccept: */*"), "{out}");
     }
 
     #[test]

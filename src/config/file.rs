@@ -16,6 +16,8 @@ pub struct Config {
     pub prompt: crate::prompt::PromptSettings,
     /// `[compression]`: when and how conversations are compressed.
     pub compression: CompressionConfig,
+    /// `[history]`: limits of the per-turn pipeline.
+    pub history: HistoryConfig,
     /// `[ui]`: the full-screen app (read by the app itself).
     pub ui: toml::Table,
 }
@@ -61,6 +63,15 @@ pub struct ProviderConfig {
     pub model_path: Option<std::path::PathBuf>,
     /// `[providers.local]` only: CPU threads (default 1).
     pub threads: Option<u32>,
+}
+
+/// `[history]` (DESIGN §6).
+#[derive(Clone, Debug, Default, Deserialize)]
+#[serde(default)]
+pub struct HistoryConfig {
+    /// A count cap on the messages sent, on top of the token limit, applied
+    /// by whole turns; unset: no cap.
+    pub max_messages: Option<usize>,
 }
 
 /// `[compression]` (DESIGN §7).

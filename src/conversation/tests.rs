@@ -266,3 +266,63 @@ fn a_tick_flushes_text_that_waited_long_enough() {
         "nothing new to flush"
     );
 }
+
+#[test]
+fn a_reply_cut_by_the_output_limit_is_complete_and_says_so() {
+    let mut c = conversation();
+    c.handle(Event::Submit {
+        text: "write a lot".into(),
+        now_ms: 0,
+    });
+    c.handle(delta("Once upon", 5));
+    let e = c.handle(Event::Stream {
+        event: StreamEvent::Done {
+            finish_reason: Some("length".into()),
+        },
+        now_ms: 10,
+    });
+    assert!(matches!(
+        &e[0],
+        Effect::UpdateMessage {
+            status: MessageStatus::Complete,
+            ..
+        }
+    ));
+    assert!(
+        e.iter()
+            .any(|x| matches!(x, Effect::ShowError(t) if t.contains("output limit (1024 tokens)"))),
+        "{e:?}"
+    );
+    // A normal stop says nothing.
+    c.handle(Event::Submit {
+        text: "short".into(),
+        now_ms: 20,
+    });
+    let e = c.handle(Event::Stream {
+        event: StreamEvent::Done {
+            finish_reason: Some("stop".into()),
+        },
+        now_ms: 30,
+    });
+    assert!(!e.iter().any(|x| matches!(x, Effect::ShowError(_))));
+}
+
+#[test]
+fn parts_ride_after_the_user_message_as_synthetic_user_messages() {
+    let mut c = conversation();
+    c.attach("<system-reminder>\nclean\n</system-reminder>".into(), Some(1));
+    let effects = c.handle(Event::Submit {
+        text: "status?".into(),
+        now_ms: 1,
+    });
+    assert!(matches!(&effects[1], Effect::SaveMessage(m)
+        if m.kind == MessageKind::Synthetic && m.ephemeral_ttl == Some(1) && m.role == Role::User));
+    let Some(Effect::SendRequest(req)) = effects.iter().find(|e| matches!(e, Effect::SendRequest(_))) else {
+        panic!("{effects:?}")
+    };
+    assert_eq!(req.messages.len(), 1);
+    assert_eq!(
+        req.messages[0].content,
+        "status?\n\n<system-reminder>\nclean\n</system-reminder>"
+    );
+}

@@ -242,8 +242,10 @@ pub(crate) fn reduce(work: &mut Work<'_>, budgets: &Budgets, counter: &dyn Token
 
 /// Stage 4: keeps the must-keep messages and whole turns, newest first,
 /// while they fit the hard budget and the message cap; every other live
-/// message is dropped. When the must-keep messages alone do not fit, the
-/// last user message is cut to fit (head and tail kept).
+/// message is dropped. When the must-keep messages alone do not fit, their
+/// text (the last user message, a compaction summary; never a pinned
+/// message, never tool calls or results) is cut in the middle, head and
+/// tail kept, the smaller ones kept whole first.
 ///
 /// # Errors
 ///
@@ -255,31 +257,14 @@ pub(crate) fn limit(
 ) -> Result<(), PrepareError> {
     let mut walk = Walk::new(work, budgets.hard, budgets.max_messages);
     if walk.used > budgets.hard {
-        let needed = walk.used;
-        let too_large = PrepareError::TooLargeToSend {
-            needed,
-            room: budgets.hard,
-        };
-        let Some(last) = work.last_user.filter(|&i| !work.msgs[i].pinned && work.live(i)) else {
-            return Err(too_large);
-        };
-        let others = needed - u64::from(work.tokens[last]);
-        let Some(room) = budgets
-            .hard
-            .checked_sub(others)
-            .and_then(|r| u32::try_from(r).ok())
-        else {
-            return Err(too_large);
-        };
-        let text = work.text(last).to_owned();
-        let count = |t: &str| tokens_with(work, counter, last, t);
-        let Some((copy, after)) = shrink_to_fit(&text, "message", room, &count) else {
-            return Err(too_large);
-        };
-        work.tokens[last] = after;
-        work.content[last] = Some(copy);
-        work.truncated[last] = true;
+        shrink_must_keep(work, budgets.hard, walk.used, counter)?;
         walk = Walk::new(work, budgets.hard, budgets.max_messages);
+        if walk.used > budgets.hard {
+            return Err(PrepareError::TooLargeToSend {
+                needed: walk.used,
+                room: budgets.hard,
+            });
+        }
     }
     walk.advance(work, |_| {});
     for t in 0..walk.next {
@@ -288,6 +273,52 @@ pub(crate) fn limit(
                 work.fate[i] = Fate::Dropped;
             }
         }
+    }
+    Ok(())
+}
+
+/// Cuts the must-keep messages that may be cut so that all must-keep
+/// messages (`used` tokens now) fit `hard`: the smaller ones stay whole
+/// while they fit an equal share, the larger ones are cut to share the rest.
+fn shrink_must_keep(
+    work: &mut Work<'_>,
+    hard: u64,
+    used: u64,
+    counter: &dyn TokenCounter,
+) -> Result<(), PrepareError> {
+    let too_large = PrepareError::TooLargeToSend {
+        needed: used,
+        room: hard,
+    };
+    let cuttable: Vec<usize> = (0..work.msgs.len())
+        .filter(|&i| {
+            let m = &work.msgs[i];
+            work.must[i] && work.live(i) && !m.pinned && m.tool_calls.is_empty() && m.role != Role::Tool
+        })
+        .collect();
+    let fixed = used - cuttable.iter().map(|&i| u64::from(work.tokens[i])).sum::<u64>();
+    let Some(mut room) = hard.checked_sub(fixed).filter(|r| *r > 0) else {
+        return Err(too_large);
+    };
+    // Water-filling, smallest first: a message under an equal share of what
+    // is left stays whole, the larger ones share the rest.
+    let mut cuttable = cuttable;
+    cuttable.sort_by_key(|&i| work.tokens[i]);
+    let mut left = cuttable.len() as u64;
+    for i in cuttable {
+        let share = u32::try_from(room / left.max(1)).unwrap_or(u32::MAX);
+        left -= 1;
+        if work.tokens[i] > share {
+            let text = work.text(i).to_owned();
+            let count = |t: &str| tokens_with(work, counter, i, t);
+            let Some((copy, after)) = shrink_to_fit(&text, "message", share, &count) else {
+                return Err(too_large);
+            };
+            work.tokens[i] = after;
+            work.content[i] = Some(copy);
+            work.truncated[i] = true;
+        }
+        room = room.saturating_sub(u64::from(work.tokens[i]));
     }
     Ok(())
 }

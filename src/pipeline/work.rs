@@ -75,7 +75,10 @@ impl<'a> Work<'a> {
             turns: Vec::new(),
             turn_of: vec![0; n],
         };
-        for i in (0..n).filter(|&i| msgs[i].pinned) {
+        // Pinned messages, and the active compaction summary (the only
+        // record of everything it replaced), are never dropped; when too
+        // large they are cut in the middle like the last user message.
+        for i in (0..n).filter(|&i| msgs[i].pinned || msgs[i].kind == MessageKind::Summary) {
             work.keep_unit(i);
         }
         if let Some(i) = work.last_user {

@@ -9,9 +9,8 @@ use super::{ChatOutput, Runtime, RuntimeError};
 use crate::compress::{CompressionEngine, Decision, DefaultEngine, Trigger};
 use crate::config::{ModelChoice, ProviderKind};
 use crate::conversation::Conversation;
-use crate::domain::{Message, MessageStatus, Role};
+use crate::domain::MessageStatus;
 use crate::provider::Provider;
-use crate::tokens::message_tokens;
 
 /// The choice a conversation was opened with, as far as compression needs
 /// it: provider and model (for the rebuilt prompt), window and reserve.
@@ -41,10 +40,11 @@ impl Runtime {
         self.compression_engine(conversation.session(), &choice, SummarizerArg::Config)
     }
 
-    /// Preflight: when the next request (history plus `text` as the new
-    /// user message) reaches the threshold, compress up to three passes,
-    /// stopping when a pass makes no progress. The conversation's history
-    /// is reloaded after each pass.
+    /// Preflight, right before the first request of a turn (the user's
+    /// message is already stored): when the request's estimate reaches the
+    /// threshold, compress up to three passes, stopping when a pass makes no
+    /// progress. Returns whether the history changed (the conversation is
+    /// reloaded; the request must be prepared again).
     ///
     /// # Errors
     /// [`RuntimeError::Store`]; summariser failures are shown, not returned.
@@ -53,33 +53,31 @@ impl Runtime {
         conversation: &mut Conversation,
         engine: &mut DefaultEngine,
         provider: &dyn Provider,
-        text: &str,
         out: &mut dyn FnMut(ChatOutput<'_>),
-    ) -> Result<(), RuntimeError> {
+    ) -> Result<bool, RuntimeError> {
         let choice = conversation_choice(conversation);
         let session = conversation.session().clone();
         let snapshot = self.snapshot(&session, &choice)?;
-        let user = Message::new(session.id, Role::User, text, 0);
-        let estimate = snapshot.input_tokens() + u64::from(message_tokens(snapshot.counter.as_ref(), &user));
+        let estimate = snapshot.input_tokens();
         // When the fixed part alone does not fit, compressing the history
         // cannot help: the pipeline reports the window as too small.
         if snapshot.fixed_tokens() + choice.max_tokens >= choice.context_window {
-            return Ok(());
+            return Ok(false);
         }
         if engine.should_compress(Trigger::Preflight, estimate, now_ms()) != Decision::Compress {
-            return Ok(());
+            return Ok(false);
         }
-        loop {
-            let Some(progress) = self
-                .compress_once(conversation, engine, provider, Trigger::Preflight, out)
-                .await?
-            else {
-                return Ok(());
-            };
-            if !progress {
-                return Ok(());
+        let mut changed = false;
+        while let Some(more) = self
+            .compress_once(conversation, engine, provider, Trigger::Preflight, out)
+            .await?
+        {
+            changed = true;
+            if !more {
+                break;
             }
         }
+        Ok(changed)
     }
 
     /// After a response: record the reading, and compress when the
@@ -152,13 +150,13 @@ impl Runtime {
         let (outcome, plan) = match result {
             Ok(done) => done,
             Err(RuntimeError::Compress(why)) => {
-                out(ChatOutput::Error(&why));
+                out(ChatOutput::Notice(&why));
                 return Ok(None);
             }
             Err(e) => return Err(e),
         };
         for w in &outcome.warnings {
-            out(ChatOutput::Error(w));
+            out(ChatOutput::Notice(w));
         }
         out(ChatOutput::Compressed(&outcome));
         let Some(plan) = plan else {

@@ -13,6 +13,7 @@ use crate::prompt::EnvFacts;
 use crate::provider::{EventStream, Provider, ProviderError};
 use crate::tokens::TokenCounter;
 use futures::StreamExt;
+use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::Arc;
 
@@ -75,11 +76,19 @@ impl Runtime {
         let now = jiff::Zoned::now();
         let prompt = self.frozen_prompt(session, choice, mode, &now, EnvFacts::from_process())?;
         let session = self.store.session(session.id)?.unwrap_or_else(|| session.clone());
-        let messages = self.store.messages(session.id, false)?;
+        // A reply still streaming belongs to another live process (dead
+        // writers were marked interrupted at open): it is not history yet.
+        let messages = self
+            .store
+            .messages(session.id, false)?
+            .into_iter()
+            .filter(|m| m.status != MessageStatus::Streaming)
+            .collect();
         let calibration = self.calibration(session.id)?;
         Ok(
             Conversation::new(session, prompt, messages, counter, choice.max_tokens)
                 .with_window(choice.context_window)
+                .with_max_messages(self.config.history.max_messages)
                 .with_calibration(calibration),
         )
     }
@@ -106,19 +115,29 @@ impl Runtime {
     ) -> Result<TurnOutcome, RuntimeError> {
         let session_id = conversation.session().id;
         let mut engine = self.turn_engine(conversation)?;
-        self.preflight(conversation, &mut engine, provider, &text, out)
-            .await?;
+        let parts = self.turn_parts(conversation, &text);
+        for notice in &parts.notices {
+            out(ChatOutput::Notice(notice));
+        }
+        for (part, ttl) in parts.parts {
+            conversation.attach(part, ttl);
+        }
         let mut retried = false;
-        let mut pending = conversation.handle(Event::Submit {
-            text,
-            now_ms: now_ms(),
-        });
+        let mut preflight_done = false;
+        // The user's message is stored first (Submit saves it), so nothing
+        // they typed is lost if the process dies while compressing.
+        let mut pending: VecDeque<Effect> = conversation
+            .handle(Event::Submit {
+                text,
+                now_ms: now_ms(),
+            })
+            .into();
         let mut stream: Option<EventStream> = None;
         let mut error: Option<ProviderError> = None;
         let mut message: Option<String> = None;
         let mut cancel = std::pin::pin!(cancel);
         loop {
-            for effect in std::mem::take(&mut pending) {
+            while let Some(effect) = pending.pop_front() {
                 match effect {
                     Effect::SaveMessage(mut m) => self.store.append_message(&mut m)?,
                     Effect::UpdateMessage {
@@ -127,7 +146,17 @@ impl Runtime {
                         tool_calls,
                         status,
                     } => self.store.update_message(id, &content, &tool_calls, status)?,
-                    Effect::SendRequest(request) => stream = Some(provider.stream(request)),
+                    Effect::SendRequest(request) => {
+                        if !preflight_done {
+                            preflight_done = true;
+                            if self.preflight(conversation, &mut engine, provider, out).await? {
+                                // The history changed: prepare the request again.
+                                pending.extend(conversation.resend(now_ms()));
+                                continue;
+                            }
+                        }
+                        stream = Some(provider.stream(request));
+                    }
                     Effect::RecordUsage(usage) => {
                         self.store.record_usage(&usage)?;
                         out(ChatOutput::Usage(&usage));
@@ -155,6 +184,9 @@ impl Runtime {
                             .await?;
                         }
                         self.save_compression_state(conversation.session(), &engine)?;
+                        // The turn's new messages get their counts stored,
+                        // so listings show the session's size.
+                        self.counted_messages(conversation.session(), false)?;
                         return Ok(TurnOutcome {
                             session_id,
                             status,
@@ -196,7 +228,7 @@ impl Runtime {
                             .overflow_retry(conversation, &mut engine, provider, out)
                             .await?
                         {
-                            pending = conversation.resend(now_ms);
+                            pending = conversation.resend(now_ms).into();
                             continue;
                         }
                     }
@@ -221,7 +253,8 @@ impl Runtime {
                     stream = None;
                     conversation.handle(Event::Cancel { now_ms })
                 }
-            };
+            }
+            .into();
         }
     }
 }

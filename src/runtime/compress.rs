@@ -263,17 +263,20 @@ impl Runtime {
             .filter(|m| m.status != MessageStatus::Streaming)
             .cloned()
             .collect();
+        // The topic is typed by the user and goes to the summariser and the
+        // record: it is redacted like the history.
+        let topic = req.topic.as_deref().map(|t| compress::redact(t).into_owned());
         let input = CompressionInput {
             messages: &settled,
             fixed_tokens: snapshot.fixed_tokens(),
             counter: snapshot.counter.as_ref(),
-            topic: req.topic.as_deref(),
+            topic: topic.as_deref(),
         };
         let now = now_ms();
         let pending = match engine.prepare(req.trigger, &input) {
             Ok(p) => p,
             Err(e @ (CompressError::NothingToCompress | CompressError::NotWorthIt { .. })) => {
-                return Ok((noop(&snapshot, req, e.to_string()), None));
+                return Ok((noop(&snapshot, req.dry_run, topic, e.to_string()), None));
             }
             Err(e) => return Err(RuntimeError::Compress(e.to_string())),
         };
@@ -390,7 +393,7 @@ impl Runtime {
     /// workspace with the current version's fingerprint (a compaction
     /// invalidates the provider's prompt cache anyway, so edited instruction
     /// files are picked up here).
-    fn rebuilt_prompt(
+    pub(super) fn rebuilt_prompt(
         &mut self,
         session: &Session,
         current: &SystemPrompt,
@@ -404,10 +407,10 @@ impl Runtime {
             mode: current.fingerprint.mode,
             cwd: Path::new(&session.workspace),
             now: &now,
-            interactive: false,
+            interactive: built_interactive(current),
             env: EnvFacts::from_process(),
         }
-        .build(Some(&self.store))?;
+        .build_for(&self.store, session)?;
         let version = self
             .store
             .prompt_versions(session.id)?
@@ -426,6 +429,16 @@ impl Runtime {
     }
 }
 
+/// Whether `prompt` was built for the full-screen app (its guidelines layer
+/// came from the interactive guidelines), so a rebuild keeps that choice.
+fn built_interactive(prompt: &SystemPrompt) -> bool {
+    prompt
+        .layers
+        .iter()
+        .flat_map(|l| &l.sources)
+        .any(|s| s.path.ends_with("guidelines_interactive.md"))
+}
+
 fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
 }
@@ -442,7 +455,7 @@ fn finish(
         .map_err(|e| RuntimeError::Compress(e.to_string()))
 }
 
-fn noop(snapshot: &Snapshot, req: &CompressRequest<'_>, reason: String) -> CompressOutcome {
+fn noop(snapshot: &Snapshot, dry_run: bool, topic: Option<String>, reason: String) -> CompressOutcome {
     let tokens = snapshot.input_tokens();
     CompressOutcome {
         noop: true,
@@ -451,14 +464,14 @@ fn noop(snapshot: &Snapshot, req: &CompressRequest<'_>, reason: String) -> Compr
         tokens_before: tokens,
         tokens_after: tokens,
         summarizer: None,
-        topic: req.topic.clone(),
+        topic,
         compaction_id: None,
         summary: None,
         warnings: Vec::new(),
         feedback: reason.clone(),
         reason: Some(reason),
         exact: snapshot.counter.exact(),
-        dry_run: req.dry_run,
+        dry_run,
     }
 }
 

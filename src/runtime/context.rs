@@ -51,6 +51,8 @@ pub struct CompressionStatus {
     pub enabled: bool,
     /// Strikes since the last reading that fit (two block it).
     pub strikes: u32,
+    /// Fallback summaries in a row (two block it).
+    pub fallbacks_in_row: u32,
     /// Why automatic compression is blocked, with what to do; `None` when
     /// it may run.
     pub blocked: Option<String>,
@@ -146,7 +148,7 @@ impl Runtime {
             window: choice.context_window,
             reserved_output: choice.max_tokens,
             exact: counter.exact(),
-            max_messages: None,
+            max_messages: self.config.history.max_messages,
             single_system: false,
             model: &session.model,
             max_tokens: choice.max_tokens,
@@ -191,6 +193,7 @@ impl Runtime {
         Ok(CompressionStatus {
             enabled,
             strikes: status.strikes,
+            fallbacks_in_row: status.fallbacks_in_row,
             blocked,
             cooldown_until_ms: status.cooldown_until_ms,
             last_compaction: self

@@ -2,7 +2,9 @@
 //! assemble with the pure core, and turn the result into a stored version.
 
 use crate::config::{Config, ModelChoice, Paths};
-use crate::domain::{Fingerprint, Message, MessageKind, PromptId, PromptMode, Role, SessionId, SystemPrompt};
+use crate::domain::{
+    Fingerprint, Message, MessageKind, PromptId, PromptMode, Role, Session, SessionId, SystemPrompt,
+};
 use crate::prompt::{self, AssembledPrompt, EnvFacts, RecentSession, ToolFacts};
 use crate::store::{SessionQuery, Store};
 use crate::workspace::{self, GatherRequest};
@@ -81,10 +83,31 @@ impl PromptPreview<'_> {
         let (first_session, recent) = match store {
             Some(store) => (
                 store.count_sessions_in_workspace(&root)? == 0,
-                recent_digest(store, &root, self.config.prompt.recent_sessions)?,
+                recent_digest(store, &root, self.config.prompt.recent_sessions, None)?,
             ),
             None => (true, Vec::new()),
         };
+        Ok(self.assemble(first_session, recent))
+    }
+
+    /// Builds the prompt again for an existing `session` (a rebuild after a
+    /// compaction, `/reload`, or a model change): whether it was the
+    /// workspace's first session and the digest of the sessions before it
+    /// are decided as they were when it started, so only what changed on
+    /// disk (and the date) changes the bytes.
+    ///
+    /// # Errors
+    /// [`super::RuntimeError::Store`] when the store cannot be read.
+    pub fn build_for(self, store: &Store, session: &Session) -> Result<AssembledPrompt, super::RuntimeError> {
+        let root = workspace::workspace_root(self.cwd).to_string_lossy().into_owned();
+        let earlier = recent_digest(store, &root, usize::MAX, Some(session))?;
+        let first_session = store.count_sessions_before(&root, session.created_at, session.id)? == 0;
+        let n = self.config.prompt.recent_sessions;
+        let recent = earlier.into_iter().take(n).collect();
+        Ok(self.assemble(first_session, recent))
+    }
+
+    fn assemble(self, first_session: bool, recent: Vec<RecentSession>) -> AssembledPrompt {
         let counter = super::session_counter(
             self.paths,
             self.config,
@@ -108,15 +131,17 @@ impl PromptPreview<'_> {
             env: self.env,
             tools: ToolFacts::default(),
         });
-        Ok(prompt::assemble(&inputs, counter.as_ref()))
+        prompt::assemble(&inputs, counter.as_ref())
     }
 }
 
-/// The digest of the last `n` sessions of a workspace (empty when `n` is 0).
+/// The digest of the last `n` sessions of a workspace (empty when `n` is
+/// 0); with `before`, only sessions that started before that one.
 fn recent_digest(
     store: &Store,
     workspace: &str,
     n: usize,
+    before: Option<&Session>,
 ) -> Result<Vec<RecentSession>, super::RuntimeError> {
     if n == 0 {
         return Ok(Vec::new());
@@ -124,10 +149,14 @@ fn recent_digest(
     let sessions = store.list_sessions(&SessionQuery {
         search: None,
         workspace: Some(workspace.to_owned()),
-        limit: Some(n),
+        limit: if before.is_some() { None } else { Some(n) },
     })?;
-    let mut digest = Vec::with_capacity(sessions.len());
-    for s in sessions {
+    let mut digest = Vec::new();
+    let earlier = sessions
+        .into_iter()
+        .filter(|s| before.is_none_or(|b| s.id != b.id && s.created_at < b.created_at))
+        .take(n);
+    for s in earlier {
         let messages = store.messages(s.id, false)?;
         let started = jiff::Timestamp::from_millisecond(s.created_at)
             .map(|t| t.strftime("%Y-%m-%d").to_string())

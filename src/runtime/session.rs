@@ -22,6 +22,19 @@ pub enum RuntimeError {
     /// A session has no stored system prompt (a damaged database).
     #[error("session {0} has no stored system prompt; the database may be damaged")]
     NoPrompt(SessionId),
+    /// `/skill` named a skill that does not exist.
+    #[error(
+        "there is no skill named '{name}' (known: {known}); add one as skills/<name>/SKILL.md in the config directory or .strata/skills/ in the workspace"
+    )]
+    UnknownSkill {
+        /// The name asked for.
+        name: String,
+        /// The names there are, comma-separated.
+        known: String,
+    },
+    /// A skill file could not be read.
+    #[error("{0}; check the file and try again")]
+    Skill(String),
     /// A compression could not run; nothing changed.
     #[error("{0}")]
     Compress(String),
@@ -142,8 +155,8 @@ impl Runtime {
             interactive: false,
             env,
         }
-        .build(Some(&self.store))?;
-        let prompt = to_system_prompt(
+        .build_for(&self.store, session)?;
+        let mut prompt = to_system_prompt(
             &built,
             session.id,
             current.version + 1,
@@ -152,7 +165,7 @@ impl Runtime {
         );
         self.store
             .update_session_model(session.id, choice.provider.as_str(), &choice.model)?;
-        self.store.add_prompt_version(&prompt)?;
+        self.store.add_prompt_version(&mut prompt)?;
         Ok(prompt)
     }
 }
@@ -211,6 +224,8 @@ impl Runtime {
     ) -> Result<Imported, RuntimeError> {
         let now = jiff::Zoned::now();
         let placeholder = SessionId::new();
+        // Editors on some systems start UTF-8 files with a byte order mark.
+        let text = text.strip_prefix('\u{feff}').unwrap_or(text);
         let mut outcome =
             super::import::parse_openai_messages(text, placeholder, now.timestamp().as_millisecond())?;
         let title = title.unwrap_or_else(|| title_from(&outcome.messages));
@@ -224,8 +239,15 @@ impl Runtime {
             interactive: false,
             env: EnvFacts::from_process(),
         })?;
-        for m in &mut outcome.messages {
+        // Counted now, so listings show the session's size straight away.
+        let counter = super::session_counter(&self.paths, &self.config, &session.provider, &session.model);
+        let counts = crate::tokens::TokenCache::new().count_history(counter.as_ref(), &outcome.messages);
+        for (m, tokens) in outcome.messages.iter_mut().zip(counts.tokens) {
             m.session_id = session.id;
+            m.tokens = Some(crate::domain::TokenCount {
+                tokenizer: counter.id().to_owned(),
+                tokens,
+            });
         }
         self.store.append_messages(session.id, &mut outcome.messages)?;
         warnings.extend(outcome.warnings);

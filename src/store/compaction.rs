@@ -10,7 +10,7 @@
 //! old or the new state, never a half-archived range.
 
 use super::messages::insert;
-use super::prompts::insert_prompt;
+use super::prompts::{insert_prompt, next_prompt_version};
 use super::records::insert_compaction;
 use super::{Store, StoreError, now_ms};
 use crate::domain::{Compaction, CompactionId, Message, MessageId, SessionId, SystemPrompt};
@@ -26,7 +26,8 @@ pub struct CompactionWrite<'a> {
     /// The summary and the rewritten copies, each with the `seq` of the
     /// place it takes.
     pub inserted: &'a [Message],
-    /// The rebuilt system prompt version, made current.
+    /// The rebuilt system prompt, stored as the next version (the store
+    /// numbers it) and made current.
     pub prompt: Option<&'a SystemPrompt>,
 }
 
@@ -61,7 +62,11 @@ impl Store {
             }
         }
         if let Some(prompt) = write.prompt {
-            insert_prompt(&tx, c.session_id, prompt)?;
+            let prompt = SystemPrompt {
+                version: next_prompt_version(&tx, c.session_id)?,
+                ..prompt.clone()
+            };
+            insert_prompt(&tx, c.session_id, &prompt)?;
             tx.prepare_cached("UPDATE sessions SET current_prompt_id = ?2 WHERE id = ?1")?
                 .execute(params![session, prompt.id.to_string()])?;
         }

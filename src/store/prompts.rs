@@ -63,6 +63,14 @@ pub(crate) fn insert_prompt(
     Ok(())
 }
 
+/// One more than the highest prompt version of `session` (1 for none).
+pub(crate) fn next_prompt_version(conn: &Connection, session: SessionId) -> Result<u32, StoreError> {
+    let max: Option<u32> = conn
+        .prepare_cached("SELECT max(version) FROM system_prompts WHERE session_id = ?1")?
+        .query_row([session.to_string()], |r| r.get(0))?;
+    Ok(max.unwrap_or(0) + 1)
+}
+
 impl Store {
     /// The prompt version the session currently uses, `None` when the
     /// session does not exist or has none.
@@ -102,14 +110,17 @@ impl Store {
 
     /// Stores a new version of `prompt.session_id`'s prompt, makes it the
     /// current one and bumps the session's `updated_at`, in one transaction.
-    /// The caller picks `prompt.version` (the next after
-    /// [`Store::prompt_versions`]).
+    /// The store numbers it: `prompt.version` is set to one more than the
+    /// highest stored version, read inside the write transaction, so two
+    /// processes adding a version at once both succeed, one after the other.
     ///
     /// # Errors
-    /// [`StoreError::SessionNotFound`]; [`StoreError::Sqlite`] when the
-    /// version or id is already taken (nothing is stored).
-    pub fn add_prompt_version(&mut self, prompt: &SystemPrompt) -> Result<(), StoreError> {
+    /// [`StoreError::SessionNotFound`]; [`StoreError::Busy`];
+    /// [`StoreError::Sqlite`] when the id is already taken (nothing is
+    /// stored).
+    pub fn add_prompt_version(&mut self, prompt: &mut SystemPrompt) -> Result<(), StoreError> {
         let tx = self.conn.transaction()?;
+        prompt.version = next_prompt_version(&tx, prompt.session_id)?;
         let n = tx
             .prepare_cached(
                 "UPDATE sessions SET current_prompt_id = ?2, updated_at = max(updated_at, ?3)

@@ -6,21 +6,62 @@
 //! Terms without a letter or digit are dropped, since the tokenizer would
 //! reduce them to nothing.
 
-/// The FTS5 `MATCH` expression for `text`, or `None` when it holds nothing
-/// searchable (empty, or punctuation only).
+/// One term of a search, and how it is matched.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum Term {
+    /// An FTS5 `MATCH` expression: the term quoted, as a word prefix.
+    Fts(String),
+    /// A plain substring, for text the word tokenizer cannot find inside a
+    /// longer run: CJK scripts (written without spaces) and symbols such as
+    /// emoji.
+    Substring(String),
+}
+
+/// Whether `c` belongs to a script written without spaces between words.
+fn unspaced_script(c: char) -> bool {
+    matches!(c as u32,
+        0x2E80..=0x9FFF       // CJK radicals, kana, CJK unified ideographs
+        | 0xAC00..=0xD7AF     // Hangul syllables
+        | 0xF900..=0xFAFF     // CJK compatibility ideographs
+        | 0xFF66..=0xFF9F     // half-width katakana
+        | 0x20000..=0x3FFFF) // CJK extensions
+}
+
+/// The terms of `text` (empty when it holds nothing searchable: blank, or
+/// ASCII punctuation only). A session matches when each term is found
+/// somewhere in it (its title or any of its messages), not necessarily all
+/// in one message.
 ///
-/// `foo "bar` → `"foo"* """bar"*`.
+/// `foo "bar` → `[Fts("\"foo\"*"), Fts("\"\"\"bar\"*")]`; `测试` and `🎉`
+/// are substrings.
+pub(crate) fn fts_terms(text: &str) -> Vec<Term> {
+    text.split_whitespace()
+        .filter_map(|t| {
+            if t.chars()
+                .any(|c| unspaced_script(c) || (!c.is_ascii() && !c.is_alphanumeric()))
+            {
+                Some(Term::Substring(t.to_owned()))
+            } else if t.chars().any(char::is_alphanumeric) {
+                Some(Term::Fts(format!("\"{}\"*", t.replace('"', "\"\""))))
+            } else {
+                None
+            }
+        })
+        .collect()
+}
+
+/// All terms of `text` as one FTS5 expression (every term in the same
+/// row), or `None` when nothing is searchable.
+#[cfg(test)]
 pub(crate) fn fts_query(text: &str) -> Option<String> {
-    let terms: Vec<String> = text
-        .split_whitespace()
-        .filter(|t| t.chars().any(char::is_alphanumeric))
-        .map(|t| format!("\"{}\"*", t.replace('"', "\"\"")))
+    let terms: Vec<String> = fts_terms(text)
+        .into_iter()
+        .filter_map(|t| match t {
+            Term::Fts(q) => Some(q),
+            Term::Substring(_) => None,
+        })
         .collect();
-    if terms.is_empty() {
-        None
-    } else {
-        Some(terms.join(" "))
-    }
+    (!terms.is_empty()).then(|| terms.join(" "))
 }
 
 #[cfg(test)]

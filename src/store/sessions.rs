@@ -3,7 +3,7 @@
 //! (`/model`, `/rename`) that bump `updated_at`.
 
 use super::codec::{id, opt_id, uint};
-use super::search::fts_query;
+use super::search::{Term, fts_terms};
 use super::{Store, StoreError, now_ms};
 use crate::domain::{Session, SessionId, SessionSummary, SystemPrompt};
 use rusqlite::{Connection, OptionalExtension, Row, params};
@@ -14,8 +14,9 @@ pub const MIN_ID_PREFIX: usize = 4;
 /// What [`Store::list_sessions`] returns.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct SessionQuery {
-    /// Only sessions whose title or any message (archived ones included)
-    /// holds every term, each term matched as a word prefix. Quotes and FTS5
+    /// Only sessions in which every term is found, in the title or in any
+    /// message (archived ones included; the terms may be in different
+    /// messages), each term matched as a word prefix. Quotes and FTS5
     /// operators are taken literally. Blank text means no filter.
     pub search: Option<String>,
     /// Only sessions of this workspace root (exact path).
@@ -166,18 +167,29 @@ impl Store {
     /// # Errors
     /// [`StoreError::Decode`]; [`StoreError::Sqlite`].
     pub fn list_sessions(&self, query: &SessionQuery) -> Result<Vec<SessionSummary>, StoreError> {
-        let fts = query.search.as_deref().and_then(fts_query);
+        let terms = query.search.as_deref().map(fts_terms).unwrap_or_default();
+        if terms.is_empty() && query.search.as_deref().is_some_and(|t| !t.trim().is_empty()) {
+            // Only punctuation was typed: nothing can match it.
+            return Ok(Vec::new());
+        }
+        let names: Vec<String> = (0..terms.len()).map(|i| format!(":t{i}")).collect();
         let mut filters = Vec::new();
         if query.workspace.is_some() {
-            filters.push("workspace = :workspace");
+            filters.push("workspace = :workspace".to_owned());
         }
-        if fts.is_some() {
-            filters.push(
-                "(num IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH :fts)
-                  OR id IN (SELECT m.session_id FROM messages_fts
-                              JOIN messages m ON m.num = messages_fts.rowid
-                             WHERE messages_fts MATCH :fts))",
-            );
+        for (name, term) in names.iter().zip(&terms) {
+            filters.push(match term {
+                Term::Fts(_) => format!(
+                    "(num IN (SELECT rowid FROM sessions_fts WHERE sessions_fts MATCH {name})
+                      OR id IN (SELECT m.session_id FROM messages_fts
+                                  JOIN messages m ON m.num = messages_fts.rowid
+                                 WHERE messages_fts MATCH {name}))"
+                ),
+                Term::Substring(_) => format!(
+                    "(instr(title, {name}) > 0
+                      OR id IN (SELECT session_id FROM messages WHERE instr(content, {name}) > 0))"
+                ),
+            });
         }
         let filter = if filters.is_empty() {
             String::new()
@@ -197,8 +209,9 @@ impl Store {
         if let Some(ws) = &query.workspace {
             named.push((":workspace", ws));
         }
-        if let Some(fts) = &fts {
-            named.push((":fts", fts));
+        for (name, term) in names.iter().zip(&terms) {
+            let (Term::Fts(value) | Term::Substring(value)) = term;
+            named.push((name.as_str(), value));
         }
         let rows = stmt
             .query_map(named.as_slice(), summary_row)?
@@ -232,6 +245,26 @@ impl Store {
             .conn
             .prepare_cached("SELECT count(*) FROM sessions WHERE workspace = ?1")?
             .query_row([workspace], |r| uint(r, 0))?)
+    }
+
+    /// How many sessions of `workspace` started before the session `id`
+    /// (created at `created_at`), ties broken by id.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn count_sessions_before(
+        &self,
+        workspace: &str,
+        created_at: i64,
+        id: SessionId,
+    ) -> Result<u64, StoreError> {
+        Ok(self
+            .conn
+            .prepare_cached(
+                "SELECT count(*) FROM sessions WHERE workspace = ?1
+                   AND (created_at < ?2 OR (created_at = ?2 AND id < ?3))",
+            )?
+            .query_row(params![workspace, created_at, id.to_string()], |r| uint(r, 0))?)
     }
 
     /// Records that the session now talks to `model` at `provider`; bumps

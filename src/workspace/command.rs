@@ -26,9 +26,15 @@ const AFTER_KILL: Duration = Duration::from_secs(1);
 /// How often the exit of a command that closed its output is checked.
 const POLL: Duration = Duration::from_millis(10);
 
-/// Runs `command` in `dir` with `timeout`; returns its output and warnings.
+/// Runs `command` in `dir` with `timeout`; returns its output and warnings
+/// (which name `setting`, the config key the command came from).
 #[must_use]
-pub fn run_context_cmd(command: &str, dir: &Path, timeout: Duration) -> (ComputedOutput, Vec<String>) {
+pub fn run_context_cmd(
+    setting: &'static str,
+    command: &str,
+    dir: &Path,
+    timeout: Duration,
+) -> (ComputedOutput, Vec<String>) {
     let mut warnings = Vec::new();
     let mut out = ComputedOutput {
         command: command.to_owned(),
@@ -48,6 +54,7 @@ pub fn run_context_cmd(command: &str, dir: &Path, timeout: Duration) -> (Compute
         Ok(child) => child,
         Err(source) => {
             let e = WorkspaceError::CommandSpawn {
+                setting,
                 command: command.to_owned(),
                 source,
             };
@@ -92,6 +99,7 @@ pub fn run_context_cmd(command: &str, dir: &Path, timeout: Duration) -> (Compute
     match status {
         Some(status) if !status.success() && !out.cut_short => warnings.push(
             WorkspaceError::CommandFailed {
+                setting,
                 command: command.to_owned(),
                 status: status
                     .code()
@@ -103,6 +111,7 @@ pub fn run_context_cmd(command: &str, dir: &Path, timeout: Duration) -> (Compute
         None => {
             warnings.push(
                 WorkspaceError::CommandTimeout {
+                    setting,
                     command: command.to_owned(),
                     seconds: timeout.as_secs_f64(),
                 }
@@ -147,7 +156,12 @@ mod tests {
     fn output_is_captured_in_the_given_directory() {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("marker.txt"), "").unwrap();
-        let (out, warnings) = run_context_cmd("ls; echo done", dir.path(), CONTEXT_CMD_TIMEOUT);
+        let (out, warnings) = run_context_cmd(
+            "prompt.context_cmd",
+            "ls; echo done",
+            dir.path(),
+            CONTEXT_CMD_TIMEOUT,
+        );
         assert_eq!(out.output, "marker.txt\ndone\n");
         assert!(!out.cut_short);
         assert!(warnings.is_empty(), "{warnings:?}");
@@ -156,7 +170,12 @@ mod tests {
     #[test]
     fn a_failing_command_warns_and_keeps_its_output() {
         let dir = tempfile::tempdir().unwrap();
-        let (out, warnings) = run_context_cmd("echo partial; exit 3", dir.path(), CONTEXT_CMD_TIMEOUT);
+        let (out, warnings) = run_context_cmd(
+            "prompt.context_cmd",
+            "echo partial; exit 3",
+            dir.path(),
+            CONTEXT_CMD_TIMEOUT,
+        );
         assert_eq!(out.output, "partial\n");
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("exited with status 3"), "{warnings:?}");
@@ -165,8 +184,12 @@ mod tests {
     #[test]
     fn a_command_over_its_time_is_killed_with_a_warning() {
         let dir = tempfile::tempdir().unwrap();
-        let (out, warnings) =
-            run_context_cmd("echo started; sleep 30", dir.path(), Duration::from_millis(300));
+        let (out, warnings) = run_context_cmd(
+            "prompt.context_cmd",
+            "echo started; sleep 30",
+            dir.path(),
+            Duration::from_millis(300),
+        );
         assert_eq!(out.output, "started\n");
         assert_eq!(warnings.len(), 1);
         assert!(warnings[0].contains("did not finish"), "{warnings:?}");
@@ -176,6 +199,7 @@ mod tests {
     fn huge_output_is_cut_at_the_byte_limit() {
         let dir = tempfile::tempdir().unwrap();
         let (out, _) = run_context_cmd(
+            "prompt.context_cmd",
             "yes 0123456789 | head -c 1000000",
             dir.path(),
             CONTEXT_CMD_TIMEOUT,

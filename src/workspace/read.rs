@@ -188,6 +188,38 @@ pub(crate) fn trim_partial_start(bytes: &[u8]) -> &[u8] {
     &bytes[skip..]
 }
 
+/// Reads a file the user attached to a message (`@path`), at most `cap`
+/// characters: a larger file gives its head and tail around a marker.
+///
+/// # Errors
+/// One clause saying why nothing was read: the file does not exist, is a
+/// directory, looks binary, or cannot be read.
+pub fn read_attachment(path: &Path, cap: usize) -> Result<String, String> {
+    let text = Reader::default().read(path, None, cap);
+    match (text.status, text.body) {
+        (crate::domain::SourceStatus::Found, crate::prompt::SourceBody::Whole { text }) => Ok(text),
+        (
+            crate::domain::SourceStatus::Found,
+            crate::prompt::SourceBody::Excerpt {
+                head,
+                tail,
+                original_bytes,
+            },
+        ) => {
+            // 70 % of the cap from the start, 20 % from the end.
+            let head: String = head.chars().take(cap * 7 / 10).collect();
+            let tail_chars = tail.chars().count();
+            let tail: String = tail.chars().skip(tail_chars.saturating_sub(cap / 5)).collect();
+            let left = original_bytes.saturating_sub((head.len() + tail.len()) as u64);
+            Ok(format!(
+                "{head}\n[... {left} bytes of this {original_bytes}-byte file left out ...]\n{tail}"
+            ))
+        }
+        (crate::domain::SourceStatus::Missing, _) => Err("no such file".to_owned()),
+        (_, _) => Err(text.note.unwrap_or_else(|| "it could not be read".to_owned())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -120,6 +120,36 @@ fn parse(found: &Found, reader: &mut Reader) -> CachedSkill {
     cached
 }
 
+/// The skills available in `workspace_root` (see [`gather_skills`]), with
+/// warnings about malformed ones; for `/skill` and its completion.
+#[must_use]
+pub fn list_skills(
+    config_dir: &Path,
+    workspace_root: &Path,
+    data_dir: &Path,
+) -> (Vec<SkillEntry>, Vec<String>) {
+    let mut warnings = Vec::new();
+    let skills = gather_skills(
+        config_dir,
+        workspace_root,
+        data_dir,
+        &mut Reader::default(),
+        &mut warnings,
+    );
+    (skills, warnings)
+}
+
+/// The body of a `SKILL.md` (its frontmatter removed), at most `cap`
+/// characters.
+///
+/// # Errors
+/// One clause saying why it could not be read.
+pub fn read_skill_body(path: &Path, cap: usize) -> Result<String, String> {
+    let text = super::read_attachment(path, cap)?;
+    let body = split_frontmatter(&text).map_or(text.as_str(), |(_, body)| body);
+    Ok(body.trim().to_owned())
+}
+
 /// All skills of the config and workspace skill directories, sorted by name,
 /// workspace skills replacing config skills of the same name. The cache in
 /// `data_dir` is read, reused where the manifest matches, and rewritten when

@@ -1,0 +1,125 @@
+//! `/fork`, `/reload` and `/skill` through the runtime: a fork copies the
+//! active history and the exact prompt bytes; a reload stores a new prompt
+//! version only when the files changed (and keeps the app's guidelines); a
+//! skill's body comes without its frontmatter, an unknown one names the
+//! known ones.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use strata::config::{Config, ModelChoice, Paths, ProviderKind};
+use strata::domain::{Message, PromptMode, Role};
+use strata::prompt::EnvFacts;
+use strata::runtime::{NewSession, Reloaded, Runtime, RuntimeError};
+
+fn choice() -> ModelChoice {
+    ModelChoice {
+        provider: ProviderKind::OpenAi,
+        model: "gpt-4o".to_owned(),
+        context_window: 128_000,
+        max_tokens: 4_096,
+        api_key_env: None,
+        base_url: None,
+    }
+}
+
+struct Fixture {
+    home: tempfile::TempDir,
+    ws: tempfile::TempDir,
+}
+
+fn fixture() -> Fixture {
+    let f = Fixture {
+        home: tempfile::tempdir().unwrap(),
+        ws: tempfile::tempdir().unwrap(),
+    };
+    std::fs::create_dir(f.ws.path().join(".git")).unwrap();
+    std::fs::write(f.ws.path().join("AGENTS.md"), "Use tabs.\n").unwrap();
+    f
+}
+
+fn open(f: &Fixture, interactive: bool) -> (Runtime, strata::domain::Session) {
+    let mut rt = Runtime::open(Paths::under(f.home.path()), Config::default()).unwrap();
+    let (session, _, _) = rt
+        .create_session(NewSession {
+            cwd: f.ws.path(),
+            choice: &choice(),
+            mode: PromptMode::Full,
+            title: "original".into(),
+            now: &jiff::Zoned::now(),
+            interactive,
+            env: EnvFacts::from_process(),
+        })
+        .unwrap();
+    (rt, session)
+}
+
+#[test]
+fn a_fork_copies_active_messages_and_the_prompt_bytes() {
+    let f = fixture();
+    let (mut rt, session) = open(&f, false);
+    for (role, text) in [
+        (Role::User, "hello"),
+        (Role::Assistant, "hi"),
+        (Role::User, "more"),
+    ] {
+        let mut m = Message::new(session.id, role, text, 1);
+        rt.store.append_message(&mut m).unwrap();
+    }
+    let fork = rt.fork_session(&session).unwrap();
+    assert_eq!(fork.parent_id, Some(session.id));
+    assert_eq!(fork.title, "original (fork)");
+    let a = rt.store.messages(session.id, false).unwrap();
+    let b = rt.store.messages(fork.id, false).unwrap();
+    let text = |ms: &[Message]| ms.iter().map(|m| (m.role, m.content.clone())).collect::<Vec<_>>();
+    assert_eq!(text(&a), text(&b));
+    assert!(a.iter().zip(&b).all(|(x, y)| x.id != y.id));
+    let pa = rt.store.current_prompt(session.id).unwrap().unwrap();
+    let pb = rt.store.current_prompt(fork.id).unwrap().unwrap();
+    assert_eq!(pa.text.as_bytes(), pb.text.as_bytes());
+    assert_eq!(pb.version, 1);
+    // The fork grows on its own.
+    let mut m = Message::new(fork.id, Role::Assistant, "only in the fork", 2);
+    rt.store.append_message(&mut m).unwrap();
+    assert_eq!(rt.store.messages(session.id, false).unwrap().len(), 3);
+}
+
+#[test]
+fn reload_stores_a_new_version_only_when_the_files_changed() {
+    let f = fixture();
+    let (mut rt, session) = open(&f, true);
+    let before = rt.store.current_prompt(session.id).unwrap().unwrap();
+    assert!(
+        matches!(rt.reload_prompt(&session, &choice()).unwrap(), Reloaded::Unchanged(p) if p.id == before.id)
+    );
+    std::fs::write(f.ws.path().join("AGENTS.md"), "Use spaces.\n").unwrap();
+    let Reloaded::NewVersion(after) = rt.reload_prompt(&session, &choice()).unwrap() else {
+        panic!("the edit should give a new version");
+    };
+    assert_eq!(after.version, 2);
+    assert!(after.text.contains("Use spaces."));
+    assert_eq!(rt.store.current_prompt(session.id).unwrap().unwrap().id, after.id);
+    // Built for the app, rebuilt for the app: only the edited file differs.
+    assert_eq!(
+        before.text.replace("Use tabs.", "Use spaces."),
+        after.text,
+        "nothing but the edit changed"
+    );
+}
+
+#[test]
+fn a_skill_body_is_sent_without_frontmatter_and_unknown_names_list_the_known() {
+    let f = fixture();
+    let dir = f.home.path().join("skills/review");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(
+        dir.join("SKILL.md"),
+        "---\nname: review\ndescription: Review a diff\n---\nRead the diff twice.\n",
+    )
+    .unwrap();
+    let (rt, _) = open(&f, false);
+    let part = rt.skill_part(f.ws.path(), "review").unwrap();
+    assert_eq!(part, "<skill name=\"review\">\nRead the diff twice.\n</skill>");
+    let err = rt.skill_part(f.ws.path(), "deploy").unwrap_err();
+    assert!(matches!(err, RuntimeError::UnknownSkill { .. }));
+    assert!(err.to_string().contains("known: review"), "{err}");
+}
