@@ -13,6 +13,7 @@
 //! provider or the store from the UI task.
 
 mod app;
+mod background;
 mod chat;
 mod commands;
 mod context_pane;

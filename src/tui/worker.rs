@@ -6,19 +6,15 @@
 //!   conversation) and runs jobs in order on a current-thread tokio
 //!   runtime; a streaming turn is cancelled through a one-shot made when its
 //!   send is queued;
-//! - the query thread owns a second, read-mostly store connection for the
-//!   session picker, so searching works while a reply streams;
-//! - the counting thread counts the draft's tokens, skipping drafts that a
-//!   newer one replaced.
+//! - the query thread and the counting thread (see `background`).
 
+use super::background::{CountJob, spawn_counter, spawn_queries};
 use super::event::{AppEvent, Effect, Opening};
 use super::snapshot;
 use crate::config::{Config, ModelChoice, Paths, SelectionRequest, select_model};
 use crate::conversation::Conversation;
 use crate::domain::{Message, PromptMode, Role, Session, SessionId};
 use crate::runtime::{ChatOutput, Connected, NewSession, Runtime, connect, resolve_mode, title_from};
-use crate::store::{SessionQuery, Store};
-use crate::tokens::TokenCounter;
 use std::path::PathBuf;
 use std::sync::{Arc, Mutex, mpsc as std_mpsc};
 use tokio::sync::{mpsc, oneshot};
@@ -64,11 +60,6 @@ pub struct Driver {
     cancel: CancelSlot,
     queries: std_mpsc::Sender<(u64, String)>,
     counts: std_mpsc::Sender<CountJob>,
-}
-
-enum CountJob {
-    Counter(Arc<dyn TokenCounter>),
-    Count(u64, String),
 }
 
 impl Driver {
@@ -144,71 +135,6 @@ impl Drop for Driver {
     fn drop(&mut self) {
         self.cancel_turn();
     }
-}
-
-fn spawn_queries(db: PathBuf, events: mpsc::UnboundedSender<AppEvent>) -> std_mpsc::Sender<(u64, String)> {
-    let (tx, rx) = std_mpsc::channel::<(u64, String)>();
-    std::thread::Builder::new()
-        .name("strata-queries".into())
-        .spawn(move || {
-            let mut store: Option<Store> = None;
-            while let Ok(mut job) = rx.recv() {
-                while let Ok(newer) = rx.try_recv() {
-                    job = newer;
-                }
-                if store.is_none() {
-                    match Store::open(&db) {
-                        Ok(s) => store = Some(s),
-                        Err(e) => {
-                            let _ = events.send(AppEvent::Error(e.to_string()));
-                            continue;
-                        }
-                    }
-                }
-                let Some(s) = &store else { continue };
-                let query = SessionQuery {
-                    search: Some(job.1.clone()).filter(|t| !t.trim().is_empty()),
-                    workspace: None,
-                    limit: Some(500),
-                };
-                match s.list_sessions(&query) {
-                    Ok(rows) => {
-                        let _ = events.send(AppEvent::Sessions { ticket: job.0, rows });
-                    }
-                    Err(e) => {
-                        let _ = events.send(AppEvent::Error(e.to_string()));
-                    }
-                }
-            }
-        })
-        .ok();
-    tx
-}
-
-fn spawn_counter(events: mpsc::UnboundedSender<AppEvent>) -> std_mpsc::Sender<CountJob> {
-    let (tx, rx) = std_mpsc::channel::<CountJob>();
-    std::thread::Builder::new()
-        .name("strata-count".into())
-        .spawn(move || {
-            let mut counter: Option<Arc<dyn TokenCounter>> = None;
-            let mut pending: Option<(u64, String)> = None;
-            while let Ok(job) = rx.recv() {
-                let mut handle = |job| match job {
-                    CountJob::Counter(c) => counter = Some(c),
-                    CountJob::Count(t, s) => pending = Some((t, s)),
-                };
-                handle(job);
-                while let Ok(more) = rx.try_recv() {
-                    handle(more);
-                }
-                if let (Some(c), Some((ticket, text))) = (&counter, pending.take()) {
-                    let tokens = c.count(&text) as u64;
-                    let _ = events.send(AppEvent::DraftTokens { ticket, tokens });
-                }
-            }
-        })
-        .ok();
-    tx
 }
 
 struct Worker {
