@@ -4,13 +4,15 @@
 //! with events, and drawing (see `view`) only reads it.
 
 use super::chat::{ChatPane, Streaming};
-use super::event::{AppEvent, ContextSnapshot, Effect, ExportFormat};
+use super::event::{AppEvent, ContextSnapshot, Effect};
 use super::keymap::{Action, KeyMap};
 use super::overlay::{Overlay, Picker};
-use super::slash::{self, Invocation, SlashCommand};
+use super::slash;
 use crate::domain::{LayerName, MessageStatus, Session, Usage};
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui_textarea::TextArea;
+
+mod compose;
 
 /// A notice in the status bar.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -462,142 +464,5 @@ impl App {
             ticket,
             search: p.query.clone(),
         }]
-    }
-
-    fn set_draft(&mut self, text: &str) {
-        self.composer.select_all();
-        self.composer.cut();
-        self.composer.insert_str(text);
-    }
-
-    fn draft_changed(&mut self) -> Vec<Effect> {
-        let text = self.draft();
-        self.draft_ticket = self.ticket();
-        if text.trim().is_empty() || text.starts_with('/') {
-            self.draft_tokens = 0;
-            return Vec::new();
-        }
-        vec![Effect::CountDraft {
-            ticket: self.draft_ticket,
-            text,
-        }]
-    }
-
-    /// Moves through earlier inputs: -1 older, +1 newer (past the newest
-    /// clears the composer).
-    fn recall(&mut self, step: i64) {
-        if self.history.is_empty() {
-            return;
-        }
-        let last = self.history.len() - 1;
-        let next = match (self.history_at, step < 0) {
-            (None, true) => Some(last),
-            (None, false) => None,
-            (Some(i), true) => Some(i.saturating_sub(1)),
-            (Some(i), false) if i < last => Some(i + 1),
-            (Some(_), false) => None,
-        };
-        self.history_at = next;
-        let text = next.map(|i| self.history[i].clone()).unwrap_or_default();
-        self.set_draft(&text);
-    }
-
-    fn take_draft(&mut self, text: &str) {
-        self.set_draft("");
-        if self.history.last().map(String::as_str) != Some(text) {
-            self.history.push(text.to_owned());
-        }
-        self.history_at = None;
-        self.draft_tokens = 0;
-        self.draft_ticket = self.ticket();
-    }
-
-    fn submit(&mut self) -> Vec<Effect> {
-        let text = self.draft();
-        if text.trim().is_empty() {
-            return Vec::new();
-        }
-        match slash::parse(&text) {
-            Some(Err(e)) => {
-                self.notify(&e.to_string(), true);
-                Vec::new()
-            }
-            Some(Ok(inv)) => {
-                if self.busy && !inv.command.available_while_streaming() {
-                    self.notify(
-                        &format!(
-                            "/{} is not available while a reply streams; wait for it or press Ctrl-C",
-                            inv.command.name()
-                        ),
-                        true,
-                    );
-                    return Vec::new();
-                }
-                self.take_draft(&text);
-                self.notice = None;
-                self.command(inv)
-            }
-            None => {
-                if self.busy {
-                    self.notify(
-                        "a reply is streaming; wait for it or press Ctrl-C to cancel it",
-                        true,
-                    );
-                    return Vec::new();
-                }
-                self.take_draft(&text);
-                self.notice = None;
-                self.busy = true;
-                self.chat.scroll = 0;
-                self.chat.pending_user = Some(text.clone());
-                self.chat.streaming = Some(Streaming {
-                    started_ms: self.now_ms,
-                    last_ms: self.now_ms,
-                    ..Streaming::default()
-                });
-                vec![Effect::Send(text)]
-            }
-        }
-    }
-
-    fn command(&mut self, inv: Invocation) -> Vec<Effect> {
-        let arg = inv.arg;
-        match inv.command {
-            SlashCommand::New => vec![Effect::NewSession],
-            SlashCommand::Compress => vec![Effect::Compress((!arg.is_empty()).then_some(arg))],
-            SlashCommand::UndoCompress => vec![Effect::UndoCompress],
-            SlashCommand::Sessions => self.open_picker(),
-            SlashCommand::Resume => vec![Effect::Resume(arg)],
-            SlashCommand::Rename => vec![Effect::Rename(arg)],
-            SlashCommand::Fork => vec![Effect::Fork],
-            SlashCommand::Prompt => {
-                self.overlay = Some(Overlay::Prompt { scroll: 0 });
-                Vec::new()
-            }
-            SlashCommand::Inspect => {
-                self.overlay = Some(Overlay::Request {
-                    view: None,
-                    scroll: 0,
-                });
-                vec![Effect::InspectRequest]
-            }
-            SlashCommand::Reload => vec![Effect::Reload],
-            SlashCommand::Model => vec![Effect::Model(arg)],
-            SlashCommand::Memory => vec![Effect::Memory(arg)],
-            SlashCommand::Skill => vec![Effect::Skill(arg)],
-            SlashCommand::Export => match arg.as_str() {
-                "" | "md" | "markdown" => vec![Effect::Export(ExportFormat::Markdown)],
-                "json" => vec![Effect::Export(ExportFormat::Json)],
-                other => {
-                    self.notify(&format!("/export takes md or json, not '{other}'"), true);
-                    Vec::new()
-                }
-            },
-            SlashCommand::Help => {
-                self.overlay = Some(Overlay::Help { scroll: 0 });
-                Vec::new()
-            }
-            SlashCommand::Quit => vec![Effect::Quit],
-        }
     }
 }
