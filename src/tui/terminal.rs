@@ -28,14 +28,14 @@ const WHEEL_ROWS: i32 = 3;
 /// # Errors
 /// When the terminal cannot be set up or drawn to.
 pub fn run(launch: Launch) -> anyhow::Result<()> {
-    let (keymap, _warnings) = KeyMap::from_config(&launch.config.ui);
+    let (keymap, warnings) = KeyMap::from_config(&launch.config.ui);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)
         .enable_all()
         .build()?;
     let mut terminal = ratatui::try_init()?;
     let enhanced = setup_extras();
-    let result = rt.block_on(event_loop(&mut terminal, launch, keymap));
+    let result = rt.block_on(event_loop(&mut terminal, launch, keymap, warnings));
     teardown_extras(enhanced);
     ratatui::restore();
     result
@@ -94,9 +94,13 @@ async fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     launch: Launch,
     keymap: KeyMap,
+    warnings: Vec<String>,
 ) -> anyhow::Result<()> {
     let size = terminal.size()?;
     let mut app = App::new(keymap, size.width, size.height);
+    if let Some(w) = warnings.first() {
+        app.handle(AppEvent::Error(w.clone()));
+    }
     let opening = launch.opening.clone();
     let (tx, mut rx) = mpsc::unbounded_channel();
     let driver = Driver::start(launch, tx);
