@@ -145,9 +145,7 @@ pub enum StoreError {
     SessionChanged,
 
     /// `undo-compress` on a session with no compaction left to undo.
-    #[error(
-        "session {id} has no compression to undo (every compression of it is undone already, or there was none)"
-    )]
+    #[error("session {id} has no compression to undo (every compression of it is undone already, or there was none)")]
     NothingToUndo {
         /// The session id.
         id: String,
