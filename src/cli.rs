@@ -42,7 +42,7 @@ fn run(cli: Cli) -> anyhow::Result<()> {
     }
     let env = commands::Env::load(&cli.global)?;
     match cli.command {
-        None => commands::no_command(&env),
+        None => commands::app(&env, cli.resume, cli.continue_latest),
         Some(Command::Prompt(a)) => commands::prompt(&env, &a),
         Some(Command::Import(a)) => commands::import(&env, &a),
         Some(Command::Sessions(a)) => commands::sessions(&env, &a),

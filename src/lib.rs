@@ -18,4 +18,5 @@ pub mod runtime;
 pub mod store;
 pub mod text;
 pub mod tokens;
+pub mod tui;
 pub mod workspace;

@@ -9,6 +9,12 @@ use std::path::PathBuf;
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
+    /// Open the app on this session (id or unique prefix); without an id, open the session picker.
+    #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "", conflicts_with = "continue_latest")]
+    pub resume: Option<String>,
+    /// Open the app on the latest session of this workspace.
+    #[arg(long = "continue")]
+    pub continue_latest: bool,
     #[command(subcommand)]
     pub command: Option<Command>,
 }

@@ -139,17 +139,28 @@ impl Env {
     }
 }
 
-/// `strata` with no subcommand. The full-screen app is not built yet, so it
-/// says what exists instead.
-pub fn no_command(_env: &Env) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
-    writeln!(
-        out,
-        "strata's full-screen chat is not available in this version.\n\
-         Try `strata prompt` to see the system prompt a session here would get,\n\
-         `strata import FILE` to import a conversation, and `strata --help` for all commands."
-    )?;
-    Ok(())
+/// `strata` with no subcommand: the full-screen app, on a new session, the
+/// session `--resume ID` names, the picker (`--resume` alone) or the latest
+/// session of the workspace (`--continue`).
+pub fn app(env: &Env, resume: Option<String>, continue_latest: bool) -> anyhow::Result<()> {
+    use strata::tui::Opening;
+    let opening = match (resume, continue_latest) {
+        (Some(id), _) if id.trim().is_empty() => Opening::Picker,
+        (Some(id), _) => Opening::Resume(id),
+        (None, true) => Opening::Continue,
+        (None, false) => Opening::New,
+    };
+    let cwd = workspace_dir(None)?;
+    strata::tui::run(strata::tui::Launch {
+        paths: env.paths.clone(),
+        config: env.config.clone(),
+        provider: env.provider.clone(),
+        model: env.model.clone(),
+        prompt_mode: env.prompt_mode,
+        opening,
+        cwd,
+        env: std::sync::Arc::new(|name: &str| std::env::var(name).ok()),
+    })
 }
 
 /// The working directory to use: `dir` when given (it must be a directory), else the current one.

@@ -10,6 +10,9 @@
 mod decode;
 mod wire;
 
+/// The request body as it goes over the wire (also shown by the request inspector).
+pub use wire::request_body;
+
 use super::http::{self, Endpoint, Timeouts};
 use super::retry::{self, RetryPolicy};
 use super::{EventStream, Provider, ProviderError};

@@ -27,7 +27,7 @@ const MESSAGE_MARKERS: usize = 2;
 const SYSTEM_JOIN: &str = "\n\n";
 
 /// The request body for `POST {base_url}/v1/messages` with streaming on.
-pub(crate) fn request_body(request: &ChatRequest) -> Value {
+pub fn request_body(request: &ChatRequest) -> Value {
     let system = system_blocks(request);
     let system_markers = system.iter().filter(|b| b.get("cache_control").is_some()).count();
     let mut turns = turns(&request.messages);

@@ -15,7 +15,7 @@ const SYSTEM_JOIN: &str = "\n\n";
 
 /// The request body for `POST {base_url}/chat/completions` with streaming
 /// and usage reporting on (`stream_options.include_usage`).
-pub(crate) fn request_body(request: &ChatRequest) -> Value {
+pub fn request_body(request: &ChatRequest) -> Value {
     let mut messages = Vec::with_capacity(request.messages.len() + 1);
     let system = system_text(request);
     if !system.is_empty() {

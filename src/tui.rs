@@ -1,0 +1,46 @@
+//! The full-screen app (DESIGN §9), on top of the runtime.
+//!
+//! - [`App`]: the state and its update, `handle(AppEvent) -> Vec<Effect>`;
+//!   pure apart from the composer widget's own state, so behaviour tests
+//!   drive it with events and no terminal.
+//! - `view`: drawing from the state (never mutates it, never fails).
+//! - [`Driver`]: runs effects off the UI task (session worker, picker
+//!   queries, draft counting) and reports back as events.
+//! - [`run`]: the terminal, the event loop and frame coalescing.
+//!
+//! Who may call it: the command line (`strata` with no subcommand) and
+//! tests. It uses the runtime for everything it shows; it never talks to a
+//! provider or the store from the UI task.
+
+mod app;
+mod background;
+mod chat;
+mod commands;
+mod context_pane;
+mod event;
+mod fmt;
+mod keymap;
+mod overlay;
+mod slash;
+mod snapshot;
+mod terminal;
+mod theme;
+mod view;
+mod worker;
+
+pub use app::{App, Notice};
+pub use chat::{badges, message_lines};
+pub use event::{AppEvent, ContextSnapshot, Effect, ExportFormat, Opening, RequestView, SessionView};
+pub use keymap::{Action, Key, KeyMap};
+pub use overlay::{Overlay, Picker};
+pub use slash::{SlashCommand, SlashError};
+pub use terminal::{MAX_FPS, run, translate};
+pub use view::draw;
+pub use worker::{Driver, EnvLookup, Launch};
+
+impl App {
+    /// Opens the session picker (as `--resume` without an id does).
+    pub fn open_sessions(&mut self) -> Vec<Effect> {
+        self.open_picker()
+    }
+}

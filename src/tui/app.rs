@@ -1,0 +1,468 @@
+//! The app's state and its update function: [`App::handle`] takes one
+//! [`AppEvent`] and returns the [`Effect`]s the driver must run. No I/O,
+//! no clock (time arrives in events), no terminal: behaviour tests drive it
+//! with events, and drawing (see `view`) only reads it.
+
+use super::chat::{ChatPane, Streaming};
+use super::event::{AppEvent, ContextSnapshot, Effect};
+use super::keymap::{Action, KeyMap};
+use super::overlay::{Overlay, Picker};
+use super::slash;
+use crate::domain::{LayerName, MessageStatus, Session, Usage};
+use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use ratatui_textarea::TextArea;
+
+mod compose;
+
+/// A notice in the status bar.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Notice {
+    /// One sentence.
+    pub text: String,
+    /// A problem (drawn in the error style).
+    pub error: bool,
+}
+
+/// Provider and model in the header.
+#[derive(Clone, Debug, Default)]
+pub struct Header {
+    /// Provider name.
+    pub provider: String,
+    /// Model name.
+    pub model: String,
+    /// Whether it is the embedded model.
+    pub embedded: bool,
+}
+
+/// The whole app state.
+pub struct App {
+    pub(super) keymap: KeyMap,
+    pub(super) width: u16,
+    pub(super) height: u16,
+    pub(super) header: Header,
+    pub(super) session: Option<Session>,
+    pub(super) chat: ChatPane,
+    pub(super) context: Option<ContextSnapshot>,
+    pub(super) stale: Vec<LayerName>,
+    pub(super) context_shown: Option<bool>,
+    pub(super) detail: bool,
+    pub(super) composer: TextArea<'static>,
+    history: Vec<String>,
+    history_at: Option<usize>,
+    pub(super) overlay: Option<Overlay>,
+    pub(super) draft_tokens: u64,
+    draft_ticket: u64,
+    next_ticket: u64,
+    pub(super) busy: bool,
+    pub(super) progress: Option<String>,
+    pub(super) notice: Option<Notice>,
+    pub(super) last_usage: Option<Usage>,
+    pub(super) now_ms: i64,
+    interrupt_armed: bool,
+    pub(super) spinner: usize,
+    dirty: bool,
+}
+
+impl App {
+    /// A fresh app of `width`×`height` cells with `keymap`.
+    #[must_use]
+    pub fn new(keymap: KeyMap, width: u16, height: u16) -> Self {
+        let mut composer = TextArea::default();
+        composer.set_placeholder_text("Message, or /help");
+        composer.set_cursor_line_style(ratatui::style::Style::new());
+        let mut chat = ChatPane::default();
+        chat.expand_key = keymap.label_for(Action::ToggleSummaries).unwrap_or_default();
+        Self {
+            keymap,
+            width,
+            height,
+            header: Header::default(),
+            session: None,
+            chat,
+            context: None,
+            stale: Vec::new(),
+            context_shown: None,
+            detail: false,
+            composer,
+            history: Vec::new(),
+            history_at: None,
+            overlay: None,
+            draft_tokens: 0,
+            draft_ticket: 0,
+            next_ticket: 0,
+            busy: false,
+            progress: None,
+            notice: None,
+            last_usage: None,
+            now_ms: 0,
+            interrupt_armed: false,
+            spinner: 0,
+            dirty: true,
+        }
+    }
+
+    /// Whether something changed since the last [`App::take_dirty`].
+    pub fn take_dirty(&mut self) -> bool {
+        std::mem::take(&mut self.dirty)
+    }
+
+    /// Whether a reply is streaming.
+    #[must_use]
+    pub fn is_busy(&self) -> bool {
+        self.busy
+    }
+
+    /// The current session, if one was started or resumed.
+    #[must_use]
+    pub fn session(&self) -> Option<&Session> {
+        self.session.as_ref()
+    }
+
+    /// The messages shown (archived ones included).
+    #[must_use]
+    pub fn messages(&self) -> &[crate::domain::Message] {
+        &self.chat.messages
+    }
+
+    /// The reply streaming now, as far as it arrived.
+    #[must_use]
+    pub fn streaming_text(&self) -> Option<&str> {
+        self.chat.streaming.as_ref().map(|s| s.text.as_str())
+    }
+
+    /// The context pane's data, once loaded.
+    #[must_use]
+    pub fn context(&self) -> Option<&ContextSnapshot> {
+        self.context.as_ref()
+    }
+
+    /// The status-bar notice, if any.
+    #[must_use]
+    pub fn notice(&self) -> Option<&Notice> {
+        self.notice.as_ref()
+    }
+
+    /// The open overlay, if any.
+    #[must_use]
+    pub fn overlay(&self) -> Option<&Overlay> {
+        self.overlay.as_ref()
+    }
+
+    /// The composer's text.
+    #[must_use]
+    pub fn draft(&self) -> String {
+        self.composer.lines().join("\n")
+    }
+
+    /// Whether the context pane is shown at the current width.
+    #[must_use]
+    pub fn context_visible(&self) -> bool {
+        self.context_shown.unwrap_or(self.width >= 100) && self.width >= 60 && self.height >= 6
+    }
+
+    /// Applies one event; returns what the driver must do, in order.
+    pub fn handle(&mut self, event: AppEvent) -> Vec<Effect> {
+        if !matches!(event, AppEvent::Tick { .. }) || self.busy {
+            self.dirty = true;
+        }
+        match event {
+            AppEvent::Key(key) if key.kind != KeyEventKind::Release => self.key(key),
+            AppEvent::Key(_) => Vec::new(),
+            AppEvent::Paste(text) => {
+                if let Some(Overlay::Picker(p)) = &mut self.overlay {
+                    p.query.push_str(&text.replace('\n', " "));
+                    return self.search();
+                }
+                self.composer.insert_str(text);
+                self.draft_changed()
+            }
+            AppEvent::Wheel(rows) => {
+                match &mut self.overlay {
+                    Some(o) => o.scroll(-rows),
+                    None => self.chat.scroll_by(i64::from(rows)),
+                }
+                Vec::new()
+            }
+            AppEvent::Resize { width, height } => {
+                self.width = width;
+                self.height = height;
+                Vec::new()
+            }
+            AppEvent::Tick { now_ms } => {
+                self.now_ms = now_ms;
+                self.spinner = self.spinner.wrapping_add(1);
+                Vec::new()
+            }
+            AppEvent::Progress(line) => {
+                self.progress = Some(line);
+                Vec::new()
+            }
+            AppEvent::Connected {
+                provider,
+                model,
+                embedded,
+            } => {
+                self.header = Header {
+                    provider,
+                    model,
+                    embedded,
+                };
+                self.progress = None;
+                Vec::new()
+            }
+            AppEvent::Loaded(view) => {
+                let report = view
+                    .context
+                    .as_ref()
+                    .map(|c| c.report.clone())
+                    .unwrap_or_default();
+                if view.session.as_ref().map(|s| s.id) != self.session.as_ref().map(|s| s.id) {
+                    self.chat.scroll = 0;
+                }
+                self.session = view.session;
+                self.chat.set(view.messages, report);
+                self.chat.pending_user = None;
+                self.chat.streaming = None;
+                if let Some(u) = view.context.as_ref().and_then(|c| c.last_usage.clone()) {
+                    self.last_usage = Some(u);
+                }
+                self.context = view.context;
+                Vec::new()
+            }
+            AppEvent::StreamStarted { now_ms } => {
+                if let Some(s) = &mut self.chat.streaming {
+                    s.started_ms = now_ms;
+                }
+                Vec::new()
+            }
+            AppEvent::Delta { text, now_ms } => {
+                self.now_ms = self.now_ms.max(now_ms);
+                let s = self.chat.streaming.get_or_insert_with(Streaming::default);
+                s.first_ms.get_or_insert(now_ms);
+                s.last_ms = now_ms;
+                s.text.push_str(&text);
+                Vec::new()
+            }
+            AppEvent::Usage(u) => {
+                self.last_usage = Some(u);
+                Vec::new()
+            }
+            AppEvent::Unsent(text) => {
+                self.chat.pending_user = None;
+                self.chat.streaming = None;
+                if self.draft().is_empty() {
+                    self.set_draft(&text);
+                }
+                Vec::new()
+            }
+            AppEvent::TurnDone { status } => {
+                self.busy = false;
+                if status == MessageStatus::Interrupted && self.notice.is_none() {
+                    self.notify("the reply was interrupted; the partial reply is kept", false);
+                }
+                Vec::new()
+            }
+            AppEvent::DraftTokens { ticket, tokens } => {
+                if ticket == self.draft_ticket {
+                    self.draft_tokens = tokens;
+                }
+                Vec::new()
+            }
+            AppEvent::Sessions { ticket, rows } => {
+                if let Some(Overlay::Picker(p)) = &mut self.overlay {
+                    if p.ticket == ticket {
+                        p.rows = rows;
+                        p.selected = 0;
+                        p.loaded = true;
+                    }
+                }
+                Vec::new()
+            }
+            AppEvent::Request(view) => {
+                if let Some(Overlay::Request { view: v, .. }) = &mut self.overlay {
+                    *v = Some(view);
+                }
+                Vec::new()
+            }
+            AppEvent::Stale(layers) => {
+                self.stale = layers;
+                Vec::new()
+            }
+            AppEvent::Notice(text) => {
+                self.notify(&text, false);
+                Vec::new()
+            }
+            AppEvent::Error(text) => {
+                self.notify(&text, true);
+                Vec::new()
+            }
+        }
+    }
+
+    fn notify(&mut self, text: &str, error: bool) {
+        self.notice = Some(Notice {
+            text: text.to_owned(),
+            error,
+        });
+    }
+
+    fn ticket(&mut self) -> u64 {
+        self.next_ticket += 1;
+        self.next_ticket
+    }
+
+    fn key(&mut self, key: KeyEvent) -> Vec<Effect> {
+        let action = self.keymap.action(&key);
+        if action != Some(Action::Interrupt) {
+            self.interrupt_armed = false;
+        }
+        if self.overlay.is_some() {
+            return self.overlay_key(key, action);
+        }
+        match action {
+            Some(Action::Interrupt) => self.interrupt(),
+            Some(Action::Send) => self.submit(),
+            Some(Action::Newline) => {
+                self.composer.insert_newline();
+                self.draft_changed()
+            }
+            Some(Action::HistoryPrev) if self.composer.cursor().0 == 0 => {
+                self.recall(-1);
+                self.draft_changed()
+            }
+            Some(Action::HistoryNext) if self.composer.cursor().0 + 1 >= self.composer.lines().len() => {
+                self.recall(1);
+                self.draft_changed()
+            }
+            Some(Action::Complete) => {
+                if let Some(done) = slash::complete(&self.draft()) {
+                    self.set_draft(&done);
+                }
+                Vec::new()
+            }
+            Some(Action::ScrollUp) => self.scroll(3),
+            Some(Action::ScrollDown) => self.scroll(-3),
+            Some(Action::PageUp) => self.scroll(self.page()),
+            Some(Action::PageDown) => self.scroll(-self.page()),
+            Some(Action::Bottom) => {
+                self.chat.scroll = 0;
+                Vec::new()
+            }
+            Some(Action::ToggleContext) => {
+                self.context_shown = Some(!self.context_visible());
+                Vec::new()
+            }
+            Some(Action::ToggleDetail) => {
+                self.detail = !self.detail;
+                Vec::new()
+            }
+            Some(Action::ToggleSummaries) => {
+                self.chat.summaries_expanded = !self.chat.summaries_expanded;
+                Vec::new()
+            }
+            Some(Action::ToggleArchived) => {
+                self.chat.show_archived = !self.chat.show_archived;
+                Vec::new()
+            }
+            Some(Action::Sessions) => self.open_picker(),
+            Some(Action::Help) => {
+                self.overlay = Some(Overlay::Help { scroll: 0 });
+                Vec::new()
+            }
+            Some(Action::Close) => {
+                self.notice = None;
+                Vec::new()
+            }
+            Some(Action::HistoryPrev | Action::HistoryNext) | None => {
+                if self.composer.input(key) {
+                    self.draft_changed()
+                } else {
+                    Vec::new()
+                }
+            }
+        }
+    }
+
+    fn page(&self) -> i64 {
+        i64::from(self.height.saturating_sub(6).max(1))
+    }
+
+    fn scroll(&mut self, rows: i64) -> Vec<Effect> {
+        self.chat.scroll_by(rows);
+        Vec::new()
+    }
+
+    fn interrupt(&mut self) -> Vec<Effect> {
+        if self.busy {
+            self.notify("cancelling the reply…", false);
+            return vec![Effect::Cancel];
+        }
+        if self.interrupt_armed {
+            return vec![Effect::Quit];
+        }
+        self.interrupt_armed = true;
+        self.notify("press Ctrl-C again to quit", false);
+        Vec::new()
+    }
+
+    fn overlay_key(&mut self, key: KeyEvent, action: Option<Action>) -> Vec<Effect> {
+        if matches!(action, Some(Action::Close | Action::Interrupt)) {
+            self.overlay = None;
+            return Vec::new();
+        }
+        let Some(overlay) = self.overlay.as_mut() else {
+            return Vec::new();
+        };
+        let plain = !key
+            .modifiers
+            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
+        match (overlay, key.code) {
+            (o, KeyCode::Up) => o.scroll(-1),
+            (o, KeyCode::Down) => o.scroll(1),
+            (o, KeyCode::PageUp) => o.scroll(-10),
+            (o, KeyCode::PageDown) => o.scroll(10),
+            (Overlay::Picker(p), KeyCode::Enter) => {
+                let chosen = p.rows.get(p.selected).map(|r| r.id.to_string());
+                if let Some(id) = chosen {
+                    self.overlay = None;
+                    if self.busy {
+                        self.notify(
+                            "a reply is streaming; wait for it or press Ctrl-C, then resume",
+                            true,
+                        );
+                        return Vec::new();
+                    }
+                    return vec![Effect::Resume(id)];
+                }
+            }
+            (Overlay::Picker(p), KeyCode::Backspace) => {
+                p.query.pop();
+                return self.search();
+            }
+            (Overlay::Picker(p), KeyCode::Char(c)) if plain => {
+                p.query.push(c);
+                return self.search();
+            }
+            _ => {}
+        }
+        Vec::new()
+    }
+
+    pub(super) fn open_picker(&mut self) -> Vec<Effect> {
+        self.overlay = Some(Overlay::Picker(Picker::default()));
+        self.search()
+    }
+
+    fn search(&mut self) -> Vec<Effect> {
+        let ticket = self.ticket();
+        let Some(Overlay::Picker(p)) = &mut self.overlay else {
+            return Vec::new();
+        };
+        p.ticket = ticket;
+        p.loaded = false;
+        vec![Effect::ListSessions {
+            ticket,
+            search: p.query.clone(),
+        }]
+    }
+}

@@ -1,0 +1,148 @@
+//! The composer's side of the app: submitting a message or a slash
+//! command, recalling earlier inputs, and asking for the draft's token
+//! count. Part of [`App`]'s update; no I/O.
+
+use super::App;
+use crate::tui::chat::Streaming;
+use crate::tui::event::{Effect, ExportFormat};
+use crate::tui::overlay::Overlay;
+use crate::tui::slash::{self, Invocation, SlashCommand};
+
+impl App {
+    pub(super) fn set_draft(&mut self, text: &str) {
+        self.composer.select_all();
+        self.composer.cut();
+        self.composer.insert_str(text);
+    }
+
+    pub(super) fn draft_changed(&mut self) -> Vec<Effect> {
+        let text = self.draft();
+        self.draft_ticket = self.ticket();
+        if text.trim().is_empty() || text.starts_with('/') {
+            self.draft_tokens = 0;
+            return Vec::new();
+        }
+        vec![Effect::CountDraft {
+            ticket: self.draft_ticket,
+            text,
+        }]
+    }
+
+    /// Moves through earlier inputs: -1 older, +1 newer (past the newest
+    /// clears the composer).
+    pub(super) fn recall(&mut self, step: i64) {
+        if self.history.is_empty() {
+            return;
+        }
+        let last = self.history.len() - 1;
+        let next = match (self.history_at, step < 0) {
+            (None, true) => Some(last),
+            (None, false) => None,
+            (Some(i), true) => Some(i.saturating_sub(1)),
+            (Some(i), false) if i < last => Some(i + 1),
+            (Some(_), false) => None,
+        };
+        self.history_at = next;
+        let text = next.map(|i| self.history[i].clone()).unwrap_or_default();
+        self.set_draft(&text);
+    }
+
+    pub(super) fn take_draft(&mut self, text: &str) {
+        self.set_draft("");
+        if self.history.last().map(String::as_str) != Some(text) {
+            self.history.push(text.to_owned());
+        }
+        self.history_at = None;
+        self.draft_tokens = 0;
+        self.draft_ticket = self.ticket();
+    }
+
+    pub(super) fn submit(&mut self) -> Vec<Effect> {
+        let text = self.draft();
+        if text.trim().is_empty() {
+            return Vec::new();
+        }
+        match slash::parse(&text) {
+            Some(Err(e)) => {
+                self.notify(&e.to_string(), true);
+                Vec::new()
+            }
+            Some(Ok(inv)) => {
+                if self.busy && !inv.command.available_while_streaming() {
+                    self.notify(
+                        &format!(
+                            "/{} is not available while a reply streams; wait for it or press Ctrl-C",
+                            inv.command.name()
+                        ),
+                        true,
+                    );
+                    return Vec::new();
+                }
+                self.take_draft(&text);
+                self.notice = None;
+                self.command(inv)
+            }
+            None => {
+                if self.busy {
+                    self.notify(
+                        "a reply is streaming; wait for it or press Ctrl-C to cancel it",
+                        true,
+                    );
+                    return Vec::new();
+                }
+                self.take_draft(&text);
+                self.notice = None;
+                self.busy = true;
+                self.chat.scroll = 0;
+                self.chat.pending_user = Some(text.clone());
+                self.chat.streaming = Some(Streaming {
+                    started_ms: self.now_ms,
+                    last_ms: self.now_ms,
+                    ..Streaming::default()
+                });
+                vec![Effect::Send(text)]
+            }
+        }
+    }
+
+    pub(super) fn command(&mut self, inv: Invocation) -> Vec<Effect> {
+        let arg = inv.arg;
+        match inv.command {
+            SlashCommand::New => vec![Effect::NewSession],
+            SlashCommand::Compress => vec![Effect::Compress((!arg.is_empty()).then_some(arg))],
+            SlashCommand::UndoCompress => vec![Effect::UndoCompress],
+            SlashCommand::Sessions => self.open_picker(),
+            SlashCommand::Resume => vec![Effect::Resume(arg)],
+            SlashCommand::Rename => vec![Effect::Rename(arg)],
+            SlashCommand::Fork => vec![Effect::Fork],
+            SlashCommand::Prompt => {
+                self.overlay = Some(Overlay::Prompt { scroll: 0 });
+                Vec::new()
+            }
+            SlashCommand::Inspect => {
+                self.overlay = Some(Overlay::Request {
+                    view: None,
+                    scroll: 0,
+                });
+                vec![Effect::InspectRequest]
+            }
+            SlashCommand::Reload => vec![Effect::Reload],
+            SlashCommand::Model => vec![Effect::Model(arg)],
+            SlashCommand::Memory => vec![Effect::Memory(arg)],
+            SlashCommand::Skill => vec![Effect::Skill(arg)],
+            SlashCommand::Export => match arg.as_str() {
+                "" | "md" | "markdown" => vec![Effect::Export(ExportFormat::Markdown)],
+                "json" => vec![Effect::Export(ExportFormat::Json)],
+                other => {
+                    self.notify(&format!("/export takes md or json, not '{other}'"), true);
+                    Vec::new()
+                }
+            },
+            SlashCommand::Help => {
+                self.overlay = Some(Overlay::Help { scroll: 0 });
+                Vec::new()
+            }
+            SlashCommand::Quit => vec![Effect::Quit],
+        }
+    }
+}

@@ -1,0 +1,193 @@
+//! The context pane: where the window goes. A stacked bar of the window,
+//! one row per budget category (expandable to layers and sources), the
+//! threshold (requested/effective), the cache boundary, cached tokens of
+//! the last response, `~` on estimates, stale layers, the last compaction
+//! and why automatic compression is blocked. It adds the draft's tokens
+//! and the streaming reply's to the history live.
+
+use super::event::ContextSnapshot;
+use super::{fmt, theme};
+use crate::domain::LayerName;
+use crate::tokens::Category;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::{Block, Borders, Paragraph, Widget, Wrap};
+
+/// What the pane shows beyond the snapshot.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Live<'a> {
+    /// Tokens of the composer's draft.
+    pub draft_tokens: u64,
+    /// Estimated tokens of the reply streaming now.
+    pub streaming_tokens: u64,
+    /// Layers changed on disk since the prompt was frozen.
+    pub stale: &'a [LayerName],
+    /// Show layer and source rows.
+    pub detail: bool,
+}
+
+/// Draws the pane; `None` shows a placeholder while the snapshot loads.
+pub fn render(snapshot: Option<&ContextSnapshot>, live: Live<'_>, area: Rect, buf: &mut Buffer) {
+    let block = Block::default()
+        .borders(Borders::LEFT)
+        .title(Span::styled(" Context ", theme::title()));
+    let inner = block.inner(area);
+    block.render(area, buf);
+    let lines = match snapshot {
+        Some(s) => lines(s, live, inner.width),
+        None => vec![Line::styled("loading…", theme::dim())],
+    };
+    Paragraph::new(lines)
+        .wrap(Wrap { trim: false })
+        .render(inner, buf);
+}
+
+fn approx(exact: bool) -> &'static str {
+    if exact { "" } else { "~" }
+}
+
+/// The pane's lines for a width.
+#[must_use]
+pub fn lines(s: &ContextSnapshot, live: Live<'_>, width: u16) -> Vec<Line<'static>> {
+    let b = &s.budget;
+    let a = approx(b.exact);
+    let extra = live.draft_tokens + live.streaming_tokens;
+    let c = &b.categories;
+    let cats: [(&str, &Category); 7] = [
+        ("stable", &c.stable),
+        ("context", &c.context),
+        ("volatile", &c.volatile),
+        ("tools", &c.tools),
+        ("history", &c.history),
+        ("reserved", &c.reserved_output),
+        ("free", &c.free),
+    ];
+    let mut totals: Vec<u64> = cats.iter().map(|(_, c)| c.tokens).collect();
+    totals[4] += extra;
+    totals[6] = totals[6].saturating_sub(extra);
+    let input: u64 = totals[..5].iter().sum();
+    let mut out = vec![
+        Line::from(vec![
+            Span::raw(format!(
+                "input {a}{} / {}",
+                fmt::tokens(input),
+                fmt::tokens(b.window)
+            )),
+            Span::styled(format!("  {}", b.tokenizer), theme::dim()),
+        ]),
+        bar(&totals, b.window, width),
+    ];
+    for (i, (name, cat)) in cats.iter().enumerate() {
+        out.push(Line::from(vec![
+            Span::styled("■ ", theme::category(i)),
+            Span::raw(format!("{name:<9}{a}{:>6}", fmt::tokens(totals[i]))),
+        ]));
+        if live.detail {
+            for item in &cat.items {
+                let stale = live
+                    .stale
+                    .iter()
+                    .any(|l| item.name == l.as_str() || item.name.starts_with(&format!("{}:", l.as_str())));
+                let name = fmt::cut(&item.name, usize::from(width).saturating_sub(12));
+                let mut spans = vec![Span::styled(
+                    format!("   {name} {}", fmt::tokens(item.tokens)),
+                    theme::dim(),
+                )];
+                if stale {
+                    spans.push(Span::styled(" stale", theme::stale()));
+                }
+                out.push(Line::from(spans));
+            }
+        }
+        if i == 4 && live.draft_tokens > 0 {
+            out.push(Line::styled(
+                format!("   + draft {}", fmt::tokens(live.draft_tokens)),
+                theme::dim(),
+            ));
+        }
+        if i == 4 && live.streaming_tokens > 0 {
+            out.push(Line::styled(
+                format!("   + reply ~{}", fmt::tokens(live.streaming_tokens)),
+                theme::dim(),
+            ));
+        }
+        if i == 1 {
+            out.push(Line::styled(
+                format!("── cache boundary {a}{} ──", fmt::tokens(b.boundary_tokens)),
+                theme::boundary(),
+            ));
+        }
+    }
+    out.push(Line::raw(format!(
+        "threshold {} req / {} eff",
+        fmt::tokens(b.threshold.requested),
+        fmt::tokens(b.threshold.effective)
+    )));
+    if let Some(p) = s.prepared_tokens {
+        out.push(Line::raw(format!("next request {a}{}", fmt::tokens(p))));
+    }
+    match &s.last_usage {
+        Some(u) => out.push(Line::raw(format!(
+            "cached {} of {}",
+            u.cache_read_tokens.map_or_else(|| "–".to_owned(), fmt::tokens),
+            u.prompt_tokens.map_or_else(|| "–".to_owned(), fmt::tokens)
+        ))),
+        None => out.push(Line::styled("cached – (no request yet)", theme::dim())),
+    }
+    if !live.stale.is_empty() {
+        let names: Vec<&str> = live.stale.iter().map(|l| l.as_str()).collect();
+        out.push(Line::styled(
+            format!("stale: {}", names.join(", ")),
+            theme::stale(),
+        ));
+        out.push(Line::styled("/reload or /new applies", theme::stale()));
+    }
+    if let Some(c) = &s.last_compaction {
+        let how = match c.trigger {
+            crate::domain::CompactionTrigger::Auto => "auto",
+            crate::domain::CompactionTrigger::Manual => "manual",
+            crate::domain::CompactionTrigger::Overflow => "overflow",
+        };
+        let undone = if c.undone_at.is_some() { " (undone)" } else { "" };
+        out.push(Line::raw(format!(
+            "compacted {how} {}→{}{undone}",
+            fmt::tokens(c.tokens_before),
+            fmt::tokens(c.tokens_after)
+        )));
+    }
+    if let Some(reason) = &s.blocked_reason {
+        out.push(Line::styled(
+            format!("compression blocked: {reason}"),
+            theme::error(),
+        ));
+    }
+    if let Some(e) = &s.prepare_error {
+        out.push(Line::styled(e.clone(), theme::error()));
+    }
+    out
+}
+
+/// A stacked bar of the window, one coloured run per category.
+fn bar(totals: &[u64], window: u64, width: u16) -> Line<'static> {
+    let cells = usize::from(width);
+    if cells == 0 || window == 0 {
+        return Line::default();
+    }
+    let mut spans = Vec::new();
+    let mut used = 0usize;
+    let mut acc = 0u64;
+    for (i, t) in totals.iter().enumerate() {
+        acc += t;
+        let end = usize::try_from((u128::from(acc.min(window)) * cells as u128 / u128::from(window)) as u64)
+            .unwrap_or(cells)
+            .min(cells);
+        let end = if i + 1 == totals.len() { cells } else { end };
+        if end > used {
+            let glyph = if i + 1 == totals.len() { "░" } else { "█" };
+            spans.push(Span::styled(glyph.repeat(end - used), theme::category(i)));
+            used = end;
+        }
+    }
+    Line::from(spans)
+}

@@ -1,0 +1,216 @@
+//! The app's vocabulary: [`AppEvent`] is everything that reaches the app
+//! (terminal input, the clock, results of background work), [`Effect`] is
+//! everything the app asks the driver to do. Background results carry the
+//! data the app shows; the app never reads the store or a provider itself.
+
+use crate::domain::{
+    Compaction, LayerName, Message, MessageStatus, Session, SessionId, SessionSummary, SystemPrompt, Usage,
+};
+use crate::pipeline::ReportEntry;
+use crate::tokens::Budget;
+use crossterm::event::KeyEvent;
+
+/// Input to [`App::handle`](super::App::handle).
+#[derive(Clone, Debug)]
+pub enum AppEvent {
+    /// A key press.
+    Key(KeyEvent),
+    /// Text pasted into the terminal (bracketed paste).
+    Paste(String),
+    /// Mouse wheel: positive scrolls towards older messages, in rows.
+    Wheel(i32),
+    /// The terminal's new size, in cells.
+    Resize {
+        /// Columns.
+        width: u16,
+        /// Rows.
+        height: u16,
+    },
+    /// Time passed (drives the spinner and tokens per second); unix ms.
+    Tick {
+        /// Now, unix milliseconds.
+        now_ms: i64,
+    },
+    /// A step of a slow start (pulling the embedded model, loading it).
+    Progress(String),
+    /// The provider is ready.
+    Connected {
+        /// Provider name (`openai`, `anthropic`, `local`).
+        provider: String,
+        /// Model name.
+        model: String,
+        /// Whether it is the embedded model.
+        embedded: bool,
+    },
+    /// A session (or the pending new one) was loaded or refreshed.
+    Loaded(Box<SessionView>),
+    /// A reply started streaming.
+    StreamStarted {
+        /// When, unix ms.
+        now_ms: i64,
+    },
+    /// Reply text arrived.
+    Delta {
+        /// The text.
+        text: String,
+        /// When, unix ms.
+        now_ms: i64,
+    },
+    /// The provider's usage of the request just finished.
+    Usage(Usage),
+    /// A message could not be sent and nothing was stored; its text goes
+    /// back to the composer.
+    Unsent(String),
+    /// The reply ended.
+    TurnDone {
+        /// Complete, interrupted or error.
+        status: MessageStatus,
+    },
+    /// The draft's token count (ticket from [`Effect::CountDraft`]).
+    DraftTokens {
+        /// Which request this answers; older tickets are dropped.
+        ticket: u64,
+        /// Tokens of the draft.
+        tokens: u64,
+    },
+    /// Rows for the session picker (ticket from [`Effect::ListSessions`]).
+    Sessions {
+        /// Which request this answers; older tickets are dropped.
+        ticket: u64,
+        /// Matching sessions, newest first.
+        rows: Vec<SessionSummary>,
+    },
+    /// The prepared request for the request inspector.
+    Request(Box<RequestView>),
+    /// Layers whose sources changed on disk since the prompt was frozen.
+    Stale(Vec<LayerName>),
+    /// A one-line notice (feedback of a command).
+    Notice(String),
+    /// A one-line problem.
+    Error(String),
+}
+
+/// What the app asks the driver to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Effect {
+    /// Send a user message (starting a session when there is none).
+    Send(String),
+    /// Cancel the reply in progress, keeping the partial text.
+    Cancel,
+    /// Start a new session (created when its first message is sent).
+    NewSession,
+    /// Resume a session by id or unique id prefix.
+    Resume(String),
+    /// Rename the current session.
+    Rename(String),
+    /// Fork the current session.
+    Fork,
+    /// Compress the history, with an optional focus topic.
+    Compress(Option<String>),
+    /// Undo the last compression.
+    UndoCompress,
+    /// Apply changed instruction files, memory and skills.
+    Reload,
+    /// Switch the session's model.
+    Model(String),
+    /// Append a line to `MEMORY.md`.
+    Memory(String),
+    /// Load a skill into the conversation.
+    Skill(String),
+    /// Export the session (`md` or `json`) to a file in the workspace.
+    Export(ExportFormat),
+    /// Search sessions for the picker.
+    ListSessions {
+        /// Ticket echoed in [`AppEvent::Sessions`].
+        ticket: u64,
+        /// What the user typed (FTS); empty lists every session.
+        search: String,
+    },
+    /// Count the draft's tokens.
+    CountDraft {
+        /// Ticket echoed in [`AppEvent::DraftTokens`].
+        ticket: u64,
+        /// The draft.
+        text: String,
+    },
+    /// Prepare the next request for the request inspector.
+    InspectRequest,
+    /// Leave the app.
+    Quit,
+}
+
+/// `/export` formats.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ExportFormat {
+    /// Markdown transcript.
+    Markdown,
+    /// JSON (`strata export --format json`).
+    Json,
+}
+
+/// A session as the app shows it.
+#[derive(Clone, Debug, Default)]
+pub struct SessionView {
+    /// The session; `None` until the first message of a new one is sent.
+    pub session: Option<Session>,
+    /// Its messages, oldest first, archived ones included (they are shown
+    /// only on request).
+    pub messages: Vec<Message>,
+    /// The context pane's data.
+    pub context: Option<ContextSnapshot>,
+}
+
+/// Everything the context pane and the prompt inspector show, computed off
+/// the UI task.
+#[derive(Clone, Debug)]
+pub struct ContextSnapshot {
+    /// The frozen prompt (or, before the first message, the one a new
+    /// session would get).
+    pub prompt: SystemPrompt,
+    /// Where the window goes.
+    pub budget: Budget,
+    /// What the pipeline will do to each message of the next request.
+    pub report: Vec<ReportEntry>,
+    /// Input tokens of the prepared request, when it can be prepared.
+    pub prepared_tokens: Option<u64>,
+    /// Why the next request cannot be prepared, if it cannot.
+    pub prepare_error: Option<String>,
+    /// The last request's usage.
+    pub last_usage: Option<Usage>,
+    /// The last compaction of the session.
+    pub last_compaction: Option<Compaction>,
+    /// Why automatic compression is blocked, if it is.
+    pub blocked_reason: Option<String>,
+}
+
+/// The request inspector's content.
+#[derive(Clone, Debug)]
+pub struct RequestView {
+    /// The prepared request as it goes over the wire: the provider's JSON
+    /// body, pretty-printed, or the ChatML text fed to the embedded model.
+    pub json: String,
+    /// What the pipeline did to each message.
+    pub report: Vec<ReportEntry>,
+    /// Estimated input tokens.
+    pub prepared_tokens: u64,
+}
+
+/// Which session a launch opens.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Opening {
+    /// A new session.
+    #[default]
+    New,
+    /// The session with this id or unique prefix.
+    Resume(String),
+    /// The picker, over every session.
+    Picker,
+    /// The latest session of the workspace (a new one when there is none).
+    Continue,
+}
+
+/// Id of a session as shown in lists (first 8 characters).
+#[must_use]
+pub fn short_id(id: SessionId) -> String {
+    id.to_string().chars().take(8).collect()
+}

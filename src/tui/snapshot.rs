@@ -1,0 +1,112 @@
+//! Building what the app shows of a session, on the session worker: its
+//! messages, the budget and pipeline report of the next request, the last
+//! usage and compaction; and for a session not stored yet, the budget of
+//! the prompt a new session here would get.
+
+use super::event::{ContextSnapshot, SessionView};
+use crate::config::ModelChoice;
+use crate::domain::{PromptMode, Session, SessionId};
+use crate::prompt::EnvFacts;
+use crate::runtime::{PromptPreview, Runtime, fingerprint, session_counter, to_system_prompt};
+use crate::tokens::{Budget, BudgetInput, ThresholdSettings};
+use std::path::Path;
+
+/// A stored session with every message (archived ones included) and its
+/// context snapshot.
+///
+/// # Errors
+/// When the store cannot be read.
+pub fn session_view(
+    runtime: &mut Runtime,
+    session: &Session,
+    choice: &ModelChoice,
+) -> anyhow::Result<SessionView> {
+    let report = runtime.context_report(session, choice)?;
+    let prompt = runtime
+        .store
+        .current_prompt(session.id)?
+        .ok_or_else(|| anyhow::anyhow!("session {} has no stored system prompt", session.id))?;
+    let messages = runtime.store.messages(session.id, true)?;
+    let last_usage = runtime.store.usage(session.id)?.pop();
+    Ok(SessionView {
+        session: Some(session.clone()),
+        messages,
+        context: Some(ContextSnapshot {
+            prompt,
+            budget: report.budget,
+            report: report.report,
+            prepared_tokens: report.prepared_tokens,
+            prepare_error: report.prepare_error,
+            last_usage,
+            last_compaction: report.compression.last_compaction,
+            blocked_reason: report.compression.blocked,
+        }),
+    })
+}
+
+/// The view of a new session before its first message: no messages, the
+/// budget of the prompt it would get.
+///
+/// # Errors
+/// When the store cannot be read while assembling the prompt.
+pub fn pending_view(
+    runtime: &Runtime,
+    choice: &ModelChoice,
+    mode: PromptMode,
+    cwd: &Path,
+) -> anyhow::Result<SessionView> {
+    let now = jiff::Zoned::now();
+    let built = PromptPreview {
+        paths: &runtime.paths,
+        config: &runtime.config,
+        choice,
+        mode,
+        cwd,
+        now: &now,
+        interactive: true,
+        env: EnvFacts::from_process(),
+    }
+    .build(Some(&runtime.store))?;
+    let prompt = to_system_prompt(
+        &built,
+        SessionId::new(),
+        1,
+        fingerprint(choice, mode),
+        now.timestamp().as_millisecond(),
+    );
+    let counter = session_counter(
+        &runtime.paths,
+        &runtime.config,
+        choice.provider.as_str(),
+        &choice.model,
+    );
+    let budget = Budget::compute(BudgetInput {
+        layers: &prompt.layers,
+        boundary_offset: prompt.boundary_offset,
+        history: &[],
+        history_tokens: &[],
+        tools: &[],
+        window: choice.context_window,
+        reserved_output: choice.max_tokens,
+        threshold: ThresholdSettings {
+            ratio: runtime.config.compression.threshold,
+            cap_tokens: runtime.config.compression.threshold_tokens,
+        },
+        tokenizer: counter.id(),
+        exact: counter.exact(),
+    });
+    Ok(SessionView {
+        session: None,
+        messages: Vec::new(),
+        context: Some(ContextSnapshot {
+            prompt,
+            budget,
+            report: Vec::new(),
+            prepared_tokens: None,
+            prepare_error: None,
+            last_usage: None,
+            last_compaction: None,
+            blocked_reason: None,
+        }),
+    })
+}

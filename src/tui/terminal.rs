@@ -1,0 +1,152 @@
+//! The terminal side: entering and leaving the full screen (restored on
+//! exit, on error and on panic), and the one event loop that owns the
+//! terminal. It feeds terminal input, background results and ticks to the
+//! app, hands effects to the driver, and draws when something changed, at
+//! most [`MAX_FPS`] times a second, after draining every queued event.
+
+use super::app::App;
+use super::event::{AppEvent, Effect, Opening};
+use super::keymap::KeyMap;
+use super::view;
+use super::worker::{Driver, Launch};
+use crossterm::event::{
+    DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture, Event, EventStream,
+    KeyboardEnhancementFlags, MouseEventKind, PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
+};
+use futures::StreamExt;
+use std::time::{Duration, Instant};
+use tokio::sync::mpsc;
+
+/// Frames per second at most.
+pub const MAX_FPS: u64 = 120;
+
+/// Rows scrolled per wheel notch.
+const WHEEL_ROWS: i32 = 3;
+
+/// Runs the app until the user quits.
+///
+/// # Errors
+/// When the terminal cannot be set up or drawn to.
+pub fn run(launch: Launch) -> anyhow::Result<()> {
+    let (keymap, warnings) = KeyMap::from_config(&launch.config.ui);
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(1)
+        .enable_all()
+        .build()?;
+    let mut terminal = ratatui::try_init()?;
+    let enhanced = setup_extras();
+    let result = rt.block_on(event_loop(&mut terminal, launch, keymap, warnings));
+    teardown_extras(enhanced);
+    ratatui::restore();
+    result
+}
+
+/// Mouse capture, bracketed paste and (where supported) key disambiguation
+/// so Shift-Enter is seen; undone by [`teardown_extras`] and by the panic hook.
+fn setup_extras() -> bool {
+    let mut out = std::io::stdout();
+    let _ = crossterm::execute!(out, EnableMouseCapture, EnableBracketedPaste);
+    let enhanced = crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false);
+    if enhanced {
+        let _ = crossterm::execute!(
+            out,
+            PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+        );
+    }
+    let previous = std::panic::take_hook();
+    std::panic::set_hook(Box::new(move |info| {
+        teardown_extras(enhanced);
+        ratatui::restore();
+        previous(info);
+    }));
+    enhanced
+}
+
+fn teardown_extras(enhanced: bool) {
+    let mut out = std::io::stdout();
+    if enhanced {
+        let _ = crossterm::execute!(out, PopKeyboardEnhancementFlags);
+    }
+    let _ = crossterm::execute!(out, DisableMouseCapture, DisableBracketedPaste);
+}
+
+/// A terminal event as an app event (`None` for events the app ignores).
+#[must_use]
+pub fn translate(event: Event) -> Option<AppEvent> {
+    match event {
+        Event::Key(k) => Some(AppEvent::Key(k)),
+        Event::Paste(s) => Some(AppEvent::Paste(s)),
+        Event::Resize(width, height) => Some(AppEvent::Resize { width, height }),
+        Event::Mouse(m) => match m.kind {
+            MouseEventKind::ScrollUp => Some(AppEvent::Wheel(WHEEL_ROWS)),
+            MouseEventKind::ScrollDown => Some(AppEvent::Wheel(-WHEEL_ROWS)),
+            _ => None,
+        },
+        _ => None,
+    }
+}
+
+fn now_ms() -> i64 {
+    jiff::Timestamp::now().as_millisecond()
+}
+
+async fn event_loop(
+    terminal: &mut ratatui::DefaultTerminal,
+    launch: Launch,
+    keymap: KeyMap,
+    warnings: Vec<String>,
+) -> anyhow::Result<()> {
+    let size = terminal.size()?;
+    let mut app = App::new(keymap, size.width, size.height);
+    if let Some(w) = warnings.first() {
+        app.handle(AppEvent::Error(w.clone()));
+    }
+    let opening = launch.opening.clone();
+    let (tx, mut rx) = mpsc::unbounded_channel();
+    let driver = Driver::start(launch, tx);
+    let mut pending: Vec<Effect> = Vec::new();
+    if opening == Opening::Picker {
+        pending.extend(app.open_sessions());
+    }
+    let mut input = EventStream::new();
+    let frame = Duration::from_millis(1_000 / MAX_FPS);
+    let mut last_draw: Option<Instant> = None;
+    let mut tick = tokio::time::interval(Duration::from_millis(100));
+    loop {
+        for effect in pending.drain(..) {
+            if !driver.run(effect) {
+                return Ok(());
+            }
+        }
+        if app.take_dirty() || last_draw.is_none() {
+            // Coalesce: wait out the frame interval, then draw once.
+            if let Some(at) = last_draw {
+                let due = at + frame;
+                if Instant::now() < due {
+                    tokio::time::sleep_until(due.into()).await;
+                }
+            }
+            while let Ok(e) = rx.try_recv() {
+                pending.extend(app.handle(e));
+            }
+            terminal.draw(|f| view::draw(&app, f.area(), f.buffer_mut()))?;
+            app.take_dirty();
+            last_draw = Some(Instant::now());
+            if !pending.is_empty() {
+                continue;
+            }
+        }
+        let event = tokio::select! {
+            e = input.next() => match e {
+                Some(Ok(e)) => translate(e),
+                Some(Err(e)) => return Err(e.into()),
+                None => return Ok(()),
+            },
+            e = rx.recv() => e,
+            _ = tick.tick() => Some(AppEvent::Tick { now_ms: now_ms() }),
+        };
+        if let Some(e) = event {
+            pending.extend(app.handle(e));
+        }
+    }
+}

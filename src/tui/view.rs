@@ -1,0 +1,187 @@
+//! Drawing the main screen from the app state: header, chat pane, context
+//! pane, composer, status bar, and the open overlay on top. Reads the state
+//! only; every size below 80×24 degrades by dropping parts (1 row: the
+//! composer; 2: plus the status bar; 3: plus the header; the context pane
+//! needs 60 columns).
+
+use super::app::App;
+use super::{context_pane, fmt, overlay, slash, theme};
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::text::{Line, Span};
+use ratatui::widgets::Widget;
+
+const SPINNER: [&str; 10] = ["⠋", "⠙", "⠹", "⠸", "⠼", "⠴", "⠦", "⠧", "⠇", "⠏"];
+
+/// Draws the whole screen into `buf` over `area`.
+pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
+    if area.width == 0 || area.height == 0 {
+        return;
+    }
+    let h = area.height;
+    let composer_rows = u16::try_from(app.composer.lines().len())
+        .unwrap_or(u16::MAX)
+        .clamp(1, 5)
+        .min(h.saturating_sub(3).max(1));
+    let row = |y: u16, height: u16| Rect {
+        x: area.x,
+        y: area.y + y,
+        width: area.width,
+        height,
+    };
+    match h {
+        1 => composer(app, row(0, 1), buf),
+        2 => {
+            composer(app, row(0, 1), buf);
+            status(app, row(1, 1), buf);
+        }
+        3 => {
+            header(app, row(0, 1), buf);
+            composer(app, row(1, 1), buf);
+            status(app, row(2, 1), buf);
+        }
+        _ => {
+            let body_h = h - 2 - composer_rows;
+            header(app, row(0, 1), buf);
+            body(app, row(1, body_h), buf);
+            composer(app, row(1 + body_h, composer_rows), buf);
+            status(app, row(h - 1, 1), buf);
+        }
+    }
+    if let Some(o) = &app.overlay {
+        overlay::render(o, app.context.as_ref(), &app.keymap, area, buf);
+    }
+}
+
+fn body(app: &App, area: Rect, buf: &mut Buffer) {
+    if app.context_visible() && area.height > 0 {
+        let pane_w = (area.width / 3).clamp(28, 44);
+        let chat = Rect {
+            width: area.width - pane_w,
+            ..area
+        };
+        let pane = Rect {
+            x: area.x + chat.width,
+            width: pane_w,
+            ..area
+        };
+        app.chat.render(chat, buf);
+        let live = context_pane::Live {
+            draft_tokens: app.draft_tokens,
+            streaming_tokens: app
+                .chat
+                .streaming
+                .as_ref()
+                .map_or(0, super::chat::Streaming::tokens),
+            stale: &app.stale,
+            detail: app.detail,
+        };
+        context_pane::render(app.context.as_ref(), live, pane, buf);
+    } else {
+        app.chat.render(area, buf);
+    }
+}
+
+fn header(app: &App, area: Rect, buf: &mut Buffer) {
+    let title = app
+        .session
+        .as_ref()
+        .map(|s| s.title.clone())
+        .filter(|t| !t.is_empty())
+        .unwrap_or_else(|| "new session".to_owned());
+    let mut parts = vec![format!(" strata · {title}")];
+    if !app.header.model.is_empty() {
+        parts.push(app.header.model.clone());
+        let mut p = app.header.provider.clone();
+        if app.header.embedded {
+            p.push_str(" (embedded)");
+        }
+        parts.push(p);
+    } else {
+        parts.push("connecting…".to_owned());
+    }
+    let text = parts.join(" · ");
+    buf.set_style(area, theme::header());
+    buf.set_string(
+        area.x,
+        area.y,
+        fmt::cut(&text, usize::from(area.width)),
+        theme::header(),
+    );
+}
+
+fn composer(app: &App, area: Rect, buf: &mut Buffer) {
+    if area.width < 3 {
+        return;
+    }
+    for y in 0..area.height {
+        let mark = if y == 0 { "› " } else { "  " };
+        buf.set_string(area.x, area.y + y, mark, theme::dim());
+    }
+    let text_area = Rect {
+        x: area.x + 2,
+        width: area.width - 2,
+        ..area
+    };
+    (&app.composer).render(text_area, buf);
+}
+
+fn status(app: &App, area: Rect, buf: &mut Buffer) {
+    let mut spans: Vec<Span<'static>> = Vec::new();
+    if app.busy {
+        let rate = app
+            .chat
+            .streaming
+            .as_ref()
+            .and_then(|s| s.rate(app.now_ms))
+            .map_or_else(String::new, |r| format!(" {r:.0} tok/s"));
+        spans.push(Span::raw(format!(
+            " {} streaming{rate} ",
+            SPINNER[app.spinner % SPINNER.len()]
+        )));
+    } else {
+        spans.push(Span::raw(" idle "));
+    }
+    let draft = app.draft();
+    if let Some(n) = &app.notice {
+        let style = if n.error { theme::error() } else { theme::status() };
+        spans.push(Span::styled(format!("· {} ", n.text), style));
+    } else if let Some(p) = &app.progress {
+        spans.push(Span::raw(format!("· {p} ")));
+    } else if draft.starts_with('/') {
+        let names: Vec<String> = slash::candidates(&draft)
+            .iter()
+            .map(|c| format!("/{}", c.name()))
+            .collect();
+        if !names.is_empty() {
+            spans.push(Span::raw(format!("· {} ", names.join(" "))));
+        }
+    } else if let Some(u) = &app.last_usage {
+        let show = |v: Option<u64>| v.map_or_else(|| "–".to_owned(), fmt::tokens);
+        spans.push(Span::raw(format!(
+            "· prompt {} · completion {} · cached {} ",
+            show(u.prompt_tokens),
+            show(u.completion_tokens),
+            show(u.cache_read_tokens)
+        )));
+    }
+    let left: String = spans.iter().map(|s| s.content.as_ref()).collect();
+    let hints = if app.busy {
+        "Ctrl-C cancel · F1 help "
+    } else {
+        "Enter send · F1 help "
+    };
+    let room = usize::from(area.width);
+    let pad = room.saturating_sub(fmt::width(&left) + fmt::width(hints));
+    if pad > 0 {
+        spans.push(Span::raw(" ".repeat(pad)));
+        spans.push(Span::styled(hints, theme::status()));
+    }
+    buf.set_style(area, theme::status());
+    buf.set_line(
+        area.x,
+        area.y,
+        &Line::from(spans).style(theme::status()),
+        area.width,
+    );
+}

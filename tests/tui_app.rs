@@ -1,0 +1,123 @@
+//! The app's update alone (no driver, no terminal): what keys and
+//! background results do to its state and which effects they ask for.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+mod tui_support;
+
+use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use strata::tui::{AppEvent, Effect, ExportFormat, Overlay};
+use tui_support::*;
+
+#[test]
+fn enter_sends_and_alt_enter_inserts_a_newline() {
+    let mut app = app_with(80, 24, Vec::new(), None);
+    type_text(&mut app, "first line");
+    app.handle(AppEvent::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::ALT)));
+    type_text(&mut app, "second");
+    assert_eq!(app.draft(), "first line\nsecond");
+    assert_eq!(
+        app.handle(key(KeyCode::Enter)),
+        vec![Effect::Send("first line\nsecond".into())]
+    );
+    assert!(app.is_busy());
+    assert_eq!(app.draft(), "");
+}
+
+#[test]
+fn up_and_down_recall_earlier_inputs() {
+    let mut app = app_with(80, 24, Vec::new(), None);
+    for text in ["one", "two"] {
+        type_text(&mut app, text);
+        app.handle(key(KeyCode::Enter));
+        app.handle(AppEvent::TurnDone {
+            status: strata::domain::MessageStatus::Complete,
+        });
+    }
+    app.handle(key(KeyCode::Up));
+    assert_eq!(app.draft(), "two");
+    app.handle(key(KeyCode::Up));
+    assert_eq!(app.draft(), "one");
+    app.handle(key(KeyCode::Down));
+    assert_eq!(app.draft(), "two");
+    app.handle(key(KeyCode::Down));
+    assert_eq!(app.draft(), "");
+}
+
+#[test]
+fn tab_completes_commands_and_arguments_reach_the_effect() {
+    let mut app = app_with(80, 24, Vec::new(), None);
+    type_text(&mut app, "/exp");
+    app.handle(key(KeyCode::Tab));
+    assert_eq!(app.draft(), "/export ");
+    type_text(&mut app, "json");
+    assert_eq!(
+        app.handle(key(KeyCode::Enter)),
+        vec![Effect::Export(ExportFormat::Json)]
+    );
+    type_text(&mut app, "/compress the auth flow");
+    assert_eq!(
+        app.handle(key(KeyCode::Enter)),
+        vec![Effect::Compress(Some("the auth flow".into()))]
+    );
+    type_text(&mut app, "/rename");
+    assert!(app.handle(key(KeyCode::Enter)).is_empty());
+    assert_eq!(app.notice().unwrap().text, "/rename needs <title>");
+}
+
+#[test]
+fn draft_tokens_from_an_older_ticket_are_dropped() {
+    let mut app = app_with(120, 36, Vec::new(), None);
+    let first = type_text(&mut app, "a");
+    let second = type_text(&mut app, "b");
+    let ticket = |e: &[Effect]| match e.last() {
+        Some(Effect::CountDraft { ticket, text }) => (*ticket, text.clone()),
+        other => panic!("{other:?}"),
+    };
+    let (old, _) = ticket(&first);
+    let (new, text) = ticket(&second);
+    assert_eq!(text, "ab");
+    app.handle(AppEvent::DraftTokens {
+        ticket: new,
+        tokens: 2,
+    });
+    app.handle(AppEvent::DraftTokens {
+        ticket: old,
+        tokens: 999,
+    });
+    let screen = draw(&app, 120, 36);
+    assert!(screen.contains("+ draft 2"), "{screen}");
+    assert!(!screen.contains("999"));
+}
+
+#[test]
+fn picker_answers_for_an_older_search_are_dropped_and_esc_closes() {
+    let mut app = app_with(80, 24, Vec::new(), None);
+    let open = app.handle(ctrl('o'));
+    let Some(Effect::ListSessions { ticket: old, .. }) = open.first().cloned() else {
+        panic!("{open:?}")
+    };
+    type_text(&mut app, "x");
+    app.handle(AppEvent::Sessions {
+        ticket: old,
+        rows: vec![],
+    });
+    assert!(matches!(app.overlay(), Some(Overlay::Picker(p)) if !p.loaded));
+    app.handle(key(KeyCode::Esc));
+    assert!(app.overlay().is_none());
+}
+
+#[test]
+fn the_context_pane_follows_the_width_and_its_toggle() {
+    let mut app = app_with(120, 36, Vec::new(), None);
+    assert!(app.context_visible());
+    app.handle(AppEvent::Resize {
+        width: 90,
+        height: 30,
+    });
+    assert!(!app.context_visible());
+    app.handle(ctrl('t'));
+    assert!(app.context_visible());
+    app.handle(ctrl('t'));
+    assert!(!app.context_visible());
+}

@@ -1,0 +1,338 @@
+//! The full-screen app driven with events, no terminal: the app, the real
+//! driver (session worker, store, provider) and a mock OpenAI-compatible
+//! server on 127.0.0.1 serving SSE.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+#[path = "support/server.rs"]
+mod server;
+mod tui_support;
+
+use crossterm::event::KeyCode;
+use server::{Reply, Server};
+use std::sync::Arc;
+use std::time::Duration;
+use strata::config::{Config, Paths};
+use strata::domain::{MessageStatus, Role};
+use strata::tui::{App, AppEvent, Driver, Effect, KeyMap, Launch, Opening, Overlay};
+use tokio::sync::mpsc;
+use tui_support::{ctrl, key, type_text};
+
+fn sse(deltas: &[&str]) -> String {
+    let mut body = String::new();
+    for d in deltas {
+        let chunk =
+            serde_json::json!({"choices": [{"index": 0, "delta": {"content": d}, "finish_reason": null}]});
+        body.push_str(&format!("data: {chunk}\n\n"));
+    }
+    body.push_str("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n");
+    let u = serde_json::json!({"choices": [], "usage": {"prompt_tokens": 120, "completion_tokens": 3,
+        "prompt_tokens_details": {"cached_tokens": 100}}});
+    body.push_str(&format!("data: {u}\n\ndata: [DONE]\n\n"));
+    body
+}
+
+struct Harness {
+    app: App,
+    driver: Driver,
+    rx: mpsc::UnboundedReceiver<AppEvent>,
+    _home: tempfile::TempDir,
+    _ws: tempfile::TempDir,
+}
+
+impl Harness {
+    fn start(server: &Server) -> Self {
+        Self::start_with(server, "")
+    }
+
+    fn start_with(server: &Server, extra_config: &str) -> Self {
+        Self::from_config(&format!(
+            "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n{extra_config}",
+            server.base_url()
+        ))
+    }
+
+    fn from_config(text: &str) -> Self {
+        let home = tempfile::tempdir().unwrap();
+        let ws = tempfile::tempdir().unwrap();
+        std::fs::create_dir(ws.path().join(".git")).unwrap();
+        let config = Config::parse(text).unwrap().config;
+        let (tx, rx) = mpsc::unbounded_channel();
+        let driver = Driver::start(
+            Launch {
+                paths: Paths::under(home.path()),
+                config,
+                provider: None,
+                model: None,
+                prompt_mode: None,
+                opening: Opening::New,
+                cwd: ws.path().to_path_buf(),
+                env: Arc::new(|_: &str| None),
+            },
+            tx,
+        );
+        Self {
+            app: App::new(KeyMap::default(), 120, 36),
+            driver,
+            rx,
+            _home: home,
+            _ws: ws,
+        }
+    }
+
+    fn run(&mut self, effects: Vec<Effect>) {
+        for e in effects {
+            self.driver.run(e);
+        }
+    }
+
+    fn act(&mut self, event: AppEvent) {
+        let effects = self.app.handle(event);
+        self.run(effects);
+    }
+
+    fn command(&mut self, line: &str) {
+        let effects = type_text(&mut self.app, line);
+        self.run(effects);
+        self.act(key(KeyCode::Enter));
+    }
+
+    /// Feeds background events to the app until `done` holds (10 s at most).
+    async fn until(&mut self, what: &str, done: impl Fn(&App) -> bool) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while !done(&self.app) {
+            let e = tokio::time::timeout_at(deadline, self.rx.recv())
+                .await
+                .unwrap_or_else(|_| panic!("timed out waiting for {what}; notice: {:?}", self.app.notice()))
+                .unwrap();
+            self.act(e);
+        }
+    }
+
+    async fn send(&mut self, text: &str) {
+        self.command(text);
+        assert!(self.app.is_busy());
+        self.until("the reply", |a| !a.is_busy()).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn sending_a_message_streams_the_reply_and_stores_it() {
+    let server = Server::start(vec![Reply::sse(sse(&["Hel", "lo ", "wörld"]))]).await;
+    let mut h = Harness::start(&server);
+    h.until("the connection", |a| a.context().is_some()).await;
+    h.send("say hello").await;
+    let m = h.app.messages();
+    assert_eq!(m.len(), 2, "{m:?}");
+    assert_eq!(m[0].content, "say hello");
+    assert_eq!(m[1].content, "Hello wörld");
+    assert_eq!(m[1].status, MessageStatus::Complete);
+    assert_eq!(h.app.session().unwrap().title, "say hello");
+    let ctx = h.app.context().unwrap();
+    assert_eq!(ctx.last_usage.as_ref().unwrap().cache_read_tokens, Some(100));
+    let body = server.requests()[0].json();
+    assert_eq!(
+        body["messages"].as_array().unwrap().last().unwrap()["content"],
+        "say hello"
+    );
+
+    // The request inspector shows the next request's wire body.
+    h.command("/inspect");
+    h.until("the prepared request", |a| {
+        matches!(a.overlay(), Some(Overlay::Request { view: Some(_), .. }))
+    })
+    .await;
+    let Some(Overlay::Request { view: Some(v), .. }) = h.app.overlay() else {
+        unreachable!()
+    };
+    let next: serde_json::Value = serde_json::from_str(&v.json).unwrap();
+    assert_eq!(next["stream"], true);
+    assert_eq!(next["messages"][0], body["messages"][0], "same system prompt");
+    assert_eq!(next["messages"].as_array().unwrap().len(), 3);
+    assert_eq!(v.report.len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_cancels_the_stream_and_keeps_the_partial_reply() {
+    let first = serde_json::json!({"choices": [{"index": 0, "delta": {"content": "partial an"}, "finish_reason": null}]});
+    let server = Server::start(vec![Reply::sse_hold(format!("data: {first}\n\n"))]).await;
+    let mut h = Harness::start(&server);
+    h.until("the connection", |a| a.context().is_some()).await;
+    h.command("tell me a long story");
+    h.until("the first text", |a| {
+        a.streaming_text().is_some_and(|t| !t.is_empty())
+    })
+    .await;
+    let effects = h.app.handle(ctrl('c'));
+    assert_eq!(effects, vec![Effect::Cancel]);
+    h.run(effects);
+    h.until("the end of the turn", |a| !a.is_busy()).await;
+    let last = h.app.messages().last().unwrap();
+    assert_eq!(last.role, Role::Assistant);
+    assert_eq!(last.content, "partial an");
+    assert_eq!(last.status, MessageStatus::Interrupted);
+    assert!(server.saw_disconnect().await, "the request was not dropped");
+    // Ctrl-C when idle: the first arms, the second quits.
+    assert!(h.app.handle(ctrl('c')).is_empty());
+    assert_eq!(h.app.handle(ctrl('c')), vec![Effect::Quit]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn new_session_then_the_old_one_is_in_the_picker_and_resumes_with_the_same_prompt() {
+    let server = Server::start(vec![
+        Reply::sse(sse(&["first answer"])),
+        Reply::sse(sse(&["second answer"])),
+    ])
+    .await;
+    let mut h = Harness::start(&server);
+    h.until("the connection", |a| a.context().is_some()).await;
+    h.send("remember the parser").await;
+    let old = h.app.session().unwrap().clone();
+
+    h.command("/new");
+    h.until("the new session", |a| a.session().is_none()).await;
+    assert!(h.app.messages().is_empty());
+
+    h.act(ctrl('o'));
+    h.until(
+        "the picker rows",
+        |a| matches!(a.overlay(), Some(Overlay::Picker(p)) if p.loaded),
+    )
+    .await;
+    let Some(Overlay::Picker(p)) = h.app.overlay() else {
+        unreachable!()
+    };
+    assert_eq!(p.rows.len(), 1);
+    assert_eq!(p.rows[0].id, old.id);
+    assert_eq!(p.rows[0].messages, 2);
+    // Typing searches through FTS.
+    let effects = type_text(&mut h.app, "nothingmatches");
+    h.run(effects);
+    h.until(
+        "the search",
+        |a| matches!(a.overlay(), Some(Overlay::Picker(p)) if p.loaded),
+    )
+    .await;
+    let Some(Overlay::Picker(p)) = h.app.overlay() else {
+        unreachable!()
+    };
+    assert!(p.rows.is_empty());
+    h.act(key(KeyCode::Esc));
+    assert!(h.app.overlay().is_none());
+
+    h.command(&format!("/resume {}", &old.id.to_string()[..8]));
+    h.until("the resumed session", |a| {
+        a.session().is_some_and(|s| s.id == old.id)
+    })
+    .await;
+    assert_eq!(h.app.messages().len(), 2);
+    assert_eq!(h.app.messages()[1].content, "first answer");
+
+    h.send("and now?").await;
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let system = |i: usize| requests[i].json()["messages"][0].clone();
+    assert_eq!(system(0)["role"], "system");
+    assert_eq!(
+        system(0),
+        system(1),
+        "the resumed session sends the same prompt bytes"
+    );
+    assert_eq!(requests[1].json()["messages"].as_array().unwrap().len(), 4);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn commands_that_cannot_run_while_streaming_say_so_and_unknown_ones_list_the_known() {
+    let first =
+        serde_json::json!({"choices": [{"index": 0, "delta": {"content": "x"}, "finish_reason": null}]});
+    let server = Server::start(vec![Reply::sse_hold(format!("data: {first}\n\n"))]).await;
+    let mut h = Harness::start(&server);
+    h.until("the connection", |a| a.context().is_some()).await;
+    h.command("hi");
+    h.command("/new");
+    let n = h.app.notice().unwrap();
+    assert!(
+        n.error && n.text.contains("/new is not available while a reply streams"),
+        "{n:?}"
+    );
+    assert_eq!(h.app.draft(), "/new", "the typed command is kept");
+    h.act(ctrl('c'));
+    h.until("the end of the turn", |a| !a.is_busy()).await;
+    for _ in 0.."/new".len() {
+        h.app.handle(key(KeyCode::Backspace));
+    }
+    assert_eq!(h.app.draft(), "");
+    type_text(&mut h.app, "/bogus");
+    assert!(h.app.handle(key(KeyCode::Enter)).is_empty());
+    let n = h.app.notice().unwrap();
+    assert!(
+        n.text
+            .starts_with("unknown command /bogus; known commands: /new /compress"),
+        "{n:?}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn compress_shows_the_feedback_line_and_the_summary_and_undo_restores() {
+    let server = Server::start(vec![Reply::sse(sse(&[
+        "an answer about the parser and its tests",
+    ]))])
+    .await;
+    let mut h = Harness::start_with(
+        &server,
+        "[compression]\nprotect_last_n = 2\nsummarizer = \"extractive\"\n",
+    );
+    h.until("the connection", |a| a.context().is_some()).await;
+    let questions = [
+        "how does the parser work?",
+        "where are its tests?",
+        "and the lexer?",
+        "what about errors?",
+        "and recovery?",
+        "and performance?",
+    ];
+    for q in questions {
+        h.send(q).await;
+    }
+    h.command("/compress parser");
+    h.until("the feedback line", |a| {
+        a.notice().is_some_and(|n| n.text.starts_with("Compressed"))
+    })
+    .await;
+    let n = h.app.notice().unwrap();
+    assert!(n.text.contains("topic \"parser\""), "{n:?}");
+    let m = h.app.messages();
+    let summaries: Vec<_> = m
+        .iter()
+        .filter(|m| m.kind == strata::domain::MessageKind::Summary)
+        .collect();
+    assert_eq!(summaries.len(), 1, "{m:?}");
+    assert!(m.iter().any(|m| m.archived_by.is_some()));
+    assert!(h.app.context().unwrap().last_compaction.is_some());
+
+    h.command("/undo-compress");
+    h.until("the undo", |a| {
+        a.notice()
+            .is_some_and(|n| n.text.starts_with("compression undone"))
+    })
+    .await;
+    let m = h.app.messages();
+    assert_eq!(m.len(), 12, "{m:?}");
+    assert!(
+        m.iter()
+            .all(|m| m.archived_by.is_none() && m.kind != strata::domain::MessageKind::Summary)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_message_that_cannot_be_sent_goes_back_to_the_composer() {
+    // Anthropic without a key cannot connect.
+    let mut h = Harness::from_config("[model]\nprovider = \"anthropic\"\n");
+    h.until("the key problem", |a| a.notice().is_some_and(|n| n.error))
+        .await;
+    h.command("keep these words");
+    h.until("the end of the attempt", |a| !a.is_busy()).await;
+    assert_eq!(h.app.draft(), "keep these words");
+    assert!(h.app.messages().is_empty());
+    assert!(h.app.session().is_none(), "no empty session is left behind");
+}

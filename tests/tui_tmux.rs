@@ -1,0 +1,142 @@
+//! End to end: the real `strata` binary in tmux, with a temporary
+//! `STRATA_HOME`, against a mock OpenAI-compatible server on 127.0.0.1.
+//! The reply appears, the context pane shows the layer rows and the cache
+//! boundary, `/new` and `/quit` work, and `strata --continue` shows the
+//! previous session. Skipped (with a message) when tmux is not installed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+mod common;
+#[path = "support/server.rs"]
+mod server;
+
+use common::Sandbox;
+use server::{Reply, Server};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+fn sse(text: &str) -> String {
+    let chunk =
+        serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]});
+    let usage = serde_json::json!({"choices": [], "usage": {"prompt_tokens": 300, "completion_tokens": 5,
+        "prompt_tokens_details": {"cached_tokens": 256}}});
+    format!(
+        "data: {chunk}\n\ndata: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\ndata: {usage}\n\ndata: [DONE]\n\n"
+    )
+}
+
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn cmd(&self, args: &[&str]) -> std::process::Output {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .unwrap()
+    }
+
+    fn start(&self, name: &str, shell_command: &str) {
+        let out = self.cmd(&[
+            "new-session",
+            "-d",
+            "-s",
+            name,
+            "-x",
+            "120",
+            "-y",
+            "36",
+            shell_command,
+        ]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+
+    fn screen(&self, name: &str) -> String {
+        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", name]).stdout).into_owned()
+    }
+
+    fn keys(&self, name: &str, keys: &[&str]) {
+        let mut args = vec!["send-keys", "-t", name];
+        args.extend_from_slice(keys);
+        self.cmd(&args);
+    }
+
+    async fn wait_for(&self, name: &str, what: &str) -> String {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            let screen = self.screen(name);
+            if screen.contains(what) {
+                return screen;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "'{what}' never appeared; the screen:\n{screen}"
+            );
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = self.cmd(&["kill-server"]);
+    }
+}
+
+fn launch_line(sb: &Sandbox, args: &str) -> String {
+    format!(
+        "cd '{}' && env -i PATH=\"$PATH\" HOME='{}' STRATA_HOME='{}' TERM=xterm-256color TZ=UTC '{}' {args}; sleep 30",
+        sb.ws().display(),
+        sb.home.path().display(),
+        sb.home.path().display(),
+        env!("CARGO_BIN_EXE_strata"),
+    )
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_app_chats_starts_a_new_session_quits_and_continues() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("skipping: tmux is not installed");
+        return;
+    }
+    let server = Server::start(vec![Reply::sse(sse("Bonjour from the mock"))]).await;
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.home.path().join("config.toml"),
+        format!(
+            "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let tmux = Tmux {
+        socket: format!("strata-test-{}", std::process::id()),
+    };
+    tmux.start("one", &launch_line(&sb, ""));
+    tmux.wait_for("one", "gpt-4o-mini · openai").await;
+    tmux.keys("one", &["say bonjour", "Enter"]);
+    let screen = tmux.wait_for("one", "Bonjour from the mock").await;
+    assert!(screen.contains("cache boundary"), "{screen}");
+    assert!(screen.contains("stable"), "{screen}");
+    assert!(screen.contains("history"), "{screen}");
+    let screen = tmux.wait_for("one", "cached 256").await;
+    assert!(screen.contains("strata · say bonjour"), "{screen}");
+
+    tmux.keys("one", &["/new", "Enter"]);
+    tmux.wait_for("one", "new session ·").await;
+    tmux.keys("one", &["/quit", "Enter"]);
+    // The app left the alternate screen: the shell's screen is back.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    while tmux.screen("one").contains("Enter send") {
+        assert!(Instant::now() < deadline, "the app did not quit");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+
+    tmux.start("two", &launch_line(&sb, "--continue"));
+    let screen = tmux.wait_for("two", "Bonjour from the mock").await;
+    assert!(screen.contains("strata · say bonjour"), "{screen}");
+    tmux.keys("two", &["C-c"]);
+    tmux.keys("two", &["C-c"]);
+}
