@@ -336,3 +336,70 @@ async fn a_message_that_cannot_be_sent_goes_back_to_the_composer() {
     assert!(h.app.messages().is_empty());
     assert!(h.app.session().is_none(), "no empty session is left behind");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn fork_skill_and_reload_work_from_the_app() {
+    let server = Server::start(vec![
+        Reply::sse(sse(&["first answer"])),
+        Reply::sse(sse(&["second answer"])),
+    ])
+    .await;
+    let mut h = Harness::start(&server);
+    let home = h._home.path().to_path_buf();
+    let ws = h._ws.path().to_path_buf();
+    std::fs::create_dir_all(home.join("skills/review")).unwrap();
+    std::fs::write(
+        home.join("skills/review/SKILL.md"),
+        "---\nname: review\ndescription: Review a diff\n---\nRead the diff twice.\n",
+    )
+    .unwrap();
+    h.until("the connection", |a| a.context().is_some()).await;
+    h.send("hello").await;
+    let original = h.app.session().unwrap().id;
+
+    // /reload with unchanged files changes nothing; after an edit it
+    // builds a new version.
+    h.command("/reload");
+    h.until("the reload", |a| {
+        a.notice().is_some_and(|n| n.text.contains("nothing changed"))
+    })
+    .await;
+    std::fs::write(ws.join("AGENTS.md"), "Answer in haiku.\n").unwrap();
+    h.command("/reload");
+    h.until("the new version", |a| {
+        a.notice().is_some_and(|n| n.text.contains("version 2"))
+    })
+    .await;
+
+    // /fork moves to a copy; /skill rides on the next message.
+    h.command("/fork");
+    h.until("the fork", |a| a.session().is_some_and(|s| s.id != original))
+        .await;
+    assert!(h.app.session().unwrap().title.ends_with("(fork)"));
+    assert_eq!(h.app.messages().len(), 2);
+    h.command("/skill review");
+    h.until("the skill", |a| {
+        a.notice().is_some_and(|n| n.text.contains("next message"))
+    })
+    .await;
+    h.send("check this").await;
+    let body = server.requests()[1].json();
+    let messages = body["messages"].as_array().unwrap();
+    assert!(
+        messages[0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Answer in haiku.")
+    );
+    let last = messages.last().unwrap()["content"].as_str().unwrap();
+    assert!(
+        last.starts_with("check this\n\n<skill name=\"review\">\nRead the diff twice.\n</skill>"),
+        "{last}"
+    );
+
+    h.command("/skill nope");
+    h.until("the error", |a| {
+        a.notice().is_some_and(|n| n.text.contains("known: review"))
+    })
+    .await;
+}

@@ -147,6 +147,8 @@ struct Worker {
     connected: Option<Connected>,
     session: Option<Session>,
     conversation: Option<Conversation>,
+    /// Parts for the next message (`/skill`), as for `Conversation::attach`.
+    parts: Vec<(String, Option<u32>)>,
     events: mpsc::UnboundedSender<AppEvent>,
     counts: std_mpsc::Sender<CountJob>,
 }
@@ -174,6 +176,7 @@ async fn run_worker(
         connected: None,
         session: None,
         conversation: None,
+        parts: Vec::new(),
         events,
         counts,
     };
@@ -378,6 +381,9 @@ impl Worker {
         else {
             anyhow::bail!("no provider is connected; check the key or the model, then try again");
         };
+        for (part, ttl) in std::mem::take(&mut self.parts) {
+            conversation.attach(part, ttl);
+        }
         let events = self.events.clone();
         let _ = events.send(AppEvent::StreamStarted { now_ms: now_ms() });
         let mut out = |o: ChatOutput<'_>| {
@@ -512,12 +518,54 @@ impl Worker {
                     undone.messages, undone.prompt_version
                 )));
             }
-            Effect::Fork => anyhow::bail!("/fork is not available in this version yet"),
-            Effect::Skill(_) => anyhow::bail!("/skill is not available in this version yet"),
+            Effect::Fork => {
+                let Some(s) = self.session.clone() else {
+                    anyhow::bail!("this session is empty; send a message before forking it");
+                };
+                let fork = self.runtime.fork_session(&s)?;
+                let title = fork.title.clone();
+                self.session = Some(fork);
+                self.conversation = None;
+                self.refresh()?;
+                self.emit(AppEvent::Notice(format!(
+                    "now in the fork \"{title}\"; the original session is unchanged (/sessions)"
+                )));
+            }
+            Effect::Skill(name) => {
+                let root = match &self.session {
+                    Some(s) => PathBuf::from(&s.workspace),
+                    None => crate::workspace::workspace_root(&self.cwd),
+                };
+                let part = self.runtime.skill_part(&root, &name)?;
+                self.parts.push((part, None));
+                self.emit(AppEvent::Notice(format!(
+                    "the skill {name} goes with your next message"
+                )));
+            }
             Effect::Reload => {
-                self.emit(AppEvent::Notice(
-                    "the session keeps its frozen prompt; /new starts one with the current files".into(),
-                ));
+                let Some(s) = self.session.clone() else {
+                    anyhow::bail!(
+                        "this session is empty; its prompt is built from the current files when you send"
+                    );
+                };
+                let choice = self.choice()?;
+                let reloaded = self.runtime.reload_prompt(&s, &choice)?;
+                // The prompt now matches the files: nothing is stale.
+                self.emit(AppEvent::Stale(Vec::new()));
+                match reloaded {
+                    crate::runtime::Reloaded::Unchanged(_) => self.emit(AppEvent::Notice(
+                        "the instruction files, memory and skills give the same prompt; nothing changed"
+                            .into(),
+                    )),
+                    crate::runtime::Reloaded::NewVersion(p) => {
+                        self.conversation = None;
+                        self.refresh()?;
+                        self.emit(AppEvent::Notice(format!(
+                            "system prompt rebuilt as version {}; the provider's prompt cache starts over",
+                            p.version
+                        )));
+                    }
+                }
             }
             Effect::Send(_)
             | Effect::Compress(_)
