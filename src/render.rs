@@ -2,7 +2,8 @@
 //! width, with fenced code highlighted off the UI task, and a cache of the
 //! wrapped lines per (message, width) for virtualised drawing.
 //!
-//! Owns: Markdown layout ([`markdown_lines`], [`render_markdown`]), the
+//! Owns: Markdown layout ([`markdown_lines`], [`render_markdown`]), plain
+//! text wrapping ([`plain_lines`]), the
 //! highlighting service ([`Highlighter`]), the wrap cache ([`WrapCache`]) and
 //! the Markdown styles ([`MarkdownTheme`]).
 //!
@@ -51,6 +52,7 @@ pub use highlight::{
 };
 pub use style::MarkdownTheme;
 
+use ratatui::style::Style;
 use ratatui::text::Line;
 use std::hash::{Hash, Hasher};
 
@@ -90,6 +92,20 @@ pub fn render_markdown_with(
 #[must_use]
 pub fn markdown_lines(text: &str, width: u16, highlights: &dyn HighlightLookup) -> Vec<Line<'static>> {
     render_markdown(text, width, highlights).lines
+}
+
+/// `text` as-is (no Markdown), each of its lines word-wrapped to `width`
+/// columns in `style`, controls defused: for user messages, tool output and
+/// notices. An empty text gives one empty line; width 0 gives none.
+#[must_use]
+pub fn plain_lines(text: &str, width: u16, style: Style) -> Vec<Line<'static>> {
+    if width == 0 {
+        return Vec::new();
+    }
+    text.split('\n')
+        .flat_map(|line| wrap::wrap_words(&[(style, wrap::defuse(line).into_owned())], usize::from(width)))
+        .map(|segs| Line::from(wrap::spans(segs)))
+        .collect()
 }
 
 /// A 64-bit hash of `text`, for [`WrapCache`] keys of text that changes.

@@ -10,7 +10,7 @@ use std::collections::HashMap;
 use std::time::Duration;
 use strata::render::{
     Highlight, HighlightKey, HighlightLookup, Highlighter, MAX_HIGHLIGHT_LINES, NoHighlights, WrapCache,
-    content_hash, markdown_lines, render_markdown,
+    content_hash, markdown_lines, plain_lines, render_markdown,
 };
 
 /// The lines as text, one per row, with `⏎` marking where each ends (so
@@ -219,4 +219,22 @@ fn an_unclosed_fence_while_streaming_renders_as_code() {
         text(&r.lines),
         "Here:⏎\n⏎\n```python⏎\ndef f():⏎\n    return 1⏎\n```⏎"
     );
+}
+
+#[test]
+fn plain_text_keeps_its_lines_and_markup_characters() {
+    let style = ratatui::style::Style::default().fg(Color::Green);
+    let lines = plain_lines("# not a heading\n\n  two  spaces kept\tand a tab", 12, style);
+    assert_fits(&lines, 12);
+    assert_eq!(
+        text(&lines),
+        "# not a⏎\nheading⏎\n⏎\n  two⏎\nspaces kept⏎\nand a tab⏎"
+    );
+    assert!(
+        lines
+            .iter()
+            .flat_map(|l| l.spans.iter())
+            .all(|s| s.style == style)
+    );
+    assert!(plain_lines("x", 0, style).is_empty());
 }

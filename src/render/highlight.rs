@@ -67,7 +67,8 @@ impl HighlightKey {
 }
 
 /// Highlighted code: one entry per source line (without its newline), each
-/// a list of styled runs. Text is already defused (see [`super::wrap`]).
+/// a list of styled runs. Text is already defused (controls made visible,
+/// tabs expanded), like the rest of a rendered message.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct HighlightedCode {
     /// Styled runs per line.
