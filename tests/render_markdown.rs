@@ -238,3 +238,9 @@ fn plain_text_keeps_its_lines_and_markup_characters() {
     );
     assert!(plain_lines("x", 0, style).is_empty());
 }
+
+#[test]
+fn html_blocks_show_as_text_line_by_line() {
+    let lines = markdown_lines("<div>\nhtml block\n</div>\n\nafter", 30, &NoHighlights);
+    assert_eq!(text(&lines), "<div>⏎\nhtml block⏎\n</div>⏎\n⏎\nafter⏎");
+}

@@ -240,13 +240,13 @@ impl Writer<'_> {
             }
             Event::Html(t) => {
                 let style = self.style().patch(self.theme.html);
-                for (i, line) in t.lines().enumerate() {
-                    if i > 0 {
+                // Block HTML comes a line at a time: each on its own row.
+                for line in t.lines() {
+                    if self.inline.last().is_some_and(|l| !l.is_empty()) {
                         self.inline.push(Vec::new());
                     }
                     self.push(line, style);
                 }
-                self.inline.push(Vec::new());
             }
             Event::InlineHtml(t) => {
                 let style = self.style().patch(self.theme.html);
