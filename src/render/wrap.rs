@@ -46,6 +46,9 @@ pub(crate) fn defuse(text: &str) -> std::borrow::Cow<'_, str> {
 
 /// Display width of `text` in columns, as ratatui counts it.
 pub(crate) fn width_of(text: &str) -> usize {
+    if text.is_ascii() && !text.bytes().any(|b| b.is_ascii_control()) {
+        return text.len();
+    }
     text.graphemes(true).map(UnicodeWidthStr::width).sum()
 }
 
@@ -76,6 +79,11 @@ impl LineBuf {
 fn clusters(segs: &[Seg], max: usize) -> Vec<(Style, &str, usize)> {
     let mut out = Vec::new();
     for (style, text) in segs {
+        if text.is_ascii() && !text.bytes().any(|b| b.is_ascii_control()) {
+            // Fast path: every byte is one cluster one column wide.
+            out.extend((0..text.len()).map(|i| (*style, &text[i..=i], 1)));
+            continue;
+        }
         for g in text.graphemes(true) {
             let w = g.width();
             if w > max {
