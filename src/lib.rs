@@ -14,6 +14,7 @@ pub mod domain;
 pub mod pipeline;
 pub mod prompt;
 pub mod provider;
+pub mod render;
 pub mod runtime;
 pub mod store;
 pub mod text;

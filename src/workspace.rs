@@ -9,8 +9,11 @@
 //! workspace that resolve outside its root are never read; no file is read
 //! further than its cap can use (a 1 GB file costs what the cap costs).
 //!
+//! It also watches those files for changes ([`WorkspaceWatcher`], in
+//! `watch`), reporting which layers went stale.
+//!
 //! Callers: the session runtime when it builds a prompt, `strata prompt`,
-//! the bench and tests.
+//! the TUI's driver (the watcher), the bench and tests.
 
 mod command;
 mod env;
@@ -19,6 +22,7 @@ mod read;
 mod roots;
 mod skills;
 mod skills_cache;
+mod watch;
 
 pub use command::{CONTEXT_CMD_TIMEOUT, run_context_cmd};
 pub use env::{format_session_date, session_time_zone};
@@ -26,6 +30,9 @@ pub use read::{BINARY_SNIFF_BYTES, ReadStats, read_attachment};
 pub use roots::{chain, find_git_root, git_branch};
 pub use skills::{list_skills, read_skill_body};
 pub use skills_cache::SKILLS_CACHE_FILE;
+pub use watch::{
+    LayerChange, WATCH_DEBOUNCE, WatchDirs, WatchError, WatchEvent, WatchPlan, WorkspaceWatcher,
+};
 
 use crate::domain::PromptMode;
 use crate::prompt::{

@@ -1,7 +1,8 @@
 //! The layering rule of the design, checked on the source text: the pure core
 //! (`tokens`, `prompt`, and later `pipeline`, `compress`, `conversation`)
 //! uses no I/O, UI, clock or adapter module; the domain uses none either;
-//! adapters do not use each other.
+//! adapters do not use each other; `render`, a UI building block, uses UI
+//! crates but no adapter, runtime, file system, network or process.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -179,6 +180,42 @@ fn domain_uses_no_io_and_nothing_above_it() {
     forbidden.extend_from_slice(ADAPTERS_AND_UP);
     forbidden.extend(["crate::tokens", "crate::prompt"]);
     let problems = check(&["domain"], &forbidden);
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// UI modules below the app: they may use ratatui, syntect and
+/// pulldown-cmark, and threads, but reach no adapter or the runtime.
+const UI_BLOCKS: &[&str] = &["render"];
+
+const UI_BLOCK_FORBIDDEN: &[&str] = &[
+    "crate::store",
+    "crate::workspace",
+    "crate::config",
+    "crate::provider",
+    "crate::watch",
+    "crate::runtime",
+    "crate::tui",
+    "crate::cli",
+    "std::fs",
+    "std::net",
+    "std::process",
+    "std::env",
+    "tokio",
+    "reqwest",
+    "rusqlite",
+    "notify::",
+    "crossterm",
+    "println!",
+    "eprintln!",
+    "File::open",
+];
+
+#[test]
+fn ui_blocks_use_no_adapter_runtime_or_io() {
+    for m in UI_BLOCKS {
+        assert!(!module_files(m).is_empty(), "module {m} not found");
+    }
+    let problems = check(UI_BLOCKS, UI_BLOCK_FORBIDDEN);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
