@@ -47,7 +47,11 @@ fn new_session(store: &mut Store, title: &str, workspace: &str) -> SessionId {
 }
 
 fn message(session: SessionId, i: usize) -> Message {
-    let role = if i % 2 == 0 { Role::User } else { Role::Assistant };
+    let role = if i.is_multiple_of(2) {
+        Role::User
+    } else {
+        Role::Assistant
+    };
     let mut m = Message::new(
         session,
         role,

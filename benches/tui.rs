@@ -43,7 +43,7 @@ fn bench(c: &mut Criterion) {
     c.bench_function("key_to_frame_10k_messages", |b| {
         b.iter(|| {
             n += 1;
-            let c = if n % 20 == 0 {
+            let c = if n.is_multiple_of(20) {
                 KeyCode::Backspace
             } else {
                 KeyCode::Char('a')

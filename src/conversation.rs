@@ -511,10 +511,8 @@ impl Conversation {
             status,
         }];
         self.messages.push(assistant);
-        if let Some(u) = turn.usage {
-            if let Some(actual) = u.prompt_tokens {
-                self.calibration.observe(turn.estimate, actual);
-            }
+        if let Some(actual) = turn.usage.and_then(|u| u.prompt_tokens) {
+            self.calibration.observe(turn.estimate, actual);
         }
         if turn.usage.is_some() || status == MessageStatus::Complete {
             effects.push(Effect::RecordUsage(turn.usage_row(&self.session, now_ms)));

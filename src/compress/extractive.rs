@@ -311,13 +311,12 @@ fn message_items(m: &Message, base: usize, items: &mut Vec<Item>, seen: &mut Has
     let mut texts = vec![content.into_owned()];
     for call in &m.tool_calls {
         let args = redact(&call.arguments).into_owned();
-        if let Ok(v) = serde_json::from_str::<serde_json::Value>(&args) {
-            if let Some(cmd) = ["command", "cmd"]
+        if let Ok(v) = serde_json::from_str::<serde_json::Value>(&args)
+            && let Some(cmd) = ["command", "cmd"]
                 .iter()
                 .find_map(|k| v.get(*k).and_then(|c| c.as_str()))
-            {
-                push(items, Section::Files, Kind::Fact, format!("`{}`", clip(cmd, 200)));
-            }
+        {
+            push(items, Section::Files, Kind::Fact, format!("`{}`", clip(cmd, 200)));
         }
         texts.push(args);
     }

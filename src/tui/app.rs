@@ -269,12 +269,12 @@ impl App {
                 Vec::new()
             }
             AppEvent::Sessions { ticket, rows } => {
-                if let Some(Overlay::Picker(p)) = &mut self.overlay {
-                    if p.ticket == ticket {
-                        p.rows = rows;
-                        p.selected = 0;
-                        p.loaded = true;
-                    }
+                if let Some(Overlay::Picker(p)) = &mut self.overlay
+                    && p.ticket == ticket
+                {
+                    p.rows = rows;
+                    p.selected = 0;
+                    p.loaded = true;
                 }
                 Vec::new()
             }

@@ -169,10 +169,10 @@ impl ChatPane {
             status: msg.status,
             badges,
         };
-        if let Some((k, lines)) = self.cache.borrow().get(&msg.id) {
-            if *k == key {
-                return lines.len();
-            }
+        if let Some((k, lines)) = self.cache.borrow().get(&msg.id)
+            && *k == key
+        {
+            return lines.len();
         }
         let lines = layout_block(
             msg,

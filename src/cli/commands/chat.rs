@@ -10,12 +10,12 @@ use strata::runtime::{ChatOutput, NewSession, Runtime, connect, resolve_mode};
 
 pub fn chat(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     let result = turn(env, args);
-    if args.json {
-        if let Err(e) = &result {
-            // Scripts reading the event stream see the failure there too.
-            let line = json!({"type": "error", "message": crate::cli::output::sentence(e)});
-            let _ = writeln!(std::io::stdout(), "{line}");
-        }
+    if args.json
+        && let Err(e) = &result
+    {
+        // Scripts reading the event stream see the failure there too.
+        let line = json!({"type": "error", "message": crate::cli::output::sentence(e)});
+        let _ = writeln!(std::io::stdout(), "{line}");
     }
     result
 }
@@ -157,14 +157,13 @@ struct Printer<'a> {
 
 impl Printer<'_> {
     fn write(&mut self, text: &str) {
-        if self.failed.is_none() {
-            if let Err(e) = self
+        if self.failed.is_none()
+            && let Err(e) = self
                 .out
                 .write_all(text.as_bytes())
                 .and_then(|()| self.out.flush())
-            {
-                self.failed = Some(e);
-            }
+        {
+            self.failed = Some(e);
         }
     }
 
