@@ -1,0 +1,265 @@
+//! The full-screen app's targets (DESIGN §12, issue 5) as distributions and
+//! whole-process figures, which criterion's means do not give:
+//!
+//! - key-to-frame with a 10,000-message session loaded: one key through
+//!   `App::handle`, then one frame drawn at 120×36; p50 / p95 / p99 of 2,000
+//!   keys (target p95 ≤ 8 ms);
+//! - the picker over 10,000 sessions: the store query the picker runs, the
+//!   rows handed to the app, and the frame that shows them (target ≤ 50 ms);
+//! - the real binary in tmux with a 10,000-message session: time from
+//!   launch until the first frame with the session on screen (target
+//!   ≤ 100 ms; tmux's own start is included), and peak RSS (target ≤ 150 MB).
+//!   Skipped when tmux is not installed.
+//!
+//! Run: `cargo bench --bench tui_process` (a plain program: it prints its
+//! figures).
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
+
+use crossterm::event::KeyCode;
+use ratatui::Terminal;
+use ratatui::backend::TestBackend;
+use std::hint::black_box;
+use std::process::Command;
+use std::time::{Duration, Instant};
+use strata::domain::Role;
+use strata::store::{SessionQuery, Store};
+use strata::tui::{AppEvent, Effect};
+
+#[path = "../tests/tui_support/mod.rs"]
+mod tui_support;
+
+#[path = "../tests/store_support/mod.rs"]
+mod store_support;
+
+const MESSAGES: usize = 10_000;
+const SESSIONS: usize = 10_000;
+
+fn percentiles(mut samples: Vec<Duration>) -> String {
+    samples.sort_unstable();
+    let at = |p: usize| samples[(samples.len() * p / 100).min(samples.len() - 1)];
+    format!(
+        "p50 {:.2} ms · p95 {:.2} ms · p99 {:.2} ms · max {:.2} ms ({} samples)",
+        at(50).as_secs_f64() * 1e3,
+        at(95).as_secs_f64() * 1e3,
+        at(99).as_secs_f64() * 1e3,
+        samples[samples.len() - 1].as_secs_f64() * 1e3,
+        samples.len()
+    )
+}
+
+fn body(i: usize) -> String {
+    format!(
+        "Message {i}: the parser keeps a stack of open scopes; 日本語 text and emoji 🙂 mixed in. {}",
+        "More words to wrap across several rows of the chat pane. ".repeat(1 + i % 7)
+    )
+}
+
+fn key_to_frame() {
+    let messages: Vec<_> = (0..MESSAGES)
+        .map(|i| {
+            let role = if i % 2 == 0 { Role::User } else { Role::Assistant };
+            tui_support::msg(role, &body(i), 40 + (i % 50) as u32)
+        })
+        .collect();
+    let mut app = tui_support::app_with(120, 36, messages, None);
+    let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap();
+    let mut samples = Vec::with_capacity(2_000);
+    for n in 0..2_100u32 {
+        let code = if n.is_multiple_of(20) {
+            KeyCode::Backspace
+        } else {
+            KeyCode::Char('a')
+        };
+        let start = Instant::now();
+        black_box(app.handle(tui_support::key(code)));
+        terminal
+            .draw(|f| strata::tui::draw(&app, f.area(), f.buffer_mut()))
+            .unwrap();
+        if n >= 100 {
+            samples.push(start.elapsed());
+        }
+    }
+    println!("key to frame, 10,000 messages, 120x36: {}", percentiles(samples));
+}
+
+fn picker() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut store = Store::open(dir.path().join("strata.db")).unwrap();
+    for i in 0..SESSIONS {
+        let (s, p) = store_support::session(
+            &format!("/work/{}", i % 20),
+            &format!("Session {i} about the parser"),
+        );
+        store.create_session(&s, &p).unwrap();
+    }
+    let mut app = tui_support::app_with(120, 36, Vec::new(), None);
+    let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap();
+    let mut samples = Vec::new();
+    for _ in 0..30 {
+        let start = Instant::now();
+        let effects = app.handle(tui_support::ctrl('o'));
+        let ticket = effects
+            .iter()
+            .find_map(|e| match e {
+                Effect::ListSessions { ticket, .. } => Some(*ticket),
+                _ => None,
+            })
+            .expect("the picker asks for sessions");
+        let rows = store
+            .list_sessions(&SessionQuery {
+                search: None,
+                workspace: None,
+                limit: Some(500),
+            })
+            .unwrap();
+        app.handle(AppEvent::Sessions { ticket, rows });
+        terminal
+            .draw(|f| strata::tui::draw(&app, f.area(), f.buffer_mut()))
+            .unwrap();
+        samples.push(start.elapsed());
+        app.handle(tui_support::key(KeyCode::Esc));
+    }
+    println!(
+        "picker over 10,000 sessions (query + rows + frame): {}",
+        percentiles(samples)
+    );
+    let start = Instant::now();
+    let found = store
+        .list_sessions(&SessionQuery {
+            search: Some("parser".into()),
+            workspace: None,
+            limit: Some(500),
+        })
+        .unwrap();
+    println!(
+        "picker search 'parser' over 10,000 sessions: {:.2} ms ({} rows)",
+        start.elapsed().as_secs_f64() * 1e3,
+        found.len()
+    );
+}
+
+fn tmux(socket: &str, args: &[&str]) -> std::process::Output {
+    Command::new("tmux")
+        .args(["-L", socket, "-f", "/dev/null"])
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn peak_rss_kib(pid: &str) -> Option<u64> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    status
+        .lines()
+        .find(|l| l.starts_with("VmHWM:"))?
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+fn whole_process() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        println!("whole-process figures skipped: tmux is not installed");
+        return;
+    }
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join(".git")).unwrap();
+    let messages: Vec<serde_json::Value> = (0..MESSAGES)
+        .map(|i| {
+            let role = if i % 2 == 0 { "user" } else { "assistant" };
+            serde_json::json!({"role": role, "content": body(i)})
+        })
+        .collect();
+    let file = home.path().join("history.json");
+    std::fs::write(&file, serde_json::to_string(&messages).unwrap()).unwrap();
+    let bin = env!("CARGO_BIN_EXE_strata");
+    let run = |args: &[&str]| {
+        Command::new(bin)
+            .args(args)
+            .current_dir(ws.path())
+            .env("STRATA_HOME", home.path())
+            .env_remove("OPENAI_API_KEY")
+            .env_remove("ANTHROPIC_API_KEY")
+            .env_remove("OPENAI_BASE_URL")
+            .output()
+            .unwrap()
+    };
+    let imported = run(&["--provider", "openai", "import", file.to_str().unwrap()]);
+    assert!(
+        imported.status.success(),
+        "{}",
+        String::from_utf8_lossy(&imported.stderr)
+    );
+    let socket = format!("strata-bench-{}", std::process::id());
+    let mut firsts = Vec::new();
+    let mut starts = Vec::new();
+    let mut rss = Vec::new();
+    for round in 0..5 {
+        let name = format!("s{round}");
+        let command = format!(
+            "cd {} && STRATA_HOME={} OPENAI_API_KEY=sk-bench {bin} --provider openai --continue",
+            ws.path().display(),
+            home.path().display()
+        );
+        let start = Instant::now();
+        let out = tmux(
+            &socket,
+            &[
+                "new-session",
+                "-d",
+                "-s",
+                &name,
+                "-x",
+                "120",
+                "-y",
+                "36",
+                &command,
+            ],
+        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let mut first = None;
+        loop {
+            let screen = String::from_utf8_lossy(&tmux(&socket, &["capture-pane", "-p", "-t", &name]).stdout)
+                .into_owned();
+            if first.is_none() && screen.contains("strata") {
+                first = Some(start.elapsed());
+            }
+            if screen.contains("Message 9999") {
+                firsts.extend(first);
+                starts.push(start.elapsed());
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "no frame:\n{screen}");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        std::thread::sleep(Duration::from_secs(2));
+        let pid =
+            String::from_utf8_lossy(&tmux(&socket, &["list-panes", "-t", &name, "-F", "#{pane_pid}"]).stdout)
+                .trim()
+                .to_owned();
+        if let Some(kib) = peak_rss_kib(&pid) {
+            rss.push(kib);
+        }
+        tmux(&socket, &["kill-session", "-t", &name]);
+    }
+    tmux(&socket, &["kill-server"]);
+    println!("launch to first frame (tmux included): {}", percentiles(firsts));
+    println!(
+        "launch until the 10,000-message session is on screen (tmux included): {}",
+        percentiles(starts)
+    );
+    if let Some(max) = rss.iter().max() {
+        println!(
+            "peak RSS with it open: {:.1} MB (max of {} runs)",
+            *max as f64 / 1024.0,
+            rss.len()
+        );
+    }
+}
+
+fn main() {
+    key_to_frame();
+    picker();
+    whole_process();
+}
