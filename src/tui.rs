@@ -26,6 +26,7 @@ mod snapshot;
 mod terminal;
 mod theme;
 mod view;
+mod watch;
 mod worker;
 
 pub use app::{App, Notice};

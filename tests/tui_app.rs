@@ -121,3 +121,59 @@ fn the_context_pane_follows_the_width_and_its_toggle() {
     app.handle(ctrl('t'));
     assert!(!app.context_visible());
 }
+
+/// The code cells of the first drawn line containing `needle`: their
+/// foreground colours.
+fn colours_of_line(app: &strata::tui::App, needle: &str) -> Vec<ratatui::style::Color> {
+    let mut buf = ratatui::buffer::Buffer::empty(ratatui::layout::Rect::new(0, 0, 80, 24));
+    strata::tui::draw(app, buf.area, &mut buf);
+    for y in 0..24 {
+        let row: String = (0..80).map(|x| buf[(x, y)].symbol().to_owned()).collect();
+        if let Some(at) = row.find(needle) {
+            let start = u16::try_from(row[..at].chars().count()).unwrap();
+            let len = u16::try_from(needle.chars().count()).unwrap();
+            return (start..start + len).map(|x| buf[(x, y)].fg).collect();
+        }
+    }
+    panic!("{needle:?} is not on screen");
+}
+
+#[test]
+fn code_in_a_reply_is_plain_until_its_highlight_arrives_then_coloured() {
+    use strata::domain::Role;
+    use strata::render::{Highlighter, HighlighterOptions};
+    let reply = msg(
+        Role::Assistant,
+        "Try **this**:\n\n```rust\nfn main() { let x = 1; }\n```\n",
+        20,
+    );
+    let mut app = app_with(80, 24, vec![msg(Role::User, "how?", 2), reply], None);
+    let plain = colours_of_line(&app, "fn main() { let x = 1; }");
+    assert!(
+        plain.iter().all(|c| *c == plain[0]),
+        "no highlighter, no colours: {plain:?}"
+    );
+    let (tx, rx) = std::sync::mpsc::channel();
+    app.set_highlighter(Highlighter::spawn_with(HighlighterOptions {
+        theme: None,
+        waker: Some(Box::new(move || {
+            let _ = tx.send(());
+        })),
+    }));
+    let mut coloured = colours_of_line(&app, "fn main() { let x = 1; }");
+    for _ in 0..60 {
+        if coloured.iter().any(|c| *c != coloured[0]) {
+            break;
+        }
+        // The highlighter's waker stands in for the event loop's channel.
+        let _ = rx.recv_timeout(std::time::Duration::from_secs(1));
+        app.handle(AppEvent::Highlighted);
+        coloured = colours_of_line(&app, "fn main() { let x = 1; }");
+    }
+    assert!(
+        coloured.iter().any(|c| *c != coloured[0]),
+        "the highlight never reached the screen: {coloured:?}"
+    );
+    // Markdown emphasis is rendered, not shown as asterisks.
+    colours_of_line(&app, "Try this:");
+}

@@ -99,7 +99,12 @@ impl Harness {
 
     /// Feeds background events to the app until `done` holds (10 s at most).
     async fn until(&mut self, what: &str, done: impl Fn(&App) -> bool) {
-        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        self.until_within(Duration::from_secs(10), what, done).await;
+    }
+
+    /// [`Harness::until`] with another limit.
+    async fn until_within(&mut self, limit: Duration, what: &str, done: impl Fn(&App) -> bool) {
+        let deadline = tokio::time::Instant::now() + limit;
         while !done(&self.app) {
             let e = tokio::time::timeout_at(deadline, self.rx.recv())
                 .await
@@ -400,6 +405,46 @@ async fn fork_skill_and_reload_work_from_the_app() {
     h.command("/skill nope");
     h.until("the error", |a| {
         a.notice().is_some_and(|n| n.text.contains("known: review"))
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_instruction_file_marks_the_project_layer_stale_until_reload() {
+    use strata::domain::LayerName;
+    let server = Server::start(vec![Reply::sse(sse(&["ok"]))]).await;
+    let mut h = Harness::start(&server);
+    let ws = h._ws.path().to_path_buf();
+    h.until("the connection", |a| a.context().is_some()).await;
+    h.send("hello").await;
+    assert!(h.app.stale().is_empty());
+
+    // The watch starts with the stored session; a file created now is a
+    // change to the project layer.
+    std::fs::write(ws.join("AGENTS.md"), "Answer in haiku.\n").unwrap();
+    h.until_within(Duration::from_secs(60), "the stale mark", |a| {
+        a.stale().contains(&LayerName::Project)
+    })
+    .await;
+    assert_eq!(h.app.stale(), [LayerName::Project]);
+
+    h.command("/reload");
+    h.until("the new version", |a| {
+        a.notice().is_some_and(|n| n.text.contains("version 2"))
+    })
+    .await;
+    assert!(h.app.stale().is_empty(), "{:?}", h.app.stale());
+
+    // The rebuilt prompt is watched in turn; /new stops the watch and
+    // clears the mark.
+    std::fs::write(ws.join("AGENTS.md"), "Answer in prose.\n").unwrap();
+    h.until_within(Duration::from_secs(60), "the second stale mark", |a| {
+        a.stale().contains(&LayerName::Project)
+    })
+    .await;
+    h.command("/new");
+    h.until("the new session", |a| {
+        a.session().is_none() && a.stale().is_empty()
     })
     .await;
 }

@@ -281,6 +281,7 @@ fn no_size_panics_with_any_surface_open() {
 #[test]
 fn scrolling_stops_at_the_oldest_line() {
     let code: String = (1..=200).map(|i| format!("line {i}\n")).collect();
+    let code = format!("```\n{code}```");
     let mut app = app_with(80, 24, vec![msg(Role::Assistant, &code, 900)], None);
     let bottom = draw(&app, 80, 24);
     assert!(bottom.contains("line 200"));

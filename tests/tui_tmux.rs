@@ -9,11 +9,14 @@
 mod common;
 #[path = "support/server.rs"]
 mod server;
+#[path = "support/tmux.rs"]
+mod tmux;
 
 use common::Sandbox;
 use server::{Reply, Server};
 use std::process::Command;
 use std::time::{Duration, Instant};
+use tmux::Tmux;
 
 fn sse(text: &str) -> String {
     let chunk =
@@ -23,66 +26,6 @@ fn sse(text: &str) -> String {
     format!(
         "data: {chunk}\n\ndata: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\ndata: {usage}\n\ndata: [DONE]\n\n"
     )
-}
-
-struct Tmux {
-    socket: String,
-}
-
-impl Tmux {
-    fn cmd(&self, args: &[&str]) -> std::process::Output {
-        Command::new("tmux")
-            .args(["-L", &self.socket, "-f", "/dev/null"])
-            .args(args)
-            .output()
-            .unwrap()
-    }
-
-    fn start(&self, name: &str, shell_command: &str) {
-        let out = self.cmd(&[
-            "new-session",
-            "-d",
-            "-s",
-            name,
-            "-x",
-            "120",
-            "-y",
-            "36",
-            shell_command,
-        ]);
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    }
-
-    fn screen(&self, name: &str) -> String {
-        String::from_utf8_lossy(&self.cmd(&["capture-pane", "-p", "-t", name]).stdout).into_owned()
-    }
-
-    fn keys(&self, name: &str, keys: &[&str]) {
-        let mut args = vec!["send-keys", "-t", name];
-        args.extend_from_slice(keys);
-        self.cmd(&args);
-    }
-
-    async fn wait_for(&self, name: &str, what: &str) -> String {
-        let deadline = Instant::now() + Duration::from_secs(20);
-        loop {
-            let screen = self.screen(name);
-            if screen.contains(what) {
-                return screen;
-            }
-            assert!(
-                Instant::now() < deadline,
-                "'{what}' never appeared; the screen:\n{screen}"
-            );
-            tokio::time::sleep(Duration::from_millis(100)).await;
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = self.cmd(&["kill-server"]);
-    }
 }
 
 fn launch_line(sb: &Sandbox, args: &str) -> String {

@@ -1,7 +1,9 @@
 //! The app's state and its update function: [`App::handle`] takes one
 //! [`AppEvent`] and returns the [`Effect`]s the driver must run. No I/O,
 //! no clock (time arrives in events), no terminal: behaviour tests drive it
-//! with events, and drawing (see `view`) only reads it.
+//! with events, and drawing (see `view`) only reads it. The one service it
+//! holds is the chat pane's code highlighter, which it only hands text to
+//! (a channel send) and drains.
 
 use super::chat::{ChatPane, Streaming};
 use super::event::{AppEvent, ContextSnapshot, Effect};
@@ -9,6 +11,7 @@ use super::keymap::{Action, KeyMap};
 use super::overlay::{Overlay, Picker};
 use super::slash;
 use crate::domain::{LayerName, MessageStatus, Session, Usage};
+use crate::render::Highlighter;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui_textarea::TextArea;
 
@@ -101,6 +104,20 @@ impl App {
         }
     }
 
+    /// Hands the chat pane a code highlighter (see [`Highlighter`]); its
+    /// waker should post [`AppEvent::Highlighted`]. Without one, code in
+    /// replies is drawn plain.
+    pub fn set_highlighter(&mut self, highlighter: Highlighter) {
+        self.chat.set_highlighter(highlighter);
+        self.dirty = true;
+    }
+
+    /// Layers marked stale (their files changed since the prompt was frozen).
+    #[must_use]
+    pub fn stale(&self) -> &[LayerName] {
+        &self.stale
+    }
+
     /// Whether something changed since the last [`App::take_dirty`].
     pub fn take_dirty(&mut self) -> bool {
         std::mem::take(&mut self.dirty)
@@ -162,7 +179,7 @@ impl App {
 
     /// Applies one event; returns what the driver must do, in order.
     pub fn handle(&mut self, event: AppEvent) -> Vec<Effect> {
-        if !matches!(event, AppEvent::Tick { .. }) || self.busy {
+        if !matches!(event, AppEvent::Tick { .. } | AppEvent::Highlighted) || self.busy {
             self.dirty = true;
         }
         match event {
@@ -286,6 +303,13 @@ impl App {
             }
             AppEvent::Stale(layers) => {
                 self.stale = layers;
+                Vec::new()
+            }
+            AppEvent::Highlighted => {
+                // Nothing new (drained by an earlier wake): no frame needed.
+                if self.chat.highlights_arrived() > 0 {
+                    self.dirty = true;
+                }
                 Vec::new()
             }
             AppEvent::Notice(text) => {

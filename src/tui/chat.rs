@@ -6,33 +6,58 @@
 //!
 //! The cache is the only state touched while drawing; it is a memo of pure
 //! functions of (message, width, expansion), so drawing stays observably
-//! side-effect free. Message text goes through [`message_lines`] alone, the
-//! single place a richer (Markdown) renderer plugs in.
+//! side-effect free. Message text goes through [`message_lines`] alone.
+//!
+//! Assistant replies and summaries are Markdown; their fenced code is
+//! highlighted by the pane's [`Highlighter`] (a thread of its own), asked
+//! once per completed message in [`ChatPane::set`], never while a reply
+//! streams. A cached block remembers which highlights it drew plain; when
+//! they arrive ([`ChatPane::highlights_arrived`]) only those blocks are laid
+//! out again. Without a highlighter (tests) code stays plain.
 
 use super::{fmt, theme};
 use crate::domain::{Message, MessageId, MessageKind, MessageStatus, Role};
 use crate::pipeline::{Action, ReportEntry};
+use crate::render::{
+    HighlightKey, HighlightLookup, Highlighter, NoHighlights, Rendered, plain_lines, render_markdown,
+};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
+use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use std::cell::{Cell, RefCell};
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 
-/// The body of one message as display lines of at most `width` cells
-/// (plain wrapped text; the Markdown renderer replaces this function).
+/// Whether a message's text is rendered as Markdown: assistant replies and
+/// summaries; user, tool and system text is shown as written.
 #[must_use]
-pub fn message_lines(msg: &Message, width: u16) -> Vec<Line<'static>> {
-    let mut text = msg.content.clone();
-    for call in &msg.tool_calls {
-        if !text.is_empty() {
-            text.push('\n');
+pub fn is_markdown(msg: &Message) -> bool {
+    msg.role == Role::Assistant || msg.kind == MessageKind::Summary
+}
+
+/// The body of one message as display lines of at most `width` cells:
+/// Markdown (see [`is_markdown`]) with code highlighted as far as
+/// `highlights` knows it, or the text word-wrapped as written; tool calls
+/// follow as `→ name(arguments)` lines. `pending` lists the code blocks
+/// drawn plain while their highlight is on its way.
+#[must_use]
+pub fn message_lines(msg: &Message, width: u16, highlights: &dyn HighlightLookup) -> Rendered {
+    let mut out = if is_markdown(msg) {
+        render_markdown(&msg.content, width, highlights)
+    } else {
+        Rendered {
+            lines: plain_lines(&msg.content, width, Style::default()),
+            pending: Vec::new(),
         }
-        text.push_str(&format!("→ {}({})", call.name, call.arguments));
+    };
+    if msg.content.is_empty() && !msg.tool_calls.is_empty() {
+        out.lines.clear();
     }
-    fmt::wrap(&text, usize::from(width))
-        .into_iter()
-        .map(Line::from)
-        .collect()
+    for call in &msg.tool_calls {
+        let text = format!("→ {}({})", call.name, call.arguments);
+        out.lines.extend(plain_lines(&text, width, theme::dim()));
+    }
+    out
 }
 
 /// The badges of a message: from the pipeline report (`truncated 8.1k→1.2k`,
@@ -134,8 +159,20 @@ pub struct ChatPane {
     /// The largest useful scroll, learned by the last frame that reached
     /// the oldest message (`None`: the top was not reached, no limit known).
     max_scroll: Cell<Option<usize>>,
-    /// Wrapped blocks per message and width (see the module doc).
-    cache: RefCell<HashMap<MessageId, (CacheKey, Vec<Line<'static>>)>>,
+    /// Wrapped blocks per message and width (see the module doc), with
+    /// the highlights each drew plain.
+    cache: RefCell<HashMap<MessageId, Cached>>,
+    /// Highlights fenced code off the UI task (`None`: code stays plain).
+    highlighter: Option<Highlighter>,
+    /// Messages whose code was handed to the highlighter.
+    requested: HashSet<MessageId>,
+}
+
+#[derive(Debug)]
+struct Cached {
+    key: CacheKey,
+    lines: Vec<Line<'static>>,
+    waiting: Vec<HighlightKey>,
 }
 
 impl ChatPane {
@@ -145,7 +182,54 @@ impl ChatPane {
         self.report = report.into_iter().map(|r| (r.message_id, r)).collect();
         let ids: std::collections::HashSet<MessageId> = messages.iter().map(|m| m.id).collect();
         self.cache.get_mut().retain(|id, _| ids.contains(id));
+        self.requested.retain(|id| ids.contains(id));
         self.messages = messages;
+        self.request_highlights();
+    }
+
+    /// Gives the pane a highlighter and asks it for the code of the
+    /// messages already shown.
+    pub fn set_highlighter(&mut self, highlighter: Highlighter) {
+        self.highlighter = Some(highlighter);
+        self.requested.clear();
+        self.cache.get_mut().clear();
+        self.request_highlights();
+    }
+
+    /// Hands the code of completed Markdown messages not asked for yet to
+    /// the highlighter (a channel send each; the work is on its thread).
+    fn request_highlights(&mut self) {
+        let Some(h) = self.highlighter.as_mut() else {
+            return;
+        };
+        for m in &self.messages {
+            if m.status != MessageStatus::Streaming && is_markdown(m) && self.requested.insert(m.id) {
+                h.request_markdown(&m.content);
+            }
+        }
+    }
+
+    /// Moves finished highlights in and drops the cached blocks that drew
+    /// them plain. Returns how many blocks will be laid out again.
+    pub fn highlights_arrived(&mut self) -> usize {
+        let Some(h) = self.highlighter.as_mut() else {
+            return 0;
+        };
+        let keys = h.drain();
+        if keys.is_empty() {
+            return 0;
+        }
+        let cache = self.cache.get_mut();
+        let before = cache.len();
+        cache.retain(|_, c| !c.waiting.iter().any(|k| keys.contains(k)));
+        before - cache.len()
+    }
+
+    fn lookup(&self) -> &dyn HighlightLookup {
+        match &self.highlighter {
+            Some(h) => h,
+            None => &NoHighlights,
+        }
     }
 
     fn visible(&self) -> impl DoubleEndedIterator<Item = &Message> {
@@ -169,19 +253,27 @@ impl ChatPane {
             status: msg.status,
             badges,
         };
-        if let Some((k, lines)) = self.cache.borrow().get(&msg.id)
-            && *k == key
+        if let Some(c) = self.cache.borrow().get(&msg.id)
+            && c.key == key
         {
-            return lines.len();
+            return c.lines.len();
         }
-        let lines = layout_block(
+        let Rendered { lines, pending } = layout_block(
             msg,
             &key.badges,
             collapsed.then_some(self.expand_key.as_str()),
             width,
+            self.lookup(),
         );
         let height = lines.len();
-        self.cache.borrow_mut().insert(msg.id, (key, lines));
+        self.cache.borrow_mut().insert(
+            msg.id,
+            Cached {
+                key,
+                lines,
+                waiting: pending,
+            },
+        );
         height
     }
 
@@ -197,7 +289,7 @@ impl ChatPane {
         let mut tail: Vec<Vec<Line<'static>>> = Vec::new();
         if let Some(text) = &self.pending_user {
             let m = Message::new(crate::domain::SessionId::default(), Role::User, text.clone(), 0);
-            tail.push(layout_block(&m, &[], None, area.width));
+            tail.push(layout_block(&m, &[], None, area.width, &NoHighlights).lines);
         }
         if let Some(s) = &self.streaming {
             let mut m = Message::new(
@@ -208,7 +300,9 @@ impl ChatPane {
             );
             m.status = MessageStatus::Streaming;
             let b = badges(&m, None);
-            tail.push(layout_block(&m, &b, None, area.width));
+            // Streaming text is laid out each frame; its code is highlighted
+            // once it is stored complete.
+            tail.push(layout_block(&m, &b, None, area.width, &NoHighlights).lines);
         }
         // Newest first: (message or tail block, height).
         let mut items: Vec<(Option<&Message>, usize, usize)> = Vec::new();
@@ -243,7 +337,7 @@ impl ChatPane {
             let end = start + h;
             if end > top && start < top + shown {
                 let lines: &[Line<'static>] = match msg {
-                    Some(m) => cache.get(&m.id).map_or(&[], |(_, l)| l.as_slice()),
+                    Some(m) => cache.get(&m.id).map_or(&[], |c| c.lines.as_slice()),
                     None => tail[*tail_index].as_slice(),
                 };
                 for (k, line) in lines.iter().enumerate() {
@@ -273,8 +367,14 @@ impl ChatPane {
 }
 
 /// Lays out one message block (uncached); `collapsed` holds the key that
-/// expands a collapsed summary.
-fn layout_block(msg: &Message, badges: &[String], collapsed: Option<&str>, width: u16) -> Vec<Line<'static>> {
+/// expands a collapsed summary. `pending` lists the highlights drawn plain.
+fn layout_block(
+    msg: &Message,
+    badges: &[String],
+    collapsed: Option<&str>,
+    width: u16,
+    highlights: &dyn HighlightLookup,
+) -> Rendered {
     let label = match msg.role {
         Role::User => "you",
         Role::Assistant => "assistant",
@@ -293,6 +393,7 @@ fn layout_block(msg: &Message, badges: &[String], collapsed: Option<&str>, width
         ));
     }
     let mut lines = vec![Line::from(header)];
+    let mut pending = Vec::new();
     let body_width = width.saturating_sub(2).max(1);
     if let Some(expand_key) = collapsed {
         let first = msg.content.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
@@ -303,12 +404,16 @@ fn layout_block(msg: &Message, badges: &[String], collapsed: Option<&str>, width
             Span::styled(format!("  ({expand_key} expands)"), theme::dim()),
         ]));
     } else {
-        for l in message_lines(msg, body_width) {
+        let body = message_lines(msg, body_width, highlights);
+        pending = body.pending;
+        for l in body.lines {
             let mut spans = vec![Span::raw("  ")];
             spans.extend(l.spans);
-            lines.push(Line::from(spans));
+            let mut line = Line::from(spans);
+            line.style = l.style;
+            lines.push(line);
         }
     }
     lines.push(Line::default());
-    lines
+    Rendered { lines, pending }
 }

@@ -82,8 +82,13 @@ pub enum AppEvent {
     },
     /// The prepared request for the request inspector.
     Request(Box<RequestView>),
-    /// Layers whose sources changed on disk since the prompt was frozen.
+    /// Layers whose sources changed on disk since the prompt was frozen
+    /// (all of them so far; empty after `/reload` or `/new`).
     Stale(Vec<LayerName>),
+    /// Code highlighting finished for some blocks (posted by the chat
+    /// pane's highlighter thread): cached blocks that drew them plain are
+    /// laid out again.
+    Highlighted,
     /// A one-line notice (feedback of a command).
     Notice(String),
     /// A one-line problem.

@@ -9,6 +9,7 @@ use super::event::{AppEvent, Effect, Opening};
 use super::keymap::KeyMap;
 use super::view;
 use super::worker::{Driver, Launch};
+use crate::render::{Highlighter, HighlighterOptions};
 use crossterm::event::{
     DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture, Event, EventStream,
     KeyboardEnhancementFlags, MouseEventKind, PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
@@ -103,6 +104,13 @@ async fn event_loop(
     }
     let opening = launch.opening.clone();
     let (tx, mut rx) = mpsc::unbounded_channel();
+    let waker = tx.clone();
+    app.set_highlighter(Highlighter::spawn_with(HighlighterOptions {
+        theme: None,
+        waker: Some(Box::new(move || {
+            let _ = waker.send(AppEvent::Highlighted);
+        })),
+    }));
     let driver = Driver::start(launch, tx);
     let mut pending: Vec<Effect> = Vec::new();
     if opening == Opening::Picker {

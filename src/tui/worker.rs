@@ -11,6 +11,7 @@
 use super::background::{CountJob, spawn_counter, spawn_queries};
 use super::event::{AppEvent, Effect, Opening};
 use super::snapshot;
+use super::watch::PromptWatch;
 use crate::config::{Config, ModelChoice, Paths, SelectionRequest, select_model};
 use crate::conversation::Conversation;
 use crate::domain::{Message, PromptMode, Role, Session, SessionId};
@@ -151,6 +152,8 @@ struct Worker {
     parts: Vec<(String, Option<u32>)>,
     events: mpsc::UnboundedSender<AppEvent>,
     counts: std_mpsc::Sender<CountJob>,
+    /// Marks layers stale when their files change on disk.
+    watch: PromptWatch,
 }
 
 async fn run_worker(
@@ -166,7 +169,9 @@ async fn run_worker(
             return;
         }
     };
+    let watch = PromptWatch::new(events.clone(), runtime.paths.config_dir.clone());
     let mut w = Worker {
+        watch,
         runtime,
         cwd: launch.cwd,
         env: launch.env,
@@ -300,6 +305,11 @@ impl Worker {
             }
             None => snapshot::pending_view(&self.runtime, &choice, mode, &self.cwd)?,
         };
+        // A new session, another session or a rebuilt prompt restarts the
+        // watch; a session not stored yet is built from the files as they
+        // are when it is sent, so nothing is watched.
+        let prompt = view.context.as_ref().map(|c| &c.prompt);
+        self.watch.follow(view.session.as_ref(), prompt, &self.cwd);
         self.emit(AppEvent::Loaded(Box::new(view)));
         Ok(())
     }
@@ -551,7 +561,7 @@ impl Worker {
                 let choice = self.choice()?;
                 let reloaded = self.runtime.reload_prompt(&s, &choice)?;
                 // The prompt now matches the files: nothing is stale.
-                self.emit(AppEvent::Stale(Vec::new()));
+                self.watch.reset();
                 match reloaded {
                     crate::runtime::Reloaded::Unchanged(_) => self.emit(AppEvent::Notice(
                         "the instruction files, memory and skills give the same prompt; nothing changed"

@@ -1,0 +1,79 @@
+//! End to end: the real `strata` binary in tmux on the embedded model (the
+//! pinned GGUF copied into a temporary `STRATA_HOME`). A first message gets
+//! a reply; the follow-up re-uses the evaluated prefix, which the context
+//! pane shows as cached tokens. Slow (a real model in a debug build); the
+//! waits are generous. Skipped (with a message) when tmux is not installed.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+mod common;
+#[path = "support/tmux.rs"]
+mod tmux;
+
+use common::{Sandbox, test_model};
+use std::process::Command;
+use std::time::Duration;
+use strata::provider::local::model_file::GGUF_NAME;
+use tmux::Tmux;
+
+/// A reply from the embedded model may take this long in a debug build.
+const REPLY: Duration = Duration::from_secs(120);
+
+/// The `cached N of M` figure of the context pane, once a request was made.
+fn cached(screen: &str) -> Option<String> {
+    let at = screen.find("cached ")?;
+    let rest = &screen[at + "cached ".len()..];
+    let (n, rest) = rest.split_once(' ')?;
+    rest.starts_with("of ").then(|| n.to_owned())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_follow_up_on_the_embedded_model_reuses_the_cached_prefix() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        eprintln!("skipping: tmux is not installed");
+        return;
+    }
+    let sb = Sandbox::new();
+    let models = sb.home.path().join("data/models");
+    std::fs::create_dir_all(&models).unwrap();
+    std::fs::copy(test_model(), models.join(GGUF_NAME)).unwrap();
+    let tmux = Tmux {
+        socket: format!("strata-local-{}", std::process::id()),
+    };
+    let line = format!(
+        "cd '{}' && env -i PATH=\"$PATH\" HOME='{}' STRATA_HOME='{}' TERM=xterm-256color TZ=UTC '{}' --provider local; sleep 30",
+        sb.ws().display(),
+        sb.home.path().display(),
+        sb.home.path().display(),
+        env!("CARGO_BIN_EXE_strata"),
+    );
+    tmux.start("local", &line);
+    tmux.wait_until("local", "the embedded model", REPLY, |s| {
+        s.contains("· local") && !s.contains("loading")
+    })
+    .await;
+
+    tmux.keys("local", &["What is the capital of France?", "Enter"]);
+    let screen = tmux
+        .wait_until("local", "the first reply", REPLY, |s| {
+            s.contains("assistant") && cached(s).is_some()
+        })
+        .await;
+    let first = cached(&screen).unwrap();
+
+    tmux.keys("local", &["And of Italy?", "Enter"]);
+    let screen = tmux
+        .wait_until("local", "the follow-up's usage", REPLY, |s| {
+            cached(s).is_some_and(|c| c != first)
+        })
+        .await;
+    let reused = cached(&screen).unwrap();
+    eprintln!("cached tokens: {first} for the first request, {reused} for the follow-up");
+    assert!(
+        reused != "0" && reused != "–",
+        "the follow-up re-used nothing: {reused}\n{screen}"
+    );
+    assert!(screen.contains("And of Italy?"), "{screen}");
+    tmux.keys("local", &["C-c"]);
+    tmux.keys("local", &["C-c"]);
+}
