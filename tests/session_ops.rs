@@ -123,3 +123,24 @@ fn a_skill_body_is_sent_without_frontmatter_and_unknown_names_list_the_known() {
     assert!(matches!(err, RuntimeError::UnknownSkill { .. }));
     assert!(err.to_string().contains("known: review"), "{err}");
 }
+
+#[test]
+fn a_model_change_keeps_the_apps_guidelines() {
+    let f = fixture();
+    let (mut rt, session) = open(&f, true);
+    let mut other = choice();
+    other.model = "gpt-4.1".to_owned();
+    let v2 = rt
+        .frozen_prompt(&session, &other, PromptMode::Full, &jiff::Zoned::now(), EnvFacts::from_process())
+        .unwrap();
+    assert_eq!(v2.version, 2);
+    let guidelines: Vec<&str> = v2
+        .layers
+        .iter()
+        .flat_map(|l| &l.sources)
+        .map(|s| s.path.as_str())
+        .filter(|p| p.contains("guidelines"))
+        .collect();
+    assert!(guidelines.iter().all(|p| p.ends_with("guidelines_interactive.md")), "{guidelines:?}");
+    assert!(!guidelines.is_empty());
+}

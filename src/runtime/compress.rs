@@ -431,7 +431,7 @@ impl Runtime {
 
 /// Whether `prompt` was built for the full-screen app (its guidelines layer
 /// came from the interactive guidelines), so a rebuild keeps that choice.
-fn built_interactive(prompt: &SystemPrompt) -> bool {
+pub(super) fn built_interactive(prompt: &SystemPrompt) -> bool {
     prompt
         .layers
         .iter()

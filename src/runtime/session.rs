@@ -152,7 +152,8 @@ impl Runtime {
             mode,
             cwd: Path::new(&session.workspace),
             now,
-            interactive: false,
+            // A session started in the app keeps the app's guidelines.
+            interactive: super::compress::built_interactive(&current),
             env,
         }
         .build_for(&self.store, session)?;
