@@ -131,7 +131,13 @@ fn a_model_change_keeps_the_apps_guidelines() {
     let mut other = choice();
     other.model = "gpt-4.1".to_owned();
     let v2 = rt
-        .frozen_prompt(&session, &other, PromptMode::Full, &jiff::Zoned::now(), EnvFacts::from_process())
+        .frozen_prompt(
+            &session,
+            &other,
+            PromptMode::Full,
+            &jiff::Zoned::now(),
+            EnvFacts::from_process(),
+        )
         .unwrap();
     assert_eq!(v2.version, 2);
     let guidelines: Vec<&str> = v2
@@ -141,6 +147,11 @@ fn a_model_change_keeps_the_apps_guidelines() {
         .map(|s| s.path.as_str())
         .filter(|p| p.contains("guidelines"))
         .collect();
-    assert!(guidelines.iter().all(|p| p.ends_with("guidelines_interactive.md")), "{guidelines:?}");
+    assert!(
+        guidelines
+            .iter()
+            .all(|p| p.ends_with("guidelines_interactive.md")),
+        "{guidelines:?}"
+    );
     assert!(!guidelines.is_empty());
 }

@@ -177,3 +177,36 @@ fn code_in_a_reply_is_plain_until_its_highlight_arrives_then_coloured() {
     // Markdown emphasis is rendered, not shown as asterisks.
     colours_of_line(&app, "Try this:");
 }
+
+#[test]
+fn pasted_carriage_returns_become_newlines() {
+    let mut app = app_with(80, 24, Vec::new(), None);
+    app.handle(AppEvent::Paste("def f():\r    return 1\r\nprint(f())".into()));
+    assert_eq!(app.draft(), "def f():\n    return 1\nprint(f())");
+}
+
+#[test]
+fn ctrl_c_clears_a_draft_first_and_ctrl_u_deletes_to_the_line_start() {
+    let mut app = app_with(80, 24, Vec::new(), None);
+    type_text(&mut app, "abc def");
+    app.handle(ctrl('u'));
+    assert_eq!(app.draft(), "");
+    type_text(&mut app, "half typed");
+    assert!(app.handle(ctrl('c')).iter().all(|e| *e != Effect::Quit));
+    assert_eq!(app.draft(), "", "the first Ctrl-C clears the draft");
+    assert!(app.handle(ctrl('c')).is_empty());
+    assert_eq!(app.handle(ctrl('c')), vec![Effect::Quit]);
+}
+
+#[test]
+fn a_cancelled_reply_says_it_was_kept_not_that_it_is_cancelling() {
+    let mut app = app_with(80, 24, Vec::new(), None);
+    type_text(&mut app, "hello");
+    app.handle(key(KeyCode::Enter));
+    assert_eq!(app.handle(ctrl('c')), vec![Effect::Cancel]);
+    assert!(app.notice().unwrap().text.contains("cancelling"));
+    app.handle(AppEvent::TurnDone {
+        status: strata::domain::MessageStatus::Interrupted,
+    });
+    assert!(app.notice().unwrap().text.contains("partial reply is kept"));
+}

@@ -190,7 +190,9 @@ impl App {
                     p.query.push_str(&text.replace('\n', " "));
                     return self.search();
                 }
-                self.composer.insert_str(text);
+                // Terminals paste line breaks as carriage returns.
+                self.composer
+                    .insert_str(text.replace("\r\n", "\n").replace('\r', "\n"));
                 self.draft_changed()
             }
             AppEvent::Wheel(rows) => {
@@ -233,15 +235,19 @@ impl App {
                     .as_ref()
                     .map(|c| c.report.clone())
                     .unwrap_or_default();
-                if view.session.as_ref().map(|s| s.id) != self.session.as_ref().map(|s| s.id) {
+                let other_session =
+                    view.session.as_ref().map(|s| s.id) != self.session.as_ref().map(|s| s.id);
+                if other_session {
                     self.chat.scroll = 0;
                 }
                 self.session = view.session;
                 self.chat.set(view.messages, report);
                 self.chat.pending_user = None;
                 self.chat.streaming = None;
-                if let Some(u) = view.context.as_ref().and_then(|c| c.last_usage.clone()) {
-                    self.last_usage = Some(u);
+                let stored = view.context.as_ref().and_then(|c| c.last_usage.clone());
+                // Another session's numbers never stay on the status bar.
+                if other_session || stored.is_some() {
+                    self.last_usage = stored;
                 }
                 self.context = view.context;
                 Vec::new()
@@ -274,7 +280,7 @@ impl App {
             }
             AppEvent::TurnDone { status } => {
                 self.busy = false;
-                if status == MessageStatus::Interrupted && self.notice.is_none() {
+                if status == MessageStatus::Interrupted {
                     self.notify("the reply was interrupted; the partial reply is kept", false);
                 }
                 Vec::new()
@@ -398,6 +404,11 @@ impl App {
                 Vec::new()
             }
             Some(Action::HistoryPrev | Action::HistoryNext) | None => {
+                // Ctrl-U deletes to the start of the line, as in a shell.
+                if key.code == KeyCode::Char('u') && key.modifiers == KeyModifiers::CONTROL {
+                    self.composer.delete_line_by_head();
+                    return self.draft_changed();
+                }
                 if self.composer.input(key) {
                     self.draft_changed()
                 } else {
@@ -420,6 +431,13 @@ impl App {
         if self.busy {
             self.notify("cancelling the reply…", false);
             return vec![Effect::Cancel];
+        }
+        if !self.draft().is_empty() {
+            // The first Ctrl-C clears a draft; the next ones quit.
+            self.set_draft("");
+            self.interrupt_armed = false;
+            self.notify("draft cleared; press Ctrl-C twice to quit", false);
+            return self.draft_changed();
         }
         if self.interrupt_armed {
             return vec![Effect::Quit];
