@@ -448,3 +448,44 @@ async fn a_new_instruction_file_marks_the_project_layer_stale_until_reload() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn model_switches_this_session_at_once_and_a_resumed_session_keeps_its_own() {
+    let server = Server::start(vec![
+        Reply::sse(sse(&["one"])),
+        Reply::sse(sse(&["two"])),
+        Reply::sse(sse(&["three"])),
+    ])
+    .await;
+    let mut h = Harness::start(&server);
+    h.until("the connection", |a| a.context().is_some()).await;
+    h.send("first").await;
+    let first = h.app.session().unwrap().id;
+
+    h.command("/model gpt-4.1-nano");
+    h.until("the switch", |a| {
+        a.session().is_some_and(|s| s.model == "gpt-4.1-nano")
+    })
+    .await;
+    h.send("on nano").await;
+    assert_eq!(server.requests()[1].json()["model"], "gpt-4.1-nano");
+
+    h.command("/new");
+    h.until("the new session", |a| a.session().is_none()).await;
+    h.send("second session").await;
+    let second = h.app.session().unwrap().clone();
+    assert_ne!(second.id, first);
+
+    h.command(&format!("/resume {first}"));
+    h.until("the resumed session", |a| {
+        a.session().is_some_and(|s| s.id == first)
+    })
+    .await;
+    assert_eq!(h.app.session().unwrap().model, "gpt-4.1-nano");
+    h.command(&format!("/resume {}", second.id));
+    h.until("the other session", |a| {
+        a.session().is_some_and(|s| s.id == second.id)
+    })
+    .await;
+    assert_eq!(h.app.session().unwrap().model, second.model);
+}

@@ -487,8 +487,12 @@ impl Worker {
             Effect::Model(name) => {
                 let provider = self.choice.as_ref().map(|c| c.provider.as_str().to_owned());
                 let choice = self.select(provider.as_deref(), Some(&name))?;
-                self.explicit = (provider, Some(name));
+                // For this session (and new ones from it); a resumed session
+                // keeps its own model.
                 self.ensure_connected(choice)?;
+                // The prompt version for the new model is built now, so the
+                // pane's numbers and the stored session are right at once.
+                self.open_conversation()?;
                 self.refresh()?;
             }
             Effect::InspectRequest => {
