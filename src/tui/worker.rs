@@ -473,7 +473,7 @@ impl Worker {
             Effect::Memory(text) => {
                 let path = super::commands::append_memory(&self.runtime.paths, &text)?;
                 self.emit(AppEvent::Notice(format!(
-                    "saved to {}; new sessions (/new) include it",
+                    "saved to {}; /reload applies it to this session, new sessions include it",
                     path.display()
                 )));
             }
