@@ -125,6 +125,27 @@ fn integrity(sb: &Sandbox) -> String {
         .unwrap()
 }
 
+/// Spawns `strata ARGS` against a server whose first reply starts a summary
+/// and then stalls; returns once that request has arrived.
+async fn stalled_summariser(sb: &Sandbox, args: &[&str]) -> (Server, std::process::Child) {
+    let chunk = json!({"choices": [{"index": 0, "delta": {"content": "## Completed work\n"}, "finish_reason": null}]});
+    let server = Server::start(vec![Reply::sse_hold(format!("data: {chunk}\n\n"))]).await;
+    let child = openai(sb, &server.base_url(), args)
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while server.requests().is_empty() {
+        assert!(
+            start.elapsed() < Duration::from_secs(60),
+            "the summary request never came"
+        );
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    (server, child)
+}
+
 fn write_config(sb: &Sandbox, toml: &str) {
     std::fs::write(sb.home.path().join("config.toml"), toml).unwrap();
 }
@@ -523,25 +544,7 @@ async fn kill_9_during_a_compaction_leaves_the_old_state() {
     let sb = Sandbox::new();
     let id = import_openai(&sb, &history(20, 400));
     let before = state(&sb, &id);
-    let chunk = json!({"choices": [{"index": 0, "delta": {"content": "## Completed work\n"}, "finish_reason": null}]});
-    let server = Server::start(vec![Reply::sse_hold(format!("data: {chunk}\n\n"))]).await;
-    let mut child = openai(
-        &sb,
-        &server.base_url(),
-        &["compress", &id, "--summarizer", "model"],
-    )
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null())
-    .spawn()
-    .unwrap();
-    let start = Instant::now();
-    while server.requests().is_empty() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "the summary request never came"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let (server, mut child) = stalled_summariser(&sb, &["compress", &id, "--summarizer", "model"]).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     child.kill().unwrap();
     child.wait().unwrap();
@@ -567,26 +570,8 @@ async fn kill_9_during_preflight_compression_keeps_the_typed_message() {
     write_config(&sb, "[model]\ncontext_window = 8000\nmax_tokens = 500\n");
     let id = import_openai(&sb, &history(30, 600));
     let before = state(&sb, &id).0.len();
-    let chunk =
-        json!({"choices": [{"index": 0, "delta": {"content": "## Completed"}, "finish_reason": null}]});
-    let server = Server::start(vec![Reply::sse_hold(format!("data: {chunk}\n\n"))]).await;
-    let mut child = openai(
-        &sb,
-        &server.base_url(),
-        &["chat", "--session", &id, "IMPORTANT user text 42"],
-    )
-    .stdout(std::process::Stdio::null())
-    .stderr(std::process::Stdio::null())
-    .spawn()
-    .unwrap();
-    let start = Instant::now();
-    while server.requests().is_empty() {
-        assert!(
-            start.elapsed() < Duration::from_secs(60),
-            "the summary request never came"
-        );
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    let (server, mut child) =
+        stalled_summariser(&sb, &["chat", "--session", &id, "IMPORTANT user text 42"]).await;
     let summary_request = server.requests()[0].json().to_string();
     assert!(
         summary_request.contains("Request 5"),
