@@ -544,7 +544,7 @@ async fn kill_9_during_a_compaction_leaves_the_old_state() {
     let sb = Sandbox::new();
     let id = import_openai(&sb, &history(20, 400));
     let before = state(&sb, &id);
-    let (server, mut child) = stalled_summariser(&sb, &["compress", &id, "--summarizer", "model"]).await;
+    let (_server, mut child) = stalled_summariser(&sb, &["compress", &id, "--summarizer", "model"]).await;
     tokio::time::sleep(Duration::from_millis(200)).await;
     child.kill().unwrap();
     child.wait().unwrap();
