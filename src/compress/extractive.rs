@@ -130,10 +130,6 @@ static INLINE_COMMAND: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"`((?:cargo|git|npm|npx|pnpm|yarn|make|python3?|pip|pytest|go|rustc|ls|rg|grep|sed|cat|docker|kubectl|curl|uv|just|bash|sh) [^`\n]{1,200})`").ok()
 });
 
-fn matches(re: &LazyLock<Option<Regex>>, text: &str) -> bool {
-    re.as_ref().is_some_and(|r| r.is_match(text))
-}
-
 /// One line of at most `max` chars (whitespace runs kept as they are, so the
 /// result is a verbatim prefix when the input is one line).
 fn clip(text: &str, max: usize) -> String {
@@ -333,8 +329,18 @@ fn message_items(m: &Message, base: usize, items: &mut Vec<Item>, seen: &mut Has
                 }
             }
         }
+        // One scan per pattern over the whole text, instead of a regex call
+        // per line or sentence: none of the patterns can match across a
+        // line or sentence break or start or end on whitespace, so a line
+        // (or sentence) matches exactly when a match of the whole text
+        // lies inside it.
+        let errors = Hits::new(&ERROR, text);
+        let prose = m.role != Role::Tool;
+        let decisions = Hits::new_if(prose, &DECISION, text);
+        let completions = Hits::new_if(m.role == Role::Assistant, &COMPLETION, text);
         let mut in_code = false;
         let mut code = String::new();
+        let mut code_lines = 0usize;
         for line in text.lines() {
             let trimmed = line.trim();
             if trimmed.starts_with("```") {
@@ -343,14 +349,16 @@ fn message_items(m: &Message, base: usize, items: &mut Vec<Item>, seen: &mut Has
                     push(items, Section::Active, Kind::Code, std::mem::take(&mut code));
                 } else {
                     code = format!("{line}\n");
+                    code_lines = 1;
                 }
                 in_code = !in_code;
                 continue;
             }
             if in_code {
-                if code.lines().count() < 16 {
+                if code_lines < 16 {
                     code.push_str(line);
                     code.push('\n');
+                    code_lines += 1;
                 }
                 continue;
             }
@@ -358,23 +366,50 @@ fn message_items(m: &Message, base: usize, items: &mut Vec<Item>, seen: &mut Has
                 push(items, Section::Files, Kind::Fact, format!("`{}`", clip(cmd, 200)));
                 continue;
             }
-            if matches(&ERROR, trimmed) {
+            if errors.within(text, trimmed) {
                 push(items, Section::Files, Kind::Fact, clip(trimmed, 300));
                 continue;
             }
-            if m.role == Role::Tool {
+            if !prose {
                 continue;
             }
             for sentence in sentences(trimmed) {
-                if matches(&DECISION, sentence) {
+                if decisions.within(text, sentence) {
                     push(items, Section::Decisions, Kind::Decision, clip(sentence, 300));
-                } else if m.role == Role::Assistant && matches(&COMPLETION, sentence) {
+                } else if completions.within(text, sentence) {
                     push(items, Section::Completed, Kind::Completion, clip(sentence, 300));
                 } else if m.role == Role::Assistant && sentence.chars().count() >= 30 {
                     push(items, Section::Active, Kind::Sentence, clip(sentence, 300));
                 }
             }
         }
+    }
+}
+
+/// The start offsets of a pattern's matches in one text, in order.
+struct Hits(Vec<usize>);
+
+impl Hits {
+    fn new(re: &LazyLock<Option<Regex>>, text: &str) -> Self {
+        Self(
+            re.as_ref()
+                .map(|r| r.find_iter(text).map(|m| m.start()).collect())
+                .unwrap_or_default(),
+        )
+    }
+
+    fn new_if(wanted: bool, re: &LazyLock<Option<Regex>>, text: &str) -> Self {
+        if wanted { Self::new(re, text) } else { Self(Vec::new()) }
+    }
+
+    /// Whether a match starts inside `part`, a slice of `text`.
+    fn within(&self, text: &str, part: &str) -> bool {
+        if self.0.is_empty() {
+            return false;
+        }
+        let start = part.as_ptr() as usize - text.as_ptr() as usize;
+        let i = self.0.partition_point(|&p| p < start);
+        self.0.get(i).is_some_and(|&p| p < start + part.len())
     }
 }
 
