@@ -30,6 +30,7 @@ pub mod engine;
 pub mod extractive;
 pub mod feedback;
 pub mod input;
+mod keywords;
 pub mod prune;
 pub mod redact;
 

@@ -15,6 +15,7 @@
 //!
 //! Identical input gives identical output (no hashing order, no clock).
 
+use super::keywords::keyword_starts;
 use super::redact::redact;
 use super::{cut_at, input::date_of, is_real_user};
 use crate::domain::{Message, Role};
@@ -171,8 +172,10 @@ pub fn extractive_summary(input: &ExtractiveInput<'_>) -> String {
     }
     let max_order = items.iter().map(|it| it.order).max().unwrap_or(1).max(1) as f64;
     for it in &mut items {
-        let lower = it.text.to_lowercase();
-        it.topical = !terms.is_empty() && terms.iter().any(|t| lower.contains(t.as_str()));
+        it.topical = !terms.is_empty() && {
+            let lower = it.text.to_lowercase();
+            terms.iter().any(|t| lower.contains(t.as_str()))
+        };
         it.score = it.kind.base() + 2.0 * it.order as f64 / max_order + if it.topical { 3.0 } else { 0.0 };
     }
     let mut ranked: Vec<usize> = (0..items.len()).collect();
@@ -334,10 +337,20 @@ fn message_items(m: &Message, base: usize, items: &mut Vec<Item>, seen: &mut Has
         // line or sentence break or start or end on whitespace, so a line
         // (or sentence) matches exactly when a match of the whole text
         // lies inside it.
-        let errors = Hits::new(&ERROR, text);
         let prose = m.role != Role::Tool;
-        let decisions = Hits::new_if(prose, &DECISION, text);
-        let completions = Hits::new_if(m.role == Role::Assistant, &COMPLETION, text);
+        let assistant = m.role == Role::Assistant;
+        let (errors, decisions, completions) = match keyword_starts(text) {
+            Some([e, d, c]) => (
+                Hits(e),
+                Hits(if prose { d } else { Vec::new() }),
+                Hits(if assistant { c } else { Vec::new() }),
+            ),
+            None => (
+                Hits::new(&ERROR, text),
+                Hits::new_if(prose, &DECISION, text),
+                Hits::new_if(assistant, &COMPLETION, text),
+            ),
+        };
         let mut in_code = false;
         let mut code = String::new();
         let mut code_lines = 0usize;
@@ -399,7 +412,11 @@ impl Hits {
     }
 
     fn new_if(wanted: bool, re: &LazyLock<Option<Regex>>, text: &str) -> Self {
-        if wanted { Self::new(re, text) } else { Self(Vec::new()) }
+        if wanted {
+            Self::new(re, text)
+        } else {
+            Self(Vec::new())
+        }
     }
 
     /// Whether a match starts inside `part`, a slice of `text`.
@@ -427,4 +444,58 @@ fn sentences(line: &str) -> Vec<&str> {
     out.push(line[start..].trim());
     out.retain(|s| !s.is_empty());
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compress::keywords::LISTS;
+
+    /// The Aho-Corasick path finds a match in exactly the lines where the
+    /// regexes do, on ASCII texts made of the listed words, near misses and
+    /// separators.
+    #[test]
+    fn keyword_search_agrees_with_the_regexes() {
+        let mut pieces: Vec<String> = LISTS
+            .iter()
+            .flat_map(|l| l.iter().map(|w| (*w).to_owned()))
+            .collect();
+        for w in pieces.clone() {
+            pieces.push(w.to_uppercase());
+            pieces.push(format!("{w}s"));
+            pieces.push(format!("_{w}"));
+            pieces.push(format!("{w}[E0308]:"));
+        }
+        pieces.extend(["x", "9", "'", ".", "-", "[", "]", "we", "let", "the"].map(str::to_owned));
+        let seps = [" ", "", "\n", ". ", "_", "\t", "'"];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let regexes = [&ERROR, &DECISION, &COMPLETION];
+        for _ in 0..3_000 {
+            let mut text = String::new();
+            for _ in 0..next(12) {
+                text.push_str(&pieces[next(pieces.len())]);
+                text.push_str(seps[next(seps.len())]);
+            }
+            let fast = keyword_starts(&text).unwrap();
+            for (list, re) in regexes.iter().enumerate() {
+                let hits = Hits(fast[list].clone());
+                let re = re.as_ref().unwrap();
+                for line in text.lines() {
+                    let trimmed = line.trim();
+                    assert_eq!(
+                        hits.within(&text, trimmed),
+                        re.is_match(trimmed),
+                        "list {list}, line {trimmed:?} of {text:?}"
+                    );
+                }
+            }
+        }
+        assert!(keyword_starts("déjà fixed").is_none());
+    }
 }
