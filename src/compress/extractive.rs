@@ -294,7 +294,7 @@ fn message_items(m: &Message, base: usize, items: &mut Vec<Item>, seen: &mut Has
             .trim();
         if !request.is_empty() {
             let quoted = clip(request, 400);
-            let more = if content.trim().lines().count() > 1 {
+            let more = if content.trim().lines().nth(1).is_some() {
                 " (continues)"
             } else {
                 ""
@@ -320,9 +320,15 @@ fn message_items(m: &Message, base: usize, items: &mut Vec<Item>, seen: &mut Has
         texts.push(args);
     }
     for text in &texts {
+        // A path cannot cross a newline, and `\n` (like the end of the
+        // text) is no word char, so searching line by line finds the same
+        // paths in the same order; lines without a `.` before a letter
+        // cannot hold one and are skipped.
         if let Some(re) = PATH.as_ref() {
-            for p in re.find_iter(text) {
-                push(items, Section::Files, Kind::Fact, format!("`{}`", p.as_str()));
+            for line in text.split('\n').filter(|l| may_hold_path(l)) {
+                for p in re.find_iter(line) {
+                    push(items, Section::Files, Kind::Fact, format!("`{}`", p.as_str()));
+                }
             }
         }
         if let Some(re) = INLINE_COMMAND.as_ref() {
@@ -397,6 +403,14 @@ fn message_items(m: &Message, base: usize, items: &mut Vec<Item>, seen: &mut Has
             }
         }
     }
+}
+
+/// Whether `line` has what every [`PATH`] match needs: a `.` followed by
+/// an ASCII letter (the extension).
+fn may_hold_path(line: &str) -> bool {
+    line.as_bytes()
+        .windows(2)
+        .any(|w| w[0] == b'.' && w[1].is_ascii_alphabetic())
 }
 
 /// The start offsets of a pattern's matches in one text, in order.

@@ -289,7 +289,7 @@ fn one_line(text: &str, max: usize) -> String {
 pub fn describe_tool_result(name: &str, arguments: &str, result: &str) -> String {
     let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
     let chars = group_digits(result.chars().count() as u64);
-    let lines = group_digits(result.lines().count() as u64);
+    let lines = group_digits(line_count(result) as u64);
     let lower = name.to_ascii_lowercase();
     let path = arg(&args, &["path", "file_path", "file", "filename", "target_file"]);
     let line = if lower.contains("read") || lower.contains("view") || lower == "cat" {
@@ -329,6 +329,12 @@ pub fn describe_tool_result(name: &str, arguments: &str, result: &str) -> String
         )
     };
     format!("[{name}] {line}")
+}
+
+/// `text.lines().count()`, counting newline bytes in one pass.
+fn line_count(text: &str) -> usize {
+    let newlines = text.bytes().filter(|&b| b == b'\n').count();
+    newlines + usize::from(!text.is_empty() && !text.ends_with('\n'))
 }
 
 /// The first line of `text` that reads as an error, on one line.
@@ -379,6 +385,15 @@ mod tests {
             describe_tool_result("shell", r#"{"command":"cargo test"}"#, &out),
             "[shell] ran `cargo test` -> exit 101, 212 lines"
         );
+        for text in ["", "\n", "a", "a\n", "a\nb", "a\r\nb\r\n", "\n\n"] {
+            assert_eq!(line_count(text), text.lines().count(), "{text:?}");
+        }
+        let mixed = "aé€😀\n".repeat(700);
+        for max in [0, 1, 5, 2_000, 2_799, 2_800, 5_000] {
+            let chars: Vec<char> = mixed.chars().collect();
+            let naive: String = chars[chars.len().saturating_sub(max)..].iter().collect();
+            assert_eq!(tail_of(&mixed, max), naive, "max {max}");
+        }
         let unknown = describe_tool_result("weather", r#"{"city":"Oslo"}"#, "sunny\nwarm");
         assert_eq!(unknown, "[weather] 10 chars, 2 lines, starting \"sunny\"");
     }
