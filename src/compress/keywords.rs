@@ -11,7 +11,7 @@
 //!
 //! Pure; called by [`super::extractive`] only.
 
-use aho_corasick::{AhoCorasick, AhoCorasickBuilder, MatchKind};
+use aho_corasick::{AhoCorasick, AhoCorasickBuilder, AhoCorasickKind, MatchKind};
 use std::sync::LazyLock;
 
 /// The lists: what makes a line an error fact, a sentence a decision or a
@@ -75,6 +75,7 @@ static SEARCHER: LazyLock<Option<Searcher>> = LazyLock::new(|| {
     let ac = AhoCorasickBuilder::new()
         .ascii_case_insensitive(true)
         .match_kind(MatchKind::Standard)
+        .kind(Some(AhoCorasickKind::DFA))
         .build(words)
         .ok()?;
     Some(Searcher { ac, list })

@@ -138,8 +138,11 @@ fn at_least_chars(text: &str, n: usize) -> bool {
 /// whole), comparing whole texts only within a bucket.
 #[derive(Default)]
 struct SeenTexts<'a> {
-    buckets: HashMap<(usize, &'a [u8], &'a [u8]), Vec<&'a str>>,
+    buckets: HashMap<BucketKey<'a>, Vec<&'a str>>,
 }
+
+/// Byte length, first and last bytes of a text.
+type BucketKey<'a> = (usize, &'a [u8], &'a [u8]);
 
 impl<'a> SeenTexts<'a> {
     const EDGE: usize = 64;
