@@ -30,6 +30,7 @@ pub mod engine;
 pub mod extractive;
 pub mod feedback;
 pub mod input;
+mod keywords;
 pub mod prune;
 pub mod redact;
 
@@ -131,6 +132,14 @@ pub(crate) fn cut_at(text: &str, max: usize) -> &str {
 
 /// The last `max` chars of `text`.
 pub(crate) fn tail_of(text: &str, max: usize) -> &str {
+    // A char takes at most 4 bytes, so the last `4 * max + 3` bytes (from a
+    // char boundary) hold at least `max` chars: count only those.
+    let reach = max.saturating_mul(4).saturating_add(3);
+    let mut cut = text.len().saturating_sub(reach);
+    while !text.is_char_boundary(cut) {
+        cut -= 1;
+    }
+    let text = &text[cut..];
     let count = text.chars().count();
     if count <= max {
         return text;

@@ -211,6 +211,7 @@ pub struct Pending {
     view: Vec<Message>,
     originals: Vec<MessageId>,
     rewritten: Vec<bool>,
+    /// Per message of `view`; a summarised copy may hold its original's count.
     tokens: Vec<u32>,
     boundaries: Boundaries,
     summarised: Vec<usize>,
@@ -516,22 +517,41 @@ impl CompressionEngine for DefaultEngine {
             return Err(CompressError::NothingToCompress);
         }
         let pruning: Pruning = free_prune(history, boundaries.tail_start);
+        let mut is_summarised = vec![false; history.len()];
+        for &i in &summarised {
+            is_summarised[i] = true;
+        }
+        // Rewritten copies are counted where the count is used: the kept
+        // ones always (they make `tokens_after`), the summarised ones only
+        // when the 10 % rule cannot be decided without their saving.
         let mut view = Vec::with_capacity(history.len());
         let mut view_tokens = tokens.clone();
         for (i, slot) in view_tokens.iter_mut().enumerate() {
             let v = pruning.message(history, i);
-            if pruning.copies[i].is_some() {
+            if pruning.copies[i].is_some() && !is_summarised[i] {
                 *slot = tokens_of(input.counter, v);
             }
             view.push(v.clone());
         }
         let middle_tokens: u64 = summarised.iter().map(|&i| u64::from(tokens[i])).sum();
         let target_tokens = target_summary_tokens(middle_tokens, self.config.window);
+        let worth_it = |pruned_saving: u64| {
+            let saving = (middle_tokens + pruned_saving).saturating_sub(u64::from(target_tokens));
+            (saving * 10 >= tokens_before, saving)
+        };
+        let ten_percent_rule = trigger.automatic() && trigger != Trigger::Overflow;
+        if ten_percent_rule && !worth_it(0).0 {
+            for (i, slot) in view_tokens.iter_mut().enumerate() {
+                if pruning.copies[i].is_some() && is_summarised[i] {
+                    *slot = tokens_of(input.counter, &view[i]);
+                }
+            }
+        }
         let pruned_saving: u64 = (0..history.len())
             .map(|i| u64::from(tokens[i].saturating_sub(view_tokens[i])))
             .sum();
-        let saving = (middle_tokens + pruned_saving).saturating_sub(u64::from(target_tokens));
-        if trigger.automatic() && trigger != Trigger::Overflow && saving * 10 < tokens_before {
+        let (enough, saving) = worth_it(pruned_saving);
+        if ten_percent_rule && !enough {
             self.strike("compressions in a row would have saved under 10% of the context");
             return Err(CompressError::NotWorthIt {
                 percent: saving * 100 / tokens_before.max(1),

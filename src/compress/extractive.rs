@@ -15,6 +15,7 @@
 //!
 //! Identical input gives identical output (no hashing order, no clock).
 
+use super::keywords::keyword_starts;
 use super::redact::redact;
 use super::{cut_at, input::date_of, is_real_user};
 use crate::domain::{Message, Role};
@@ -130,10 +131,6 @@ static INLINE_COMMAND: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"`((?:cargo|git|npm|npx|pnpm|yarn|make|python3?|pip|pytest|go|rustc|ls|rg|grep|sed|cat|docker|kubectl|curl|uv|just|bash|sh) [^`\n]{1,200})`").ok()
 });
 
-fn matches(re: &LazyLock<Option<Regex>>, text: &str) -> bool {
-    re.as_ref().is_some_and(|r| r.is_match(text))
-}
-
 /// One line of at most `max` chars (whitespace runs kept as they are, so the
 /// result is a verbatim prefix when the input is one line).
 fn clip(text: &str, max: usize) -> String {
@@ -175,8 +172,10 @@ pub fn extractive_summary(input: &ExtractiveInput<'_>) -> String {
     }
     let max_order = items.iter().map(|it| it.order).max().unwrap_or(1).max(1) as f64;
     for it in &mut items {
-        let lower = it.text.to_lowercase();
-        it.topical = !terms.is_empty() && terms.iter().any(|t| lower.contains(t.as_str()));
+        it.topical = !terms.is_empty() && {
+            let lower = it.text.to_lowercase();
+            terms.iter().any(|t| lower.contains(t.as_str()))
+        };
         it.score = it.kind.base() + 2.0 * it.order as f64 / max_order + if it.topical { 3.0 } else { 0.0 };
     }
     let mut ranked: Vec<usize> = (0..items.len()).collect();
@@ -295,7 +294,7 @@ fn message_items(m: &Message, base: usize, items: &mut Vec<Item>, seen: &mut Has
             .trim();
         if !request.is_empty() {
             let quoted = clip(request, 400);
-            let more = if content.trim().lines().count() > 1 {
+            let more = if content.trim().lines().nth(1).is_some() {
                 " (continues)"
             } else {
                 ""
@@ -321,9 +320,15 @@ fn message_items(m: &Message, base: usize, items: &mut Vec<Item>, seen: &mut Has
         texts.push(args);
     }
     for text in &texts {
+        // A path cannot cross a newline, and `\n` (like the end of the
+        // text) is no word char, so searching line by line finds the same
+        // paths in the same order; lines without a `.` before a letter
+        // cannot hold one and are skipped.
         if let Some(re) = PATH.as_ref() {
-            for p in re.find_iter(text) {
-                push(items, Section::Files, Kind::Fact, format!("`{}`", p.as_str()));
+            for line in text.split('\n').filter(|l| may_hold_path(l)) {
+                for p in re.find_iter(line) {
+                    push(items, Section::Files, Kind::Fact, format!("`{}`", p.as_str()));
+                }
             }
         }
         if let Some(re) = INLINE_COMMAND.as_ref() {
@@ -333,8 +338,28 @@ fn message_items(m: &Message, base: usize, items: &mut Vec<Item>, seen: &mut Has
                 }
             }
         }
+        // One scan per pattern over the whole text, instead of a regex call
+        // per line or sentence: none of the patterns can match across a
+        // line or sentence break or start or end on whitespace, so a line
+        // (or sentence) matches exactly when a match of the whole text
+        // lies inside it.
+        let prose = m.role != Role::Tool;
+        let assistant = m.role == Role::Assistant;
+        let (errors, decisions, completions) = match keyword_starts(text) {
+            Some([e, d, c]) => (
+                Hits(e),
+                Hits(if prose { d } else { Vec::new() }),
+                Hits(if assistant { c } else { Vec::new() }),
+            ),
+            None => (
+                Hits::new(&ERROR, text),
+                Hits::new_if(prose, &DECISION, text),
+                Hits::new_if(assistant, &COMPLETION, text),
+            ),
+        };
         let mut in_code = false;
         let mut code = String::new();
+        let mut code_lines = 0usize;
         for line in text.lines() {
             let trimmed = line.trim();
             if trimmed.starts_with("```") {
@@ -343,14 +368,16 @@ fn message_items(m: &Message, base: usize, items: &mut Vec<Item>, seen: &mut Has
                     push(items, Section::Active, Kind::Code, std::mem::take(&mut code));
                 } else {
                     code = format!("{line}\n");
+                    code_lines = 1;
                 }
                 in_code = !in_code;
                 continue;
             }
             if in_code {
-                if code.lines().count() < 16 {
+                if code_lines < 16 {
                     code.push_str(line);
                     code.push('\n');
+                    code_lines += 1;
                 }
                 continue;
             }
@@ -358,23 +385,62 @@ fn message_items(m: &Message, base: usize, items: &mut Vec<Item>, seen: &mut Has
                 push(items, Section::Files, Kind::Fact, format!("`{}`", clip(cmd, 200)));
                 continue;
             }
-            if matches(&ERROR, trimmed) {
+            if errors.within(text, trimmed) {
                 push(items, Section::Files, Kind::Fact, clip(trimmed, 300));
                 continue;
             }
-            if m.role == Role::Tool {
+            if !prose {
                 continue;
             }
             for sentence in sentences(trimmed) {
-                if matches(&DECISION, sentence) {
+                if decisions.within(text, sentence) {
                     push(items, Section::Decisions, Kind::Decision, clip(sentence, 300));
-                } else if m.role == Role::Assistant && matches(&COMPLETION, sentence) {
+                } else if completions.within(text, sentence) {
                     push(items, Section::Completed, Kind::Completion, clip(sentence, 300));
                 } else if m.role == Role::Assistant && sentence.chars().count() >= 30 {
                     push(items, Section::Active, Kind::Sentence, clip(sentence, 300));
                 }
             }
         }
+    }
+}
+
+/// Whether `line` has what every [`PATH`] match needs: a `.` followed by
+/// an ASCII letter (the extension).
+fn may_hold_path(line: &str) -> bool {
+    line.as_bytes()
+        .windows(2)
+        .any(|w| w[0] == b'.' && w[1].is_ascii_alphabetic())
+}
+
+/// The start offsets of a pattern's matches in one text, in order.
+struct Hits(Vec<usize>);
+
+impl Hits {
+    fn new(re: &LazyLock<Option<Regex>>, text: &str) -> Self {
+        Self(
+            re.as_ref()
+                .map(|r| r.find_iter(text).map(|m| m.start()).collect())
+                .unwrap_or_default(),
+        )
+    }
+
+    fn new_if(wanted: bool, re: &LazyLock<Option<Regex>>, text: &str) -> Self {
+        if wanted {
+            Self::new(re, text)
+        } else {
+            Self(Vec::new())
+        }
+    }
+
+    /// Whether a match starts inside `part`, a slice of `text`.
+    fn within(&self, text: &str, part: &str) -> bool {
+        if self.0.is_empty() {
+            return false;
+        }
+        let start = part.as_ptr() as usize - text.as_ptr() as usize;
+        let i = self.0.partition_point(|&p| p < start);
+        self.0.get(i).is_some_and(|&p| p < start + part.len())
     }
 }
 
@@ -392,4 +458,58 @@ fn sentences(line: &str) -> Vec<&str> {
     out.push(line[start..].trim());
     out.retain(|s| !s.is_empty());
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::compress::keywords::LISTS;
+
+    /// The Aho-Corasick path finds a match in exactly the lines where the
+    /// regexes do, on ASCII texts made of the listed words, near misses and
+    /// separators.
+    #[test]
+    fn keyword_search_agrees_with_the_regexes() {
+        let mut pieces: Vec<String> = LISTS
+            .iter()
+            .flat_map(|l| l.iter().map(|w| (*w).to_owned()))
+            .collect();
+        for w in pieces.clone() {
+            pieces.push(w.to_uppercase());
+            pieces.push(format!("{w}s"));
+            pieces.push(format!("_{w}"));
+            pieces.push(format!("{w}[E0308]:"));
+        }
+        pieces.extend(["x", "9", "'", ".", "-", "[", "]", "we", "let", "the"].map(str::to_owned));
+        let seps = [" ", "", "\n", ". ", "_", "\t", "'"];
+        let mut state = 0x2545_f491_4f6c_dd1du64;
+        let mut next = |n: usize| {
+            state ^= state << 13;
+            state ^= state >> 7;
+            state ^= state << 17;
+            (state % n as u64) as usize
+        };
+        let regexes = [&ERROR, &DECISION, &COMPLETION];
+        for _ in 0..3_000 {
+            let mut text = String::new();
+            for _ in 0..next(12) {
+                text.push_str(&pieces[next(pieces.len())]);
+                text.push_str(seps[next(seps.len())]);
+            }
+            let fast = keyword_starts(&text).unwrap();
+            for (list, re) in regexes.iter().enumerate() {
+                let hits = Hits(fast[list].clone());
+                let re = re.as_ref().unwrap();
+                for line in text.lines() {
+                    let trimmed = line.trim();
+                    assert_eq!(
+                        hits.within(&text, trimmed),
+                        re.is_match(trimmed),
+                        "list {list}, line {trimmed:?} of {text:?}"
+                    );
+                }
+            }
+        }
+        assert!(keyword_starts("déjà fixed").is_none());
+    }
 }

@@ -15,7 +15,7 @@ use crate::domain::{Message, MessageId, Role};
 use crate::text::group_digits;
 use regex::Regex;
 use serde_json::Value;
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::sync::LazyLock;
 
 /// Tool results at least this long (chars) are deduplicated.
@@ -74,10 +74,10 @@ pub fn free_prune(history: &[Message], tail_start: usize) -> Pruning {
         .map(|c| (c.id.as_str(), (c.name.as_str(), c.arguments.as_str())))
         .collect();
     let mut copies: Vec<Option<Message>> = vec![None; history.len()];
-    let mut seen: HashSet<&str> = HashSet::new();
+    let mut seen = SeenTexts::default();
     for i in (0..history.len()).rev() {
         let m = &history[i];
-        if m.role != Role::Tool || m.content.chars().count() < DEDUPE_MIN_CHARS {
+        if m.role != Role::Tool || !at_least_chars(&m.content, DEDUPE_MIN_CHARS) {
             continue;
         }
         let first = seen.insert(m.content.as_str());
@@ -98,7 +98,7 @@ pub fn free_prune(history: &[Message], tail_start: usize) -> Pruning {
         if m.pinned || copies[i].is_some() {
             continue;
         }
-        if m.role == Role::Tool && m.content.chars().count() > TOOL_RESULT_MAX_CHARS {
+        if m.role == Role::Tool && at_least_chars(&m.content, TOOL_RESULT_MAX_CHARS + 1) {
             let (name, args) = m
                 .tool_call_id
                 .as_deref()
@@ -108,7 +108,7 @@ pub fn free_prune(history: &[Message], tail_start: usize) -> Pruning {
         } else if m
             .tool_calls
             .iter()
-            .any(|c| c.arguments.chars().count() > ARGUMENTS_MAX_CHARS)
+            .any(|c| at_least_chars(&c.arguments, ARGUMENTS_MAX_CHARS + 1))
         {
             let mut copy = rewrite(m, m.content.clone());
             let mut changed = false;
@@ -125,6 +125,42 @@ pub fn free_prune(history: &[Message], tail_start: usize) -> Pruning {
     }
     strip_old_images(history, &mut copies);
     Pruning { copies }
+}
+
+/// Whether `text` has at least `n` chars, counting only when the byte
+/// length leaves it open (a char takes 1 to 4 bytes).
+fn at_least_chars(text: &str, n: usize) -> bool {
+    text.len() >= n.saturating_mul(4) || (text.len() >= n && text.chars().count() >= n)
+}
+
+/// A set of texts that hashes only their length and their first and last
+/// [`SeenTexts::EDGE`] bytes (long tool outputs would otherwise be hashed
+/// whole), comparing whole texts only within a bucket.
+#[derive(Default)]
+struct SeenTexts<'a> {
+    buckets: HashMap<BucketKey<'a>, Vec<&'a str>>,
+}
+
+/// Byte length, first and last bytes of a text.
+type BucketKey<'a> = (usize, &'a [u8], &'a [u8]);
+
+impl<'a> SeenTexts<'a> {
+    const EDGE: usize = 64;
+
+    /// Adds `text`; `true` when it was not there yet.
+    fn insert(&mut self, text: &'a str) -> bool {
+        let b = text.as_bytes();
+        let edge = Self::EDGE.min(b.len());
+        let bucket = self
+            .buckets
+            .entry((b.len(), &b[..edge], &b[b.len() - edge..]))
+            .or_default();
+        if bucket.contains(&text) {
+            return false;
+        }
+        bucket.push(text);
+        true
+    }
 }
 
 fn tool_name<'a>(calls: &HashMap<&str, (&'a str, &str)>, m: &Message) -> &'a str {
@@ -256,7 +292,7 @@ fn one_line(text: &str, max: usize) -> String {
 pub fn describe_tool_result(name: &str, arguments: &str, result: &str) -> String {
     let args: Value = serde_json::from_str(arguments).unwrap_or(Value::Null);
     let chars = group_digits(result.chars().count() as u64);
-    let lines = group_digits(result.lines().count() as u64);
+    let lines = group_digits(line_count(result) as u64);
     let lower = name.to_ascii_lowercase();
     let path = arg(&args, &["path", "file_path", "file", "filename", "target_file"]);
     let line = if lower.contains("read") || lower.contains("view") || lower == "cat" {
@@ -298,10 +334,37 @@ pub fn describe_tool_result(name: &str, arguments: &str, result: &str) -> String
     format!("[{name}] {line}")
 }
 
+/// `text.lines().count()`, counting newline bytes in one pass.
+fn line_count(text: &str) -> usize {
+    let newlines = text.bytes().filter(|&b| b == b'\n').count();
+    newlines + usize::from(!text.is_empty() && !text.ends_with('\n'))
+}
+
 /// The first line of `text` that reads as an error, on one line.
 fn first_error_line(text: &str) -> Option<String> {
     let re = ERROR_LINE.as_ref()?;
-    text.lines().find(|l| re.is_match(l)).map(|l| one_line(l, 120))
+    text.lines()
+        .find(|l| may_start_error(l) && re.is_match(l))
+        .map(|l| one_line(l, 120))
+}
+
+/// The starts (lower case) of the words [`ERROR_LINE`] looks for; each is
+/// ASCII with no letter that has a non-ASCII case variant.
+const ERROR_STARTS: [&[u8]; 6] = [b"error", b"fatal", b"panic", b"threa", b"trace", b"excep"];
+
+/// A cheap necessary condition for [`ERROR_LINE`]: after leading
+/// whitespace the line starts with one of [`ERROR_STARTS`] in any case, or
+/// holds a non-ASCII char there (left to the regex). Most lines of a tool's
+/// output fail it at the first byte, so the regex runs on few lines.
+fn may_start_error(line: &str) -> bool {
+    let rest = line.trim_start();
+    let Some(head) = rest.as_bytes().get(..5) else {
+        return !rest.is_ascii();
+    };
+    if !head.is_ascii() {
+        return true;
+    }
+    ERROR_STARTS.iter().any(|w| head.eq_ignore_ascii_case(w))
 }
 
 #[cfg(test)]
@@ -325,6 +388,15 @@ mod tests {
             describe_tool_result("shell", r#"{"command":"cargo test"}"#, &out),
             "[shell] ran `cargo test` -> exit 101, 212 lines"
         );
+        for text in ["", "\n", "a", "a\n", "a\nb", "a\r\nb\r\n", "\n\n"] {
+            assert_eq!(line_count(text), text.lines().count(), "{text:?}");
+        }
+        let mixed = "aé€😀\n".repeat(700);
+        for max in [0, 1, 5, 2_000, 2_799, 2_800, 5_000] {
+            let chars: Vec<char> = mixed.chars().collect();
+            let naive: String = chars[chars.len().saturating_sub(max)..].iter().collect();
+            assert_eq!(tail_of(&mixed, max), naive, "max {max}");
+        }
         let unknown = describe_tool_result("weather", r#"{"city":"Oslo"}"#, "sunny\nwarm");
         assert_eq!(unknown, "[weather] 10 chars, 2 lines, starting \"sunny\"");
     }
