@@ -9,7 +9,6 @@ use super::{ChatOutput, Runtime, RuntimeError};
 use crate::compress::{CompressionEngine, Decision, DefaultEngine, Trigger};
 use crate::config::{ModelChoice, ProviderKind};
 use crate::conversation::Conversation;
-use crate::domain::MessageStatus;
 use crate::provider::Provider;
 
 /// The choice a conversation was opened with, as far as compression needs
@@ -173,12 +172,7 @@ impl Runtime {
     fn reload_history(&mut self, conversation: &mut Conversation) -> Result<(), RuntimeError> {
         let id = conversation.session().id;
         let prompt = self.store.current_prompt(id)?.ok_or(RuntimeError::NoPrompt(id))?;
-        let messages = self
-            .store
-            .messages(id, false)?
-            .into_iter()
-            .filter(|m| m.status != MessageStatus::Streaming)
-            .collect();
+        let messages = super::session::settled(self.store.messages(id, false)?);
         conversation.replace_history(prompt, messages);
         Ok(())
     }

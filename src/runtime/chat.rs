@@ -76,14 +76,7 @@ impl Runtime {
         let now = jiff::Zoned::now();
         let prompt = self.frozen_prompt(session, choice, mode, &now, EnvFacts::from_process())?;
         let session = self.store.session(session.id)?.unwrap_or_else(|| session.clone());
-        // A reply still streaming belongs to another live process (dead
-        // writers were marked interrupted at open): it is not history yet.
-        let messages = self
-            .store
-            .messages(session.id, false)?
-            .into_iter()
-            .filter(|m| m.status != MessageStatus::Streaming)
-            .collect();
+        let messages = super::session::settled(self.store.messages(session.id, false)?);
         let calibration = self.calibration(session.id)?;
         Ok(
             Conversation::new(session, prompt, messages, counter, choice.max_tokens)

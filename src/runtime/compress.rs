@@ -13,8 +13,8 @@ use crate::compress::{
 };
 use crate::config::{ModelChoice, ProviderKind};
 use crate::domain::{
-    ChatRequest, Compaction, CompactionId, Message, MessageId, MessageStatus, RequestMessage, RequestSystem,
-    Role, Session, StreamEvent, SystemPrompt,
+    ChatRequest, Compaction, CompactionId, Message, MessageId, RequestMessage, RequestSystem, Role, Session,
+    StreamEvent, SystemPrompt,
 };
 use crate::prompt::EnvFacts;
 use crate::provider::{Provider, ProviderError};
@@ -257,12 +257,7 @@ impl Runtime {
         req: &CompressRequest<'_>,
     ) -> Result<(CompressOutcome, Option<CompressionPlan>), RuntimeError> {
         let snapshot = self.snapshot(session, req.choice)?;
-        let settled: Vec<Message> = snapshot
-            .messages
-            .iter()
-            .filter(|m| m.status != MessageStatus::Streaming)
-            .cloned()
-            .collect();
+        let settled = super::session::settled(snapshot.messages.iter().cloned());
         // The topic is typed by the user and goes to the summariser and the
         // record: it is redacted like the history.
         let topic = req.topic.as_deref().map(|t| compress::redact(t).into_owned());
@@ -407,7 +402,7 @@ impl Runtime {
             mode: current.fingerprint.mode,
             cwd: Path::new(&session.workspace),
             now: &now,
-            interactive: built_interactive(current),
+            interactive: super::prompt_build::built_interactive(current),
             env: EnvFacts::from_process(),
         }
         .build_for(&self.store, session)?;
@@ -427,16 +422,6 @@ impl Runtime {
             now.timestamp().as_millisecond(),
         ))
     }
-}
-
-/// Whether `prompt` was built for the full-screen app (its guidelines layer
-/// came from the interactive guidelines), so a rebuild keeps that choice.
-pub(super) fn built_interactive(prompt: &SystemPrompt) -> bool {
-    prompt
-        .layers
-        .iter()
-        .flat_map(|l| &l.sources)
-        .any(|s| s.path.ends_with("guidelines_interactive.md"))
 }
 
 fn now_ms() -> i64 {

@@ -29,6 +29,16 @@ pub fn fingerprint(choice: &ModelChoice, mode: PromptMode) -> Fingerprint {
     }
 }
 
+/// Whether `prompt` was built for the full-screen app (its guidelines layer
+/// came from the interactive guidelines), so a rebuild keeps that choice.
+pub(super) fn built_interactive(prompt: &SystemPrompt) -> bool {
+    prompt
+        .layers
+        .iter()
+        .flat_map(|l| &l.sources)
+        .any(|s| s.path.ends_with("guidelines_interactive.md"))
+}
+
 /// The stored form of an assembled prompt as `version` of `session_id`.
 #[must_use]
 pub fn to_system_prompt(

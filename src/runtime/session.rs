@@ -153,7 +153,7 @@ impl Runtime {
             cwd: Path::new(&session.workspace),
             now,
             // A session started in the app keeps the app's guidelines.
-            interactive: super::compress::built_interactive(&current),
+            interactive: super::prompt_build::built_interactive(&current),
             env,
         }
         .build_for(&self.store, session)?;
@@ -169,6 +169,19 @@ impl Runtime {
         self.store.add_prompt_version(&mut prompt)?;
         Ok(prompt)
     }
+}
+
+/// A conversation's history among `messages`: a reply still streaming
+/// belongs to the process writing it (this turn's own reply, or another live
+/// strata's; dead writers were marked interrupted at open), so it is neither
+/// sent nor compressed until it is settled.
+pub(super) fn settled(
+    messages: impl IntoIterator<Item = crate::domain::Message>,
+) -> Vec<crate::domain::Message> {
+    messages
+        .into_iter()
+        .filter(|m| m.status != crate::domain::MessageStatus::Streaming)
+        .collect()
 }
 
 /// Whether process `pid` is running (Linux: `/proc/<pid>` exists). Where
