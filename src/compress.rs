@@ -33,6 +33,7 @@ pub mod input;
 mod keywords;
 pub mod prune;
 pub mod redact;
+mod view;
 
 pub use assemble::{END_MARKER, NOTICE, split_summary};
 pub use boundary::{Boundaries, find_boundaries, find_boundaries_with, min_tail_messages};
@@ -43,7 +44,7 @@ pub use engine::{
 pub use extractive::{ExtractiveInput, extractive_summary};
 pub use feedback::feedback_line;
 pub use input::{SummaryRequest, summary_input, summary_request, target_summary_tokens};
-pub use prune::{Pruning, free_prune};
+pub use prune::{Pruner, Pruning, free_prune};
 pub use redact::redact;
 
 use crate::domain::{CompactionTrigger, Message, MessageId, MessageKind, Role};

@@ -27,12 +27,14 @@
 
 use super::assemble::{clean_body, split_summary, summary_message};
 use super::boundary::{Boundaries, find_boundaries, find_boundaries_with};
-use super::extractive::{ExtractiveInput, extractive_summary};
+use super::extractive::{self, ExtractiveInput, Options, extractive_summary};
 use super::input::{SummaryRequest, summary_input, summary_request, target_summary_tokens};
-use super::prune::{Pruning, free_prune};
-use super::{CompressionPlan, tokens_of};
-use crate::domain::{CompactionTrigger, Message, MessageId, MessageKind, Role};
+use super::prune::Pruner;
+use super::view::Transcript;
+use super::{CompressionPlan, cut_at, tokens_of};
+use crate::domain::{CompactionTrigger, Message, MessageId, MessageKind, Role, SessionId};
 use crate::tokens::{Threshold, TokenCounter};
+use std::borrow::Cow;
 
 /// Most passes of one preflight check.
 pub const MAX_PREFLIGHT_PASSES: u32 = 3;
@@ -208,14 +210,21 @@ pub struct Pending {
     pub summarizer: String,
     trigger: Trigger,
     topic: Option<String>,
-    view: Vec<Message>,
+    /// Per message of the history: the kept ones as pruning left them;
+    /// `None` for the summarised ones.
+    view: Vec<Option<Message>>,
+    /// `seq` and session of the first summarised message.
+    first_seq: i64,
+    session_id: SessionId,
     originals: Vec<MessageId>,
     rewritten: Vec<bool>,
-    /// Per message of `view`; a summarised copy may hold its original's count.
+    /// Per message of the history; a summarised copy may hold its
+    /// original's count.
     tokens: Vec<u32>,
     boundaries: Boundaries,
     summarised: Vec<usize>,
     previous: Option<String>,
+    source: Source,
     target_tokens: u32,
     fixed_tokens: u64,
     tokens_before: u64,
@@ -233,6 +242,15 @@ impl Pending {
     pub fn target_tokens(&self) -> u32 {
         self.target_tokens
     }
+}
+
+/// What a summary without a model is made from.
+#[derive(Clone, Debug)]
+enum Source {
+    /// The extractive summariser already ran (in `prepare`): its body.
+    Extracted(String),
+    /// The transcript the model reads, kept for a fallback summary.
+    Transcript(Vec<Message>),
 }
 
 /// The lifecycle of a compression strategy (DESIGN §7).
@@ -516,7 +534,7 @@ impl CompressionEngine for DefaultEngine {
             }
             return Err(CompressError::NothingToCompress);
         }
-        let pruning: Pruning = free_prune(history, boundaries.tail_start);
+        let pruner = Pruner::new(history, boundaries.tail_start);
         let mut is_summarised = vec![false; history.len()];
         for &i in &summarised {
             is_summarised[i] = true;
@@ -524,14 +542,19 @@ impl CompressionEngine for DefaultEngine {
         // Rewritten copies are counted where the count is used: the kept
         // ones always (they make `tokens_after`), the summarised ones only
         // when the 10 % rule cannot be decided without their saving.
-        let mut view = Vec::with_capacity(history.len());
+        let mut view = vec![None; history.len()];
+        let mut rewritten = vec![false; history.len()];
         let mut view_tokens = tokens.clone();
-        for (i, slot) in view_tokens.iter_mut().enumerate() {
-            let v = pruning.message(history, i);
-            if pruning.copies[i].is_some() && !is_summarised[i] {
-                *slot = tokens_of(input.counter, v);
+        for (i, slot) in view.iter_mut().enumerate() {
+            if is_summarised[i] {
+                continue;
             }
-            view.push(v.clone());
+            let v = pruner.message(i);
+            if let Cow::Owned(copy) = &v {
+                rewritten[i] = true;
+                view_tokens[i] = tokens_of(input.counter, copy);
+            }
+            *slot = Some(v.into_owned());
         }
         let middle_tokens: u64 = summarised.iter().map(|&i| u64::from(tokens[i])).sum();
         let target_tokens = target_summary_tokens(middle_tokens, self.config.window);
@@ -541,9 +564,9 @@ impl CompressionEngine for DefaultEngine {
         };
         let ten_percent_rule = trigger.automatic() && trigger != Trigger::Overflow;
         if ten_percent_rule && !worth_it(0).0 {
-            for (i, slot) in view_tokens.iter_mut().enumerate() {
-                if pruning.copies[i].is_some() && is_summarised[i] {
-                    *slot = tokens_of(input.counter, &view[i]);
+            for &i in &summarised {
+                if let Cow::Owned(copy) = pruner.message(i) {
+                    view_tokens[i] = tokens_of(input.counter, &copy);
                 }
             }
         }
@@ -559,30 +582,47 @@ impl CompressionEngine for DefaultEngine {
         }
         let previous = summarised
             .iter()
-            .find(|&&i| view[i].kind == MessageKind::Summary)
-            .map(|&i| split_summary(&view[i].content).0.to_owned());
-        let transcript_view = transcript_messages(&view, &summarised);
-        let (request, summarizer) = match &self.config.summarizer {
+            .find(|&&i| history[i].kind == MessageKind::Summary)
+            .map(|&i| split_summary(&pruner.message(i).content).0.to_owned());
+        let transcript = Transcript::new(&pruner, history, &summarised);
+        let (request, summarizer, source) = match &self.config.summarizer {
             SummarizerChoice::Model(name) => {
-                let refs: Vec<&Message> = transcript_view.iter().collect();
-                let transcript = summary_input(&refs);
-                let request = summary_request(&transcript, previous.as_deref(), input.topic, target_tokens);
-                (Some(request), name.clone())
+                let messages = transcript.to_vec();
+                let refs: Vec<&Message> = messages.iter().collect();
+                let text = summary_input(&refs);
+                let request = summary_request(&text, previous.as_deref(), input.topic, target_tokens);
+                (Some(request), name.clone(), Source::Transcript(messages))
             }
-            SummarizerChoice::Extractive => (None, "extractive".to_owned()),
+            SummarizerChoice::Extractive => {
+                let body = extractive::summarise(
+                    &transcript,
+                    &Options {
+                        previous: previous.as_deref(),
+                        topic: input.topic,
+                        budget_tokens: target_tokens,
+                        max_chars: None,
+                        counter: input.counter,
+                    },
+                );
+                (None, "extractive".to_owned(), Source::Extracted(body))
+            }
         };
+        let first = &history[summarised[0]];
         Ok(Pending {
             request,
             summarizer,
             trigger,
             topic: input.topic.map(str::to_owned),
             originals: history.iter().map(|m| m.id).collect(),
-            rewritten: pruning.copies.iter().map(Option::is_some).collect(),
+            rewritten,
             view,
+            first_seq: first.seq,
+            session_id: first.session_id,
             tokens: view_tokens,
             boundaries,
             summarised,
             previous,
+            source,
             target_tokens,
             fixed_tokens: input.fixed_tokens,
             tokens_before,
@@ -597,17 +637,24 @@ impl CompressionEngine for DefaultEngine {
         now_ms: i64,
     ) -> Result<CompressionPlan, CompressError> {
         let mut warnings = Vec::new();
-        let extract = |max_chars: Option<usize>, budget: u32| {
-            let messages = transcript_messages(&pending.view, &pending.summarised);
-            let refs: Vec<&Message> = messages.iter().collect();
-            extractive_summary(&ExtractiveInput {
-                messages: &refs,
-                previous: pending.previous.as_deref(),
-                topic: pending.topic.as_deref(),
-                budget_tokens: budget,
-                max_chars,
-                counter,
-            })
+        let extract = |max_chars: Option<usize>, budget: u32| match &pending.source {
+            Source::Transcript(messages) => {
+                let refs: Vec<&Message> = messages.iter().collect();
+                extractive_summary(&ExtractiveInput {
+                    messages: &refs,
+                    previous: pending.previous.as_deref(),
+                    topic: pending.topic.as_deref(),
+                    budget_tokens: budget,
+                    max_chars,
+                    counter,
+                })
+            }
+            // Made by `prepare` for the extractive summariser, within the
+            // target; a fallback cap (never asked of it) cuts it.
+            Source::Extracted(body) => match max_chars {
+                Some(max) => cut_at(body, max).to_owned(),
+                None => body.clone(),
+            },
         };
         let failure = match outcome {
             None => None,
@@ -692,26 +739,6 @@ impl CompressionEngine for DefaultEngine {
     }
 }
 
-/// The summarised messages as the summariser reads them: an earlier summary
-/// contributes only the text merged after its end marker (its body is
-/// passed separately as the summary being updated).
-fn transcript_messages(view: &[Message], summarised: &[usize]) -> Vec<Message> {
-    summarised
-        .iter()
-        .filter_map(|&i| {
-            let m = &view[i];
-            if m.kind != MessageKind::Summary {
-                return Some(m.clone());
-            }
-            let rest = split_summary(&m.content).1?;
-            let mut copy = m.clone();
-            copy.kind = MessageKind::Normal;
-            copy.content = rest.to_owned();
-            Some(copy)
-        })
-        .collect()
-}
-
 fn assemble_plan(
     p: &Pending,
     body: &str,
@@ -729,11 +756,13 @@ fn assemble_plan(
         v
     };
     let first = p.summarised[0];
-    let prev = (0..first).rev().find(|&i| !is_summarised[i]).map(|i| &p.view[i]);
+    let prev = (0..first)
+        .rev()
+        .find(|&i| !is_summarised[i])
+        .and_then(|i| p.view[i].as_ref());
     let next_index = (first + 1..n).find(|&i| !is_summarised[i]);
-    let next = next_index.map(|i| &p.view[i]);
-    let session_id = p.view[first].session_id;
-    let (summary, merged) = summary_message(body, prev, next, p.view[first].seq, now_ms, session_id);
+    let next = next_index.and_then(|i| p.view[i].as_ref());
+    let (summary, merged) = summary_message(body, prev, next, p.first_seq, now_ms, p.session_id);
     let merged_index = merged.and(next_index);
     let mut messages = Vec::with_capacity(n - p.summarised.len() + 1);
     let mut archived: Vec<MessageId> = p.summarised.iter().map(|&i| p.originals[i]).collect();
@@ -751,12 +780,15 @@ fn assemble_plan(
             messages.push(summary.clone());
             continue;
         }
+        let Some(kept) = &p.view[i] else {
+            continue;
+        };
         if p.rewritten[i] {
             archived.push(p.originals[i]);
-            rewritten.push((p.originals[i], p.view[i].clone()));
+            rewritten.push((p.originals[i], kept.clone()));
         }
         tokens_after += u64::from(p.tokens[i]);
-        messages.push(p.view[i].clone());
+        messages.push(kept.clone());
     }
     let summary_tokens = u64::from(tokens_of(counter, &summary));
     tokens_after += summary_tokens;

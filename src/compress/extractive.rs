@@ -7,22 +7,39 @@
 //! source), every file path, shell command and error line, decisions
 //! (sentences with "decided", "we will", "let's", "chose", ...), statements
 //! of finished work, code blocks and other sentences. Facts from an earlier
-//! summary are carried over. Items are ranked by kind, topic and recency and
-//! taken greedily until the token budget is spent (smaller items are still
-//! tried after a large one does not fit, up to [`FILLER_TRIES`] misses); the chosen ones are
-//! printed under the headings of the summary template, in source order, with
-//! topical items first when a topic is given.
+//! summary are carried over. A text is kept once, at its most recent
+//! occurrence (requests are compared with requests; a fact that repeats a
+//! request, or an earlier summary's bullet that repeats anything newer, is
+//! dropped). Items are ranked by kind, topic and recency and taken greedily
+//! until the token budget is spent (smaller items are still tried after a
+//! large one does not fit, up to [`FILLER_TRIES`] misses); the chosen ones
+//! are printed under the headings of the summary template, in source order,
+//! with topical items first when a topic is given.
+//!
+//! Reading is lazy ([`select`]): requests are taken from every user
+//! message up front, the other facts from the newest message backwards,
+//! and reading stops as soon as no older message can hold an item that
+//! would still be chosen. The result is the one an eager pass over every
+//! message gives (a test compares the two).
 //!
 //! Identical input gives identical output (no hashing order, no clock).
 
+mod select;
+
 use super::keywords::keyword_starts;
 use super::redact::redact;
-use super::{cut_at, input::date_of, is_real_user};
+use super::{cut_at, input::date_of};
 use crate::domain::{Message, Role};
 use crate::tokens::TokenCounter;
 use regex::Regex;
-use std::collections::HashSet;
+use std::borrow::Cow;
 use std::sync::LazyLock;
+
+/// Once the budget has turned this many items away, the rest (ranked lower)
+/// are not tried as fillers: each try tokenises an item, and on a long
+/// history the items that cannot fit outnumber the chosen ones a hundred to
+/// one, so trying them all cost most of a compression's time.
+const FILLER_TRIES: usize = 64;
 
 /// What the extractive summariser reads.
 pub struct ExtractiveInput<'a> {
@@ -98,6 +115,8 @@ impl Kind {
     }
 }
 
+/// One fact of the summary.
+#[derive(Clone, Debug)]
 struct Item {
     section: Section,
     kind: Kind,
@@ -107,6 +126,19 @@ struct Item {
     /// Whether the item's own text mentions the topic.
     topical: bool,
     score: f64,
+}
+
+impl Item {
+    fn new(section: Section, kind: Kind, text: String, order: usize) -> Self {
+        Self {
+            section,
+            kind,
+            text,
+            order,
+            topical: false,
+            score: 0.0,
+        }
+    }
 }
 
 static PATH: LazyLock<Option<Regex>> = LazyLock::new(|| {
@@ -142,114 +174,82 @@ fn clip(text: &str, max: usize) -> String {
     }
 }
 
-/// Once the budget has turned this many items away, the rest (ranked lower)
-/// are not tried as fillers: each try tokenises an item, and on a long
-/// history the items that cannot fit outnumber the chosen ones a hundred to
-/// one, so trying them all cost most of a compression's time.
-const FILLER_TRIES: usize = 64;
-
 /// The extractive summary body (Markdown, the template's headings), within
 /// the budget. Empty input gives a body that says so.
 #[must_use]
 pub fn extractive_summary(input: &ExtractiveInput<'_>) -> String {
-    let terms: Vec<String> = input
-        .topic
-        .map(|t| {
-            t.split(|c: char| !c.is_alphanumeric() && c != '_' && c != '-')
-                .filter(|w| w.chars().count() >= 3)
-                .map(str::to_lowercase)
-                .collect()
-        })
-        .unwrap_or_default();
+    summarise(&Slice(input.messages), &Options::of(input))
+}
+
+/// The summary body of `messages` (read lazily, see the module doc).
+pub(crate) fn summarise<'m>(messages: &dyn Messages<'m>, opts: &Options<'_>) -> String {
+    select::summarise(messages, opts)
+}
+
+/// The messages an extractive summary reads, by position (oldest first):
+/// a slice, or a view that prunes messages only when they are read.
+pub(crate) trait Messages<'m> {
+    /// How many messages there are.
+    fn len(&self) -> usize;
+    /// The role of message `i`, without reading (or pruning) the message.
+    fn role(&self, i: usize) -> Role;
+    /// Message `i` as the summariser reads it.
+    fn get(&self, i: usize) -> Cow<'m, Message>;
+}
+
+struct Slice<'a, 'm>(&'a [&'m Message]);
+
+impl<'m> Messages<'m> for Slice<'_, 'm> {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+
+    fn role(&self, i: usize) -> Role {
+        self.0[i].role
+    }
+
+    fn get(&self, i: usize) -> Cow<'m, Message> {
+        Cow::Borrowed(self.0[i])
+    }
+}
+
+/// Everything of [`ExtractiveInput`] but the messages.
+pub(crate) struct Options<'a> {
+    pub previous: Option<&'a str>,
+    pub topic: Option<&'a str>,
+    pub budget_tokens: u32,
+    pub max_chars: Option<usize>,
+    pub counter: &'a dyn TokenCounter,
+}
+
+impl<'a> Options<'a> {
+    fn of(input: &ExtractiveInput<'a>) -> Self {
+        Self {
+            previous: input.previous,
+            topic: input.topic,
+            budget_tokens: input.budget_tokens,
+            max_chars: input.max_chars,
+            counter: input.counter,
+        }
+    }
+
+    /// The topic's words (3 chars or more), lower case.
+    fn terms(&self) -> Vec<String> {
+        self.topic
+            .map(|t| {
+                t.split(|c: char| !c.is_alphanumeric() && c != '_' && c != '-')
+                    .filter(|w| w.chars().count() >= 3)
+                    .map(str::to_lowercase)
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+}
+
+/// Carries the bullets of an earlier summary over, under their headings;
+/// their orders are their positions (older than any message).
+fn previous_items(previous: &str) -> Vec<Item> {
     let mut items = Vec::new();
-    if let Some(previous) = input.previous {
-        previous_items(previous, &mut items);
-    }
-    let offset = items.len();
-    let mut seen: HashSet<String> = items.iter().map(|it| it.text.clone()).collect();
-    for (i, m) in input.messages.iter().enumerate() {
-        message_items(m, offset + (i + 1) * 10_000, &mut items, &mut seen);
-    }
-    let max_order = items.iter().map(|it| it.order).max().unwrap_or(1).max(1) as f64;
-    for it in &mut items {
-        it.topical = !terms.is_empty() && {
-            let lower = it.text.to_lowercase();
-            terms.iter().any(|t| lower.contains(t.as_str()))
-        };
-        it.score = it.kind.base() + 2.0 * it.order as f64 / max_order + if it.topical { 3.0 } else { 0.0 };
-    }
-    let mut ranked: Vec<usize> = (0..items.len()).collect();
-    ranked.sort_by(|&a, &b| {
-        items[b]
-            .score
-            .total_cmp(&items[a].score)
-            .then(items[b].order.cmp(&items[a].order))
-            .then(items[a].text.cmp(&items[b].text))
-    });
-    let headings: usize = Section::ALL
-        .iter()
-        .map(|s| input.counter.count(s.heading()) + 2)
-        .sum();
-    let budget = (input.budget_tokens as usize).saturating_sub(headings);
-    let max_chars = input.max_chars.unwrap_or(usize::MAX).saturating_sub(200);
-    let (mut used, mut chars, mut misses) = (0usize, 0usize, 0usize);
-    let mut chosen = vec![false; items.len()];
-    for &i in &ranked {
-        if budget.saturating_sub(used) < 4 || misses >= FILLER_TRIES {
-            break;
-        }
-        let len = items[i].text.len() + 3;
-        if chars + len > max_chars {
-            misses += 1;
-            continue;
-        }
-        let cost = input.counter.count(&items[i].text) + 2;
-        if used + cost <= budget {
-            used += cost;
-            chars += len;
-            chosen[i] = true;
-        } else {
-            misses += 1;
-        }
-    }
-    render(&items, &chosen, !terms.is_empty())
-}
-
-fn render(items: &[Item], chosen: &[bool], topical_first: bool) -> String {
-    let mut out = String::new();
-    for section in Section::ALL {
-        let mut picked: Vec<&Item> = items
-            .iter()
-            .zip(chosen)
-            .filter(|(it, c)| **c && it.section == section)
-            .map(|(it, _)| it)
-            .collect();
-        if picked.is_empty() {
-            continue;
-        }
-        picked.sort_by_key(|it| (topical_first && !it.topical, it.order));
-        out.push_str(section.heading());
-        out.push('\n');
-        for it in picked {
-            if it.kind == Kind::Code {
-                out.push_str(&it.text);
-                out.push('\n');
-            } else {
-                out.push_str("- ");
-                out.push_str(&it.text);
-                out.push('\n');
-            }
-        }
-        out.push('\n');
-    }
-    if out.is_empty() {
-        out.push_str("## Active state\n- (nothing to keep from the condensed messages)\n");
-    }
-    out.trim_end().to_owned()
-}
-
-/// Carries the bullets of an earlier summary over, under their headings.
-fn previous_items(previous: &str, items: &mut Vec<Item>) {
     let mut section = Section::Active;
     for line in previous.lines() {
         if let Some(s) = Section::from_heading(line) {
@@ -261,65 +261,49 @@ fn previous_items(previous: &str, items: &mut Vec<Item>) {
             continue;
         }
         let order = items.len();
-        items.push(item(section, Kind::Previous, text.to_owned(), order));
+        items.push(Item::new(section, Kind::Previous, text.to_owned(), order));
     }
+    items
 }
 
-fn item(section: Section, kind: Kind, text: String, order: usize) -> Item {
-    Item {
-        section,
-        kind,
-        text,
-        order,
-        topical: false,
-        score: 0.0,
-    }
-}
-
-/// Extracts the items of one message; `base` orders them after earlier messages.
-fn message_items(m: &Message, base: usize, items: &mut Vec<Item>, seen: &mut HashSet<String>) {
-    let content = redact(&m.content);
-    let mut local = 0usize;
-    let mut push = |items: &mut Vec<Item>, section, kind, text: String| {
-        if !text.is_empty() && seen.insert(text.clone()) {
-            local += 1;
-            items.push(item(section, kind, text, base + local.min(9_999)));
-        }
+/// The request item of a real user message: its first non-empty line with
+/// secrets redacted, quoted (clipped at 400 chars), with the date, and
+/// `(continues)` when more lines follow. Redacting the line alone hides
+/// what redacting the whole message would: no secret value spans lines,
+/// and a match that starts on the line and ends below it (a PEM block, a
+/// label whose value is on the next line) holds only its label there.
+fn request_item(content: &str, created_at: i64) -> Option<String> {
+    let request = content.lines().find(|l| !l.trim().is_empty())?.trim();
+    let quoted = clip(&redact(request), 400);
+    let more = if content.trim().lines().nth(1).is_some() {
+        " (continues)"
+    } else {
+        ""
     };
-    if is_real_user(m) {
-        let request = content
-            .lines()
-            .find(|l| !l.trim().is_empty())
-            .unwrap_or("")
-            .trim();
-        if !request.is_empty() {
-            let quoted = clip(request, 400);
-            let more = if content.trim().lines().nth(1).is_some() {
-                " (continues)"
-            } else {
-                ""
-            };
-            push(
-                items,
-                Section::Requests,
-                Kind::Request,
-                format!("on {}: \"{quoted}\"{more}", date_of(m.created_at)),
-            );
-        }
-    }
-    let mut texts = vec![content.into_owned()];
+    Some(format!("on {}: \"{quoted}\"{more}", date_of(created_at)))
+}
+
+/// One candidate item: heading, kind, text.
+type Candidate = (Section, Kind, String);
+
+/// Every candidate item of one message but its request, in source order,
+/// duplicates included; `content` is the message's redacted content.
+fn fact_candidates(m: &Message, content: &str, out: &mut Vec<Candidate>) {
+    let mut texts = vec![Cow::Borrowed(content)];
     for call in &m.tool_calls {
-        let args = redact(&call.arguments).into_owned();
+        let args = redact(&call.arguments);
         if let Ok(v) = serde_json::from_str::<serde_json::Value>(&args)
             && let Some(cmd) = ["command", "cmd"]
                 .iter()
                 .find_map(|k| v.get(*k).and_then(|c| c.as_str()))
         {
-            push(items, Section::Files, Kind::Fact, format!("`{}`", clip(cmd, 200)));
+            out.push((Section::Files, Kind::Fact, format!("`{}`", clip(cmd, 200))));
         }
         texts.push(args);
     }
+    let mut push = |section, kind, text: String| out.push((section, kind, text));
     for text in &texts {
+        let text: &str = text;
         // A path cannot cross a newline, and `\n` (like the end of the
         // text) is no word char, so searching line by line finds the same
         // paths in the same order; lines without a `.` before a letter
@@ -327,14 +311,14 @@ fn message_items(m: &Message, base: usize, items: &mut Vec<Item>, seen: &mut Has
         if let Some(re) = PATH.as_ref() {
             for line in text.split('\n').filter(|l| may_hold_path(l)) {
                 for p in re.find_iter(line) {
-                    push(items, Section::Files, Kind::Fact, format!("`{}`", p.as_str()));
+                    push(Section::Files, Kind::Fact, format!("`{}`", p.as_str()));
                 }
             }
         }
         if let Some(re) = INLINE_COMMAND.as_ref() {
             for c in re.captures_iter(text) {
                 if let Some(cmd) = c.get(1) {
-                    push(items, Section::Files, Kind::Fact, format!("`{}`", cmd.as_str()));
+                    push(Section::Files, Kind::Fact, format!("`{}`", cmd.as_str()));
                 }
             }
         }
@@ -365,7 +349,7 @@ fn message_items(m: &Message, base: usize, items: &mut Vec<Item>, seen: &mut Has
             if trimmed.starts_with("```") {
                 if in_code {
                     code.push_str(line);
-                    push(items, Section::Active, Kind::Code, std::mem::take(&mut code));
+                    push(Section::Active, Kind::Code, std::mem::take(&mut code));
                 } else {
                     code = format!("{line}\n");
                     code_lines = 1;
@@ -382,11 +366,11 @@ fn message_items(m: &Message, base: usize, items: &mut Vec<Item>, seen: &mut Has
                 continue;
             }
             if let Some(cmd) = trimmed.strip_prefix("$ ") {
-                push(items, Section::Files, Kind::Fact, format!("`{}`", clip(cmd, 200)));
+                push(Section::Files, Kind::Fact, format!("`{}`", clip(cmd, 200)));
                 continue;
             }
             if errors.within(text, trimmed) {
-                push(items, Section::Files, Kind::Fact, clip(trimmed, 300));
+                push(Section::Files, Kind::Fact, clip(trimmed, 300));
                 continue;
             }
             if !prose {
@@ -394,11 +378,11 @@ fn message_items(m: &Message, base: usize, items: &mut Vec<Item>, seen: &mut Has
             }
             for sentence in sentences(trimmed) {
                 if decisions.within(text, sentence) {
-                    push(items, Section::Decisions, Kind::Decision, clip(sentence, 300));
+                    push(Section::Decisions, Kind::Decision, clip(sentence, 300));
                 } else if completions.within(text, sentence) {
-                    push(items, Section::Completed, Kind::Completion, clip(sentence, 300));
+                    push(Section::Completed, Kind::Completion, clip(sentence, 300));
                 } else if m.role == Role::Assistant && sentence.chars().count() >= 30 {
-                    push(items, Section::Active, Kind::Sentence, clip(sentence, 300));
+                    push(Section::Active, Kind::Sentence, clip(sentence, 300));
                 }
             }
         }

@@ -13,8 +13,10 @@
 use super::{cut_at, tail_of};
 use crate::domain::{Message, MessageId, Role};
 use crate::text::group_digits;
+use memchr::memmem::Finder;
 use regex::Regex;
 use serde_json::Value;
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::sync::LazyLock;
 
@@ -65,66 +67,170 @@ static ERROR_LINE: LazyLock<Option<Regex>> = LazyLock::new(|| {
 
 /// Rewrites old tool results, long tool-call arguments and old images of
 /// `history`; messages at `tail_start` and after are protected from all but
-/// image stripping. See the module doc for the rules.
+/// image stripping. See the module doc for the rules. Every message is
+/// rewritten here; [`Pruner`] rewrites only the ones asked for.
 #[must_use]
 pub fn free_prune(history: &[Message], tail_start: usize) -> Pruning {
-    let calls: HashMap<&str, (&str, &str)> = history
-        .iter()
-        .flat_map(|m| m.tool_calls.iter())
-        .map(|c| (c.id.as_str(), (c.name.as_str(), c.arguments.as_str())))
-        .collect();
-    let mut copies: Vec<Option<Message>> = vec![None; history.len()];
-    let mut seen = SeenTexts::default();
-    for i in (0..history.len()).rev() {
-        let m = &history[i];
-        if m.role != Role::Tool || !at_least_chars(&m.content, DEDUPE_MIN_CHARS) {
-            continue;
-        }
-        let first = seen.insert(m.content.as_str());
-        if first || i >= tail_start || m.pinned {
-            continue;
-        }
-        let name = tool_name(&calls, m);
-        let chars = m.content.chars().count();
-        copies[i] = Some(rewrite(
-            m,
-            format!(
-                "[{name}] same output as a later call ({} chars); only the newest copy is kept",
-                group_digits(chars as u64)
-            ),
-        ));
+    let pruner = Pruner::new(history, tail_start);
+    Pruning {
+        copies: (0..history.len())
+            .map(|i| match pruner.message(i) {
+                Cow::Owned(copy) => Some(copy),
+                Cow::Borrowed(_) => None,
+            })
+            .collect(),
     }
-    for (i, m) in history.iter().enumerate().take(tail_start) {
-        if m.pinned || copies[i].is_some() {
-            continue;
+}
+
+/// Free pruning of one history, decided up front and applied per message
+/// on demand: [`Pruner::message`] gives a message as [`free_prune`] leaves
+/// it. What needs the whole history is settled in [`Pruner::new`] (which
+/// tool results are older copies of a later one, which message holds the
+/// newest image); rewriting a tool result into its one line, shortening
+/// arguments and stripping images are done per message, so a caller that
+/// reads only some of the messages pays only for those.
+pub struct Pruner<'a> {
+    history: &'a [Message],
+    tail_start: usize,
+    calls: HashMap<&'a str, (&'a str, &'a str)>,
+    /// Per message: an identical, longer-lived tool result comes later.
+    duplicate: Vec<bool>,
+    /// Per message: how many of its image matches become placeholders
+    /// (`None`: leave its images alone).
+    strip_images: Vec<Option<usize>>,
+}
+
+impl<'a> Pruner<'a> {
+    /// Settles deduplication and which images stay for `history`, with
+    /// messages from `tail_start` on protected.
+    #[must_use]
+    pub fn new(history: &'a [Message], tail_start: usize) -> Self {
+        let calls: HashMap<&str, (&str, &str)> = history
+            .iter()
+            .flat_map(|m| m.tool_calls.iter())
+            .map(|c| (c.id.as_str(), (c.name.as_str(), c.arguments.as_str())))
+            .collect();
+        let mut duplicate = vec![false; history.len()];
+        let mut seen = SeenTexts::default();
+        for (i, m) in history.iter().enumerate().rev() {
+            if m.role == Role::Tool && at_least_chars(&m.content, DEDUPE_MIN_CHARS) {
+                duplicate[i] = !seen.insert(m.content.as_str());
+            }
+        }
+        let mut pruner = Self {
+            history,
+            tail_start,
+            calls,
+            duplicate,
+            strip_images: Vec::new(),
+        };
+        pruner.strip_images = pruner.image_plan();
+        pruner
+    }
+
+    /// The message at `index` after free pruning: borrowed when nothing
+    /// changed, else a copy with a new id.
+    #[must_use]
+    pub fn message(&self, index: usize) -> Cow<'a, Message> {
+        let rewritten = self.rewrite(index);
+        match self.strip_images.get(index).copied().flatten() {
+            Some(count) => {
+                let current = rewritten.as_ref().unwrap_or(&self.history[index]);
+                let content = strip_images(&current.content, count);
+                let copy = rewritten.unwrap_or_else(|| rewrite(&self.history[index], String::new()));
+                Cow::Owned(Message { content, ..copy })
+            }
+            None => rewritten.map_or(Cow::Borrowed(&self.history[index]), Cow::Owned),
+        }
+    }
+
+    /// The rewrite of tool results and arguments (images aside).
+    fn rewrite(&self, i: usize) -> Option<Message> {
+        let m = &self.history[i];
+        if i >= self.tail_start || m.pinned {
+            return None;
+        }
+        if self.duplicate[i] {
+            let name = tool_name(&self.calls, m);
+            let chars = m.content.chars().count();
+            return Some(rewrite(
+                m,
+                format!(
+                    "[{name}] same output as a later call ({} chars); only the newest copy is kept",
+                    group_digits(chars as u64)
+                ),
+            ));
         }
         if m.role == Role::Tool && at_least_chars(&m.content, TOOL_RESULT_MAX_CHARS + 1) {
-            let (name, args) = m
-                .tool_call_id
-                .as_deref()
-                .and_then(|id| calls.get(id).copied())
-                .unwrap_or(("tool", ""));
-            copies[i] = Some(rewrite(m, describe_tool_result(name, args, &m.content)));
-        } else if m
+            let (name, args) = self.call_of(m).unwrap_or(("tool", ""));
+            return Some(rewrite(m, describe_tool_result(name, args, &m.content)));
+        }
+        if !m
             .tool_calls
             .iter()
             .any(|c| at_least_chars(&c.arguments, ARGUMENTS_MAX_CHARS + 1))
         {
-            let mut copy = rewrite(m, m.content.clone());
-            let mut changed = false;
-            for call in &mut copy.tool_calls {
-                if let Some(short) = shorten_arguments(&call.arguments) {
-                    call.arguments = short;
-                    changed = true;
-                }
-            }
-            if changed {
-                copies[i] = Some(copy);
+            return None;
+        }
+        let mut copy = rewrite(m, m.content.clone());
+        let mut changed = false;
+        for call in &mut copy.tool_calls {
+            if let Some(short) = shorten_arguments(&call.arguments) {
+                call.arguments = short;
+                changed = true;
             }
         }
+        changed.then_some(copy)
     }
-    strip_old_images(history, &mut copies);
-    Pruning { copies }
+
+    fn call_of(&self, m: &Message) -> Option<(&'a str, &'a str)> {
+        m.tool_call_id
+            .as_deref()
+            .and_then(|id| self.calls.get(id).copied())
+    }
+
+    /// Every image except the newest (the last one in the history, after
+    /// the rewrites above) becomes `[image omitted: image/png, ~12 KB]`;
+    /// pinned messages keep theirs. Only messages whose rewritten text can
+    /// hold an [`IMAGE`] match are looked at: ones whose content, or (for
+    /// a tool result rewritten into one line) whose call's name or
+    /// arguments, hold one of the pattern's literals.
+    fn image_plan(&self) -> Vec<Option<usize>> {
+        let mut plan = vec![None; self.history.len()];
+        let Some(re) = IMAGE.as_ref() else {
+            return plan;
+        };
+        let mut newest_seen = false;
+        for (i, m) in self.history.iter().enumerate().rev() {
+            let may_hold = has_image_literal(&m.content)
+                || (m.role == Role::Tool
+                    && self.call_of(m).is_none_or(|(name, args)| {
+                        name.contains("image") || has_image_literal(name) || has_image_literal(args)
+                    }));
+            if !may_hold {
+                continue;
+            }
+            let rewritten = self.rewrite(i);
+            let current = rewritten.as_ref().unwrap_or(m);
+            let matches: Vec<_> = re.find_iter(&current.content).collect();
+            if matches.is_empty() {
+                continue;
+            }
+            let keep_last = !newest_seen;
+            newest_seen = true;
+            if m.pinned {
+                continue;
+            }
+            let strip_count = matches.len() - usize::from(keep_last);
+            if matches[..strip_count]
+                .iter()
+                .any(|m| m.as_str().starts_with("data:"))
+            {
+                plan[i] = Some(strip_count);
+            }
+        }
+        plan
+    }
 }
 
 /// Whether `text` has at least `n` chars, counting only when the byte
@@ -179,54 +285,38 @@ fn rewrite(m: &Message, content: String) -> Message {
     copy
 }
 
-/// Every image except the newest (the last one in the history) becomes
-/// `[image omitted: image/png, ~12 KB]`; pinned messages keep theirs.
-fn strip_old_images(history: &[Message], copies: &mut [Option<Message>]) {
+/// Whether `text` holds a literal every [`IMAGE`] match starts with
+/// (`data:image/` or `[image`): one search for their common `image`, each
+/// hit then checked in place.
+fn has_image_literal(text: &str) -> bool {
+    static IMAGE_WORD: LazyLock<Finder<'static>> = LazyLock::new(|| Finder::new("image"));
+    let bytes = text.as_bytes();
+    IMAGE_WORD.find_iter(bytes).any(|at| {
+        bytes[..at].ends_with(b"[") || (bytes[..at].ends_with(b"data:") && bytes.get(at + 5) == Some(&b'/'))
+    })
+}
+
+/// `content` with its first `count` [`IMAGE`] matches that are data URLs
+/// replaced by placeholders.
+fn strip_images(content: &str, count: usize) -> String {
     let Some(re) = IMAGE.as_ref() else {
-        return;
+        return content.to_owned();
     };
-    let mut newest_seen = false;
-    for i in (0..history.len()).rev() {
-        let current = copies[i].as_ref().unwrap_or(&history[i]);
-        let matches: Vec<_> = re.find_iter(&current.content).collect();
-        if matches.is_empty() {
+    let mut out = String::with_capacity(content.len().min(4096));
+    let mut last = 0;
+    for (n, caps) in re.captures_iter(content).enumerate() {
+        let Some(whole) = caps.get(0) else { continue };
+        if n >= count || !whole.as_str().starts_with("data:") {
             continue;
         }
-        let keep_last = !newest_seen;
-        newest_seen = true;
-        if history[i].pinned {
-            continue;
-        }
-        let strip_count = if keep_last {
-            matches.len() - 1
-        } else {
-            matches.len()
-        };
-        let stripped_any = matches[..strip_count]
-            .iter()
-            .any(|m| m.as_str().starts_with("data:"));
-        if !stripped_any {
-            continue;
-        }
-        let mut out = String::with_capacity(current.content.len().min(4096));
-        let mut last = 0;
-        for (n, caps) in re.captures_iter(&current.content).enumerate() {
-            let Some(whole) = caps.get(0) else { continue };
-            if n >= strip_count || !whole.as_str().starts_with("data:") {
-                continue;
-            }
-            out.push_str(&current.content[last..whole.start()]);
-            let mime = caps.get(1).map_or("image", |m| m.as_str());
-            let bytes = caps.get(2).map_or(0, |m| m.as_str().len() * 3 / 4);
-            out.push_str(&format!("[image omitted: {mime}, ~{} KB]", bytes.div_ceil(1024)));
-            last = whole.end();
-        }
-        out.push_str(&current.content[last..]);
-        let copy = copies[i]
-            .take()
-            .unwrap_or_else(|| rewrite(&history[i], String::new()));
-        copies[i] = Some(Message { content: out, ..copy });
+        out.push_str(&content[last..whole.start()]);
+        let mime = caps.get(1).map_or("image", |m| m.as_str());
+        let bytes = caps.get(2).map_or(0, |m| m.as_str().len() * 3 / 4);
+        out.push_str(&format!("[image omitted: {mime}, ~{} KB]", bytes.div_ceil(1024)));
+        last = whole.end();
     }
+    out.push_str(&content[last..]);
+    out
 }
 
 /// Shortens every string leaf longer than [`ARGUMENT_STRING_KEEP_CHARS`] of
@@ -411,6 +501,33 @@ mod tests {
         assert_eq!(v["path"], "a.rs");
         assert!(v["content"].as_str().unwrap().starts_with("é\"\\\n"));
         assert_eq!(shorten_arguments("{not json"), None);
+    }
+
+    #[test]
+    fn image_literals_are_found_where_the_pattern_can_match() {
+        let re = IMAGE.as_ref().unwrap();
+        for text in [
+            "",
+            "image",
+            "an image here",
+            "[image]",
+            "see [image: a cat]",
+            "data:image/png;base64,AAAA",
+            "xdata:image/",
+            "data:image",
+            "data:images/png",
+            "[images]",
+            "image image [image",
+            "data: image/png",
+        ] {
+            assert!(
+                has_image_literal(text) || !re.is_match(text),
+                "{text:?} can match but was skipped"
+            );
+        }
+        assert!(has_image_literal("x [image"));
+        assert!(has_image_literal("data:image/png"));
+        assert!(!has_image_literal("an image of data: image/png"));
     }
 
     #[test]

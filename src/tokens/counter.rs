@@ -16,6 +16,13 @@ pub trait TokenCounter: Send + Sync {
     /// Number of tokens of `text`, with special-token text treated as
     /// ordinary text (tiktoken's `encode_ordinary`).
     fn count(&self, text: &str) -> usize;
+    /// A lower bound on [`count`](Self::count) that costs far less than
+    /// counting, so a caller can turn away a text that cannot fit without
+    /// tokenising it. The default, 0, bounds nothing.
+    fn at_least(&self, text: &str) -> usize {
+        let _ = text;
+        0
+    }
 }
 
 /// The two OpenAI encodings strata knows.
@@ -84,6 +91,14 @@ impl TokenCounter for TiktokenCounter {
         }
         self.encoding.bpe().encode_ordinary(text).len()
     }
+
+    /// One token per run of non-whitespace: the pre-tokenizer patterns of
+    /// `o200k_base` and `cl100k_base` (tiktoken's) only put whitespace at
+    /// the start of a piece or in a piece of whitespace alone, so two runs
+    /// never share a piece, and every piece is at least one token.
+    fn at_least(&self, text: &str) -> usize {
+        text.split_ascii_whitespace().count()
+    }
 }
 
 #[cfg(test)]
@@ -94,6 +109,29 @@ mod tests {
     fn hello_world_is_two_tokens_in_both_encodings() {
         for enc in [Encoding::O200kBase, Encoding::Cl100kBase] {
             assert_eq!(TiktokenCounter::new(enc, true).count("hello world"), 2);
+        }
+    }
+
+    #[test]
+    fn the_lower_bound_never_exceeds_the_count() {
+        let texts = [
+            "",
+            "word",
+            "a b c d e f g h",
+            "  leading and trailing  ",
+            "don't stop: it's 12345 apples, 3.14 pies\n\n- item\n",
+            "x\u{2003}y\u{00a0}z \t\r\n tabs",
+            "日本語 のテキスト 😀 emoji",
+            "fn main() { println!(\"{}\", 1 + 2); }",
+            "https://example.com/a/b?c=d&e=f #anchor",
+            "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa b",
+        ];
+        for enc in [Encoding::O200kBase, Encoding::Cl100kBase] {
+            let c = TiktokenCounter::new(enc, true);
+            for t in texts {
+                assert!(c.at_least(t) <= c.count(t), "{enc:?} {t:?}");
+            }
+            assert_eq!(c.at_least("a b c d e f g h"), c.count("a b c d e f g h"));
         }
     }
 

@@ -1,0 +1,559 @@
+//! Choosing the items of an extractive summary, reading as few messages as
+//! the choice allows.
+//!
+//! An item's score is its kind's base (request 6, fact and decision 5,
+//! earlier summary 4, completion 3, code 2, sentence 1), plus up to 2 for
+//! recency (its order over the largest order) and 3 when it mentions the
+//! topic. Items are taken in rank order (score, then the more recent, then
+//! the text) while the budget lasts.
+//!
+//! Requests come from every user message up front (a user message's
+//! request is cheap to read). Other facts come from the messages newest
+//! first. A fact of a message not read yet scores at most
+//! `5 + 2 * (order bound) / max_order + 3`, the bound being just below the
+//! oldest read message's orders. Every known item that ranks before any
+//! such fact is settled and offered to the budget in rank order; the next
+//! message is read only when the budget is still open after all settled
+//! items. Once the budget closes, no unread message can change the result.
+
+use super::{
+    Candidate, FILLER_TRIES, Item, Kind, Messages, Options, Section, fact_candidates, previous_items,
+    request_item,
+};
+use crate::compress::is_real_user;
+use crate::compress::redact::redact;
+use crate::domain::Role;
+use crate::tokens::TokenCounter;
+use std::cmp::Ordering;
+use std::collections::{BinaryHeap, HashSet};
+
+/// Orders of one message's items start at `(position + 1) * ORDER_STEP`
+/// (after the earlier summary's items) and take at most this many slots.
+const ORDER_STEP: usize = 10_000;
+
+/// The highest kind base among facts read from messages (fact, decision).
+const FACT_BASE: f64 = 5.0;
+
+/// The bonus of a topical item.
+const TOPIC_BONUS: f64 = 3.0;
+
+/// The score of an item (see the module doc).
+fn score(kind_base: f64, order: usize, max_order: f64, topical: bool) -> f64 {
+    kind_base + 2.0 * order as f64 / max_order + if topical { TOPIC_BONUS } else { 0.0 }
+}
+
+/// An item in rank order: `Ord` puts the item taken first greatest.
+struct Ranked(Item);
+
+impl Ranked {
+    fn cmp_rank(a: &Item, b: &Item) -> Ordering {
+        a.score
+            .total_cmp(&b.score)
+            .then(a.order.cmp(&b.order))
+            .then_with(|| b.text.cmp(&a.text))
+    }
+}
+
+impl PartialEq for Ranked {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Ordering::Equal
+    }
+}
+
+impl Eq for Ranked {}
+
+impl PartialOrd for Ranked {
+    fn partial_cmp(&self, other: &Self) -> Option<Ordering> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Ranked {
+    fn cmp(&self, other: &Self) -> Ordering {
+        Self::cmp_rank(&self.0, &other.0)
+    }
+}
+
+/// The greedy choice within the budget.
+struct Budget<'c> {
+    counter: &'c dyn TokenCounter,
+    /// Tokens for items (the headings' share taken off).
+    tokens: usize,
+    max_chars: usize,
+    used: usize,
+    chars: usize,
+    misses: usize,
+    chosen: Vec<Item>,
+}
+
+impl<'c> Budget<'c> {
+    fn new(opts: &Options<'c>) -> Self {
+        let headings: usize = Section::ALL
+            .iter()
+            .map(|s| opts.counter.count(s.heading()) + 2)
+            .sum();
+        Self {
+            counter: opts.counter,
+            tokens: (opts.budget_tokens as usize).saturating_sub(headings),
+            max_chars: opts.max_chars.unwrap_or(usize::MAX).saturating_sub(200),
+            used: 0,
+            chars: 0,
+            misses: 0,
+            chosen: Vec::new(),
+        }
+    }
+
+    /// No item will be taken any more.
+    fn closed(&self) -> bool {
+        self.tokens.saturating_sub(self.used) < 4 || self.misses >= FILLER_TRIES
+    }
+
+    /// Takes `item` if it fits (call only while open). An item the
+    /// counter's lower bound already puts over the tokens left is turned
+    /// away without counting ([`TokenCounter::at_least`]).
+    fn offer(&mut self, item: Item) {
+        let len = item.text.len() + 3;
+        let left = self.tokens - self.used;
+        if self.chars + len > self.max_chars || self.counter.at_least(&item.text) + 2 > left {
+            self.misses += 1;
+            return;
+        }
+        let cost = self.counter.count(&item.text) + 2;
+        if cost <= left {
+            self.used += cost;
+            self.chars += len;
+            self.chosen.push(item);
+        } else {
+            self.misses += 1;
+        }
+    }
+}
+
+/// What is known of the messages read so far.
+struct Reader<'s, 'm> {
+    src: &'s dyn Messages<'m>,
+    terms: Vec<String>,
+    /// Orders of the earlier summary's items are below this.
+    offset: usize,
+    /// Per message: its request item, if it has one that is kept.
+    requests: Vec<Option<String>>,
+    request_texts: HashSet<String>,
+    /// Texts of the facts read so far.
+    seen: HashSet<String>,
+    /// Messages from this position on have been read.
+    next: usize,
+    scratch: Vec<Candidate>,
+}
+
+impl<'m> Reader<'_, 'm> {
+    fn base(&self, position: usize) -> usize {
+        self.offset + (position + 1) * ORDER_STEP
+    }
+
+    fn topical(&self, text: &str) -> bool {
+        !self.terms.is_empty() && {
+            let lower = text.to_lowercase();
+            self.terms.iter().any(|t| lower.contains(t.as_str()))
+        }
+    }
+
+    /// Reads the next older message; returns its new items (without
+    /// scores) and the number of item slots it used (its request included).
+    fn read_next(&mut self) -> (Vec<Item>, usize) {
+        self.next -= 1;
+        let i = self.next;
+        let m = self.src.get(i);
+        let content = redact(&m.content);
+        self.scratch.clear();
+        fact_candidates(&m, &content, &mut self.scratch);
+        let base = self.base(i);
+        let mut local = usize::from(self.requests[i].is_some());
+        let mut items = Vec::new();
+        for (section, kind, text) in self.scratch.drain(..) {
+            if text.is_empty() || self.request_texts.contains(&text) || self.seen.contains(&text) {
+                continue;
+            }
+            self.seen.insert(text.clone());
+            local += 1;
+            items.push(Item::new(section, kind, text, base + local.min(ORDER_STEP - 1)));
+        }
+        (items, local)
+    }
+}
+
+/// Requests of every real user message, newest first, each text kept once
+/// (at its newest occurrence).
+fn requests(src: &dyn Messages<'_>) -> (Vec<Option<String>>, HashSet<String>) {
+    let mut out = vec![None; src.len()];
+    let mut texts = HashSet::new();
+    for (i, slot) in out.iter_mut().enumerate().rev() {
+        if src.role(i) != Role::User {
+            continue;
+        }
+        let m = src.get(i);
+        if !is_real_user(&m) {
+            continue;
+        }
+        if let Some(text) = request_item(&m.content, m.created_at)
+            && texts.insert(text.clone())
+        {
+            *slot = Some(text);
+        }
+    }
+    (out, texts)
+}
+
+/// The summary body of `src` under `opts` (see the module doc).
+pub(super) fn summarise(src: &dyn Messages<'_>, opts: &Options<'_>) -> String {
+    let previous = opts.previous.map(previous_items).unwrap_or_default();
+    let (requests, request_texts) = requests(src);
+    let mut reader = Reader {
+        src,
+        terms: opts.terms(),
+        offset: previous.len(),
+        requests,
+        request_texts,
+        seen: HashSet::new(),
+        next: src.len(),
+        scratch: Vec::new(),
+    };
+    // The largest order: the newest message with any item decides it.
+    let mut unscored = Vec::new();
+    let mut max_order = None;
+    while max_order.is_none() && reader.next > 0 {
+        let (items, slots) = reader.read_next();
+        unscored.extend(items);
+        if slots > 0 {
+            max_order = Some(reader.base(reader.next) + slots.min(ORDER_STEP - 1));
+        }
+    }
+    let mut previous = Some(previous);
+    if max_order.is_none() {
+        // Nothing in any message: the earlier summary's items are all kept.
+        let items = previous.take().unwrap_or_default();
+        max_order = items.iter().map(|it| it.order).max();
+        unscored.extend(items);
+    }
+    let max_order = max_order.unwrap_or(1).max(1) as f64;
+    let mut heap = BinaryHeap::new();
+    let add = |heap: &mut BinaryHeap<Ranked>, reader: &Reader<'_, '_>, mut it: Item| {
+        it.topical = reader.topical(&it.text);
+        it.score = score(it.kind.base(), it.order, max_order, it.topical);
+        heap.push(Ranked(it));
+    };
+    for (i, text) in reader.requests.iter().enumerate() {
+        if let Some(text) = text {
+            let it = Item::new(Section::Requests, Kind::Request, text.clone(), reader.base(i) + 1);
+            add(&mut heap, &reader, it);
+        }
+    }
+    for it in unscored {
+        add(&mut heap, &reader, it);
+    }
+    let topic_bonus = !reader.terms.is_empty();
+    let mut budget = Budget::new(opts);
+    loop {
+        // The best an item not yet known can score, and the orders above
+        // all of theirs; `None` once everything is known.
+        let bound = (reader.next > 0 || previous.is_some()).then(|| {
+            let above = reader.base(reader.next);
+            (score(FACT_BASE, above - 1, max_order, topic_bonus), above)
+        });
+        while let Some(Ranked(top)) = heap.peek() {
+            let settled = bound
+                .is_none_or(|(best, above)| top.score > best || (top.score == best && top.order >= above));
+            if !settled {
+                break;
+            }
+            if budget.closed() {
+                return render(&budget.chosen, topic_bonus);
+            }
+            if let Some(Ranked(it)) = heap.pop() {
+                budget.offer(it);
+            }
+        }
+        if budget.closed() || bound.is_none() {
+            return render(&budget.chosen, topic_bonus);
+        }
+        if reader.next > 0 {
+            let (items, _) = reader.read_next();
+            for it in items {
+                add(&mut heap, &reader, it);
+            }
+        } else if let Some(items) = previous.take() {
+            for it in items {
+                if !reader.request_texts.contains(&it.text) && !reader.seen.contains(&it.text) {
+                    add(&mut heap, &reader, it);
+                }
+            }
+        }
+    }
+}
+
+/// The chosen items under their headings, in source order (topical ones
+/// first when there is a topic).
+fn render(chosen: &[Item], topical_first: bool) -> String {
+    let mut out = String::new();
+    for section in Section::ALL {
+        let mut picked: Vec<&Item> = chosen.iter().filter(|it| it.section == section).collect();
+        if picked.is_empty() {
+            continue;
+        }
+        picked.sort_by(|a, b| {
+            (topical_first && !a.topical, a.order, &a.text).cmp(&(
+                topical_first && !b.topical,
+                b.order,
+                &b.text,
+            ))
+        });
+        out.push_str(section.heading());
+        out.push('\n');
+        for it in picked {
+            if it.kind != Kind::Code {
+                out.push_str("- ");
+            }
+            out.push_str(&it.text);
+            out.push('\n');
+        }
+        out.push('\n');
+    }
+    if out.is_empty() {
+        out.push_str("## Active state\n- (nothing to keep from the condensed messages)\n");
+    }
+    out.trim_end().to_owned()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::Slice;
+    use super::*;
+    use crate::domain::{Message, SessionId, ToolCall};
+    use crate::tokens::{Encoding, TiktokenCounter};
+    use proptest::prelude::*;
+    use std::borrow::Cow;
+
+    /// The reference: every message read, every item ranked, then the
+    /// same greedy choice. The lazy reader must give the same text.
+    fn eager(src: &dyn Messages<'_>, opts: &Options<'_>) -> String {
+        let terms = opts.terms();
+        let previous = opts.previous.map(previous_items).unwrap_or_default();
+        let offset = previous.len();
+        let (requests, request_texts) = requests(src);
+        let mut items = Vec::new();
+        let mut seen = HashSet::new();
+        let mut scratch = Vec::new();
+        for i in (0..src.len()).rev() {
+            let base = offset + (i + 1) * ORDER_STEP;
+            let mut local = 0;
+            if let Some(text) = &requests[i] {
+                local = 1;
+                items.push(Item::new(
+                    Section::Requests,
+                    Kind::Request,
+                    text.clone(),
+                    base + 1,
+                ));
+            }
+            let m = src.get(i);
+            scratch.clear();
+            fact_candidates(&m, &redact(&m.content), &mut scratch);
+            for (section, kind, text) in scratch.drain(..) {
+                if text.is_empty() || request_texts.contains(&text) || !seen.insert(text.clone()) {
+                    continue;
+                }
+                local += 1;
+                items.push(Item::new(section, kind, text, base + local.min(ORDER_STEP - 1)));
+            }
+        }
+        items.extend(
+            previous
+                .into_iter()
+                .filter(|it| !request_texts.contains(&it.text) && !seen.contains(&it.text)),
+        );
+        let max_order = items.iter().map(|it| it.order).max().unwrap_or(1).max(1) as f64;
+        for it in &mut items {
+            it.topical = !terms.is_empty() && {
+                let lower = it.text.to_lowercase();
+                terms.iter().any(|t| lower.contains(t.as_str()))
+            };
+            it.score = score(it.kind.base(), it.order, max_order, it.topical);
+        }
+        items.sort_by(|a, b| Ranked::cmp_rank(b, a));
+        let mut budget = Budget::new(opts);
+        for it in items {
+            if budget.closed() {
+                break;
+            }
+            budget.offer(it);
+        }
+        render(&budget.chosen, !terms.is_empty())
+    }
+
+    /// Four chars a token, no lower bound: a counter unlike a BPE.
+    struct Quarter;
+
+    impl TokenCounter for Quarter {
+        fn id(&self) -> &str {
+            "quarter"
+        }
+
+        fn exact(&self) -> bool {
+            false
+        }
+
+        fn count(&self, text: &str) -> usize {
+            text.len().div_ceil(4)
+        }
+    }
+
+    /// Lines that make items of every kind, several of them on purpose
+    /// repeated across messages.
+    const LINES: &[&str] = &[
+        "Please fix the parser in src/parser/mod.rs today",
+        "Please fix the parser in src/parser/mod.rs today",
+        "Now look at the storage layer and its tests",
+        "We decided to keep the cache on the stack for now.",
+        "I fixed the off-by-one in src/store/page.rs and it works.",
+        "error[E0308]: mismatched types in src/lib.rs",
+        "$ cargo test -p storage",
+        "Run `cargo build --release` before the benchmark please.",
+        "The surrounding code is old but it is mostly fine to keep.",
+        "```rust\nfn main() {}\n```",
+        "Let's go with the smaller buffer. It is enough for the parser.",
+        "token = sk-proj-AbCdEf0123456789AbCdEf0123456789xyz",
+        "see docs/guide.md and README.md for the storage notes",
+        "on 2026-11-29: \"Please fix the parser in src/parser/mod.rs today\"",
+        "",
+    ];
+
+    fn message(role: u8, lines: &[usize], call: Option<usize>, at: i64) -> Message {
+        let text: Vec<&str> = lines.iter().map(|&i| LINES[i % LINES.len()]).collect();
+        let role = match role % 3 {
+            0 => Role::User,
+            1 => Role::Assistant,
+            _ => Role::Tool,
+        };
+        let mut m = Message::new(SessionId::new(), role, text.join("\n"), at);
+        if let (Role::Assistant, Some(c)) = (role, call) {
+            let cmd = ["cargo test", "git status", "ls src", "cargo test"][c % 4];
+            m.tool_calls.push(ToolCall {
+                id: format!("c{c}"),
+                name: "shell".into(),
+                arguments: serde_json::json!({ "command": cmd }).to_string(),
+            });
+        }
+        m
+    }
+
+    fn history() -> impl Strategy<Value = Vec<Message>> {
+        prop::collection::vec(
+            (
+                0u8..3,
+                prop::collection::vec(0usize..LINES.len(), 0..6),
+                prop::option::of(0usize..8),
+            ),
+            0..24,
+        )
+        .prop_map(|specs| {
+            specs
+                .into_iter()
+                .enumerate()
+                .map(|(i, (role, lines, call))| message(role, &lines, call, 1_795_910_400_000 + i as i64))
+                .collect()
+        })
+    }
+
+    const PREVIOUS: &str = "## Completed work\n- I fixed the off-by-one in src/store/page.rs and it works.\n\n## Files and commands\n- `src/parser/mod.rs`\n- `old/path.rs`\n\n## Historical requests\n- on 2026-11-28: \"an older request\"";
+
+    proptest! {
+        #![proptest_config(ProptestConfig::with_cases(300))]
+
+        #[test]
+        fn reading_lazily_chooses_what_reading_everything_chooses(
+            messages in history(),
+            budget in 0u32..700,
+            topic in prop::option::of(prop::sample::select(vec!["parser", "storage", "cache buffer", "zz"])),
+            previous in any::<bool>(),
+            max_chars in prop::option::of(150usize..2_000),
+            bpe in any::<bool>(),
+        ) {
+            let tiktoken = TiktokenCounter::new(Encoding::O200kBase, true);
+            let counter: &dyn TokenCounter = if bpe { &tiktoken } else { &Quarter };
+            let refs: Vec<&Message> = messages.iter().collect();
+            let opts = Options {
+                previous: previous.then_some(PREVIOUS),
+                topic,
+                budget_tokens: budget,
+                max_chars,
+                counter,
+            };
+            let src = Slice(&refs);
+            prop_assert_eq!(summarise(&src, &opts), eager(&src, &opts));
+        }
+    }
+
+    #[test]
+    fn a_fact_is_kept_at_its_newest_mention() {
+        let a = message(1, &[12], None, 1);
+        let b = message(1, &[5], None, 2);
+        let c = message(1, &[12], None, 3);
+        let refs = [&a, &b, &c];
+        let opts = Options {
+            previous: None,
+            topic: None,
+            budget_tokens: 2_000,
+            max_chars: None,
+            counter: &Quarter,
+        };
+        let out = summarise(&Slice(&refs), &opts);
+        assert_eq!(out.matches("`docs/guide.md`").count(), 1, "{out}");
+        // In source order (one heading) the repeated path comes after `b`'s.
+        let repeated = out.find("`docs/guide.md`");
+        let between = out.find("`src/lib.rs`");
+        assert!(between.is_some() && between < repeated, "{out}");
+    }
+
+    /// Counts the messages read whole.
+    struct Counted<'a> {
+        messages: &'a [Message],
+        reads: std::cell::Cell<usize>,
+    }
+
+    impl<'a> Messages<'a> for Counted<'a> {
+        fn len(&self) -> usize {
+            self.messages.len()
+        }
+
+        fn role(&self, i: usize) -> Role {
+            self.messages[i].role
+        }
+
+        fn get(&self, i: usize) -> Cow<'a, Message> {
+            if self.messages[i].role != Role::User {
+                self.reads.set(self.reads.get() + 1);
+            }
+            Cow::Borrowed(&self.messages[i])
+        }
+    }
+
+    #[test]
+    fn a_tight_budget_reads_only_the_newest_messages() {
+        let messages: Vec<Message> = (0..400)
+            .map(|i| message(u8::from(i % 2 == 1), &[i % 13], None, i64::from(i as u16)))
+            .collect();
+        let src = Counted {
+            messages: &messages,
+            reads: std::cell::Cell::new(0),
+        };
+        let opts = Options {
+            previous: None,
+            topic: None,
+            budget_tokens: 300,
+            max_chars: None,
+            counter: &Quarter,
+        };
+        let refs: Vec<&Message> = messages.iter().collect();
+        assert_eq!(summarise(&src, &opts), eager(&Slice(&refs), &opts));
+        assert!(src.reads.get() < 20, "read {} of 200 replies", src.reads.get());
+    }
+}
