@@ -17,6 +17,7 @@
 mod budget;
 mod cache;
 mod counter;
+mod lines;
 mod models;
 mod overhead;
 mod threshold;
@@ -24,12 +25,14 @@ mod threshold;
 pub use budget::{Budget, BudgetInput, BudgetItem, Categories, Category};
 pub use cache::{HistoryCounts, TokenCache};
 pub use counter::{Encoding, TiktokenCounter, TokenCounter};
+pub use lines::{count_by_lines, line_parts};
 pub use models::{
     MAX_DEFAULT_RESERVED_OUTPUT, context_window_for, counter_for, default_reserved_output, encoding_for,
 };
 pub use overhead::{
     REPLY_PRIMING_TOKENS, SYSTEM_ROLE_TOKENS, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_TOOL_CALL,
-    message_tokens, name_tokens, request_overhead, tool_schema_items, tool_schema_tokens,
+    message_tokens, message_tokens_with, name_tokens, request_overhead, tool_schema_items,
+    tool_schema_tokens,
 };
 pub use threshold::{
     DEFAULT_THRESHOLD_CAP, DEFAULT_THRESHOLD_RATIO, SMALL_WINDOW_PERCENT, THRESHOLD_FLOOR, Threshold,

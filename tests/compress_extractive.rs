@@ -135,3 +135,76 @@ fn quoted_requests_are_verbatim_and_output_is_deterministic() {
     assert_eq!(out, summarise(&messages, Some("storage"), 5_000));
     assert!(out.contains("on 2026-11-29"));
 }
+
+/// A history whose summary mixes every kind of line: indented code, lines
+/// starting with `/`, Unicode, trailing spaces, punctuation at line ends.
+fn varied(n: usize) -> Vec<Message> {
+    let mut b = Builder::new();
+    for i in 0..n {
+        b.user(format!(
+            "Fix /etc/app_{i}.conf — «ñandú» ☕ then run it; ok?\n  ```sh\n  make -j{i}   \n  ```\n/tmp/x_{i}.log"
+        ));
+        b.assistant(format!(
+            "We decided to ship variant {i}. I fixed src/m_{i}.rs!  \n```rust\nfn f_{i}() {{}}\n```   \n"
+        ));
+        b.tool(
+            "shell",
+            &serde_json::json!({"command": format!("cargo test t_{i}")}).to_string(),
+            format!("error: case {i} failed\n/usr/lib/x_{i}.so\n"),
+        );
+        b.assistant(format!(
+            "Done with case {i}, 日本語 and émoji 😀 included in this sentence."
+        ));
+    }
+    b.build()
+}
+
+#[test]
+fn the_summary_token_count_is_exact() {
+    use strata::compress::{CompressionInput, Trigger, tokens_of};
+    use strata::tokens::{Encoding, TiktokenCounter, message_tokens};
+
+    for encoding in [Encoding::O200kBase, Encoding::Cl100kBase] {
+        let counter = TiktokenCounter::new(encoding, true);
+        for (history, topic) in [
+            (planted(40).0, None),
+            (planted(40).0, Some("parser")),
+            (varied(40), None),
+            (varied(40), Some("variant")),
+        ] {
+            let mut engine = compress_support::engine(16_000, 2_000, 0.5);
+            let input = CompressionInput {
+                messages: &history,
+                fixed_tokens: 100,
+                counter: &counter,
+                topic,
+            };
+            let plan = engine.compress_extractive(Trigger::Manual, &input, 0).unwrap();
+            assert_eq!(
+                plan.summary_tokens,
+                u64::from(message_tokens(&counter, &plan.summary)),
+                "{encoding:?}:\n{}",
+                plan.summary.content
+            );
+            let total: u64 = plan
+                .messages
+                .iter()
+                .map(|m| u64::from(tokens_of(&counter, m)))
+                .sum();
+            assert_eq!(plan.tokens_after, 100 + total);
+            // A second compression updates the first summary.
+            let input = CompressionInput {
+                messages: &plan.messages,
+                fixed_tokens: 100,
+                counter: &counter,
+                topic,
+            };
+            if let Ok(again) = engine.compress_extractive(Trigger::Manual, &input, 0) {
+                assert_eq!(
+                    again.summary_tokens,
+                    u64::from(message_tokens(&counter, &again.summary))
+                );
+            }
+        }
+    }
+}

@@ -27,14 +27,15 @@
 
 use super::assemble::{clean_body, split_summary, summary_message};
 use super::boundary::{Boundaries, find_boundaries, find_boundaries_with};
-use super::extractive::{self, ExtractiveInput, Options, extractive_summary};
+use super::extractive::{self, ExtractiveInput, Options, Summary, extractive_summary};
 use super::input::{SummaryRequest, summary_input, summary_request, target_summary_tokens};
 use super::prune::Pruner;
 use super::view::Transcript;
 use super::{CompressionPlan, cut_at, tokens_of};
 use crate::domain::{CompactionTrigger, Message, MessageId, MessageKind, Role, SessionId};
-use crate::tokens::{Threshold, TokenCounter};
+use crate::tokens::{Threshold, TokenCounter, count_by_lines, message_tokens_with};
 use std::borrow::Cow;
+use std::collections::HashMap;
 
 /// Most passes of one preflight check.
 pub const MAX_PREFLIGHT_PASSES: u32 = 3;
@@ -247,8 +248,9 @@ impl Pending {
 /// What a summary without a model is made from.
 #[derive(Clone, Debug)]
 enum Source {
-    /// The extractive summariser already ran (in `prepare`): its body.
-    Extracted(String),
+    /// The extractive summariser already ran (in `prepare`): its body and
+    /// the counts of its lines.
+    Extracted(Summary),
     /// The transcript the model reads, kept for a fallback summary.
     Transcript(Vec<Message>),
 }
@@ -651,9 +653,9 @@ impl CompressionEngine for DefaultEngine {
             }
             // Made by `prepare` for the extractive summariser, within the
             // target; a fallback cap (never asked of it) cuts it.
-            Source::Extracted(body) => match max_chars {
-                Some(max) => cut_at(body, max).to_owned(),
-                None => body.clone(),
+            Source::Extracted(summary) => match max_chars {
+                Some(max) => cut_at(&summary.body, max).to_owned(),
+                None => summary.body.clone(),
             },
         };
         let failure = match outcome {
@@ -703,7 +705,20 @@ impl CompressionEngine for DefaultEngine {
                 )
             }
         };
-        let plan = assemble_plan(&pending, &body, summarizer, warnings, counter, now_ms);
+        // The extractive body's lines were counted while choosing them.
+        let line_tokens = match (&pending.source, summarizer.as_str()) {
+            (Source::Extracted(summary), "extractive") => Some(&summary.line_tokens),
+            _ => None,
+        };
+        let plan = assemble_plan(
+            &pending,
+            &body,
+            summarizer.clone(),
+            warnings,
+            counter,
+            line_tokens,
+            now_ms,
+        );
         self.compacted_since_reading = true;
         // A compression the user asked for that brings the context under
         // the threshold ends a pause: the next reading would clear it anyway.
@@ -739,12 +754,15 @@ impl CompressionEngine for DefaultEngine {
     }
 }
 
+/// The plan for `body` in place of the summarised messages. The summary's
+/// count takes the lines in `line_tokens` as counted ([`count_by_lines`]).
 fn assemble_plan(
     p: &Pending,
     body: &str,
     summarizer: String,
     warnings: Vec<String>,
     counter: &dyn TokenCounter,
+    line_tokens: Option<&HashMap<String, usize>>,
     now_ms: i64,
 ) -> CompressionPlan {
     let n = p.view.len();
@@ -790,7 +808,13 @@ fn assemble_plan(
         tokens_after += u64::from(p.tokens[i]);
         messages.push(kept.clone());
     }
-    let summary_tokens = u64::from(tokens_of(counter, &summary));
+    let summary_tokens = u64::from(match line_tokens {
+        Some(lines) => {
+            let content = count_by_lines(counter, &summary.content, &|line| lines.get(line).copied());
+            message_tokens_with(counter, &summary, content)
+        }
+        None => tokens_of(counter, &summary),
+    });
     tokens_after += summary_tokens;
     CompressionPlan {
         trigger: p.trigger.compaction_trigger(),

@@ -8,23 +8,25 @@
 //! (sentences with "decided", "we will", "let's", "chose", ...), statements
 //! of finished work, code blocks and other sentences. Facts from an earlier
 //! summary are carried over. A text is kept once, at its most recent
-//! occurrence (requests are compared with requests; a fact that repeats a
-//! request, or an earlier summary's bullet that repeats anything newer, is
+//! occurrence (requests are compared with requests, other facts with other
+//! facts; an earlier summary's bullet that repeats anything newer is
 //! dropped). Items are ranked by kind, topic and recency and taken greedily
 //! until the token budget is spent (smaller items are still tried after a
 //! large one does not fit, up to [`FILLER_TRIES`] misses); the chosen ones
 //! are printed under the headings of the summary template, in source order,
 //! with topical items first when a topic is given.
 //!
-//! Reading is lazy ([`select`]): requests are taken from every user
-//! message up front, the other facts from the newest message backwards,
-//! and reading stops as soon as no older message can hold an item that
-//! would still be chosen. The result is the one an eager pass over every
-//! message gives (a test compares the two).
+//! Reading is lazy ([`select`]): requests and the other facts are read
+//! from the newest message backwards, and reading stops as soon as no
+//! older message can hold an item that would still be chosen. The result
+//! is the one an eager pass over every message gives (a test compares the
+//! two).
 //!
 //! Identical input gives identical output (no hashing order, no clock).
 
 mod select;
+
+pub(crate) use select::Summary;
 
 use super::keywords::keyword_starts;
 use super::redact::redact;
@@ -178,11 +180,11 @@ fn clip(text: &str, max: usize) -> String {
 /// the budget. Empty input gives a body that says so.
 #[must_use]
 pub fn extractive_summary(input: &ExtractiveInput<'_>) -> String {
-    summarise(&Slice(input.messages), &Options::of(input))
+    summarise(&Slice(input.messages), &Options::of(input)).body
 }
 
-/// The summary body of `messages` (read lazily, see the module doc).
-pub(crate) fn summarise<'m>(messages: &dyn Messages<'m>, opts: &Options<'_>) -> String {
+/// The summary of `messages` (read lazily, see the module doc).
+pub(crate) fn summarise<'m>(messages: &dyn Messages<'m>, opts: &Options<'_>) -> Summary {
     select::summarise(messages, opts)
 }
 

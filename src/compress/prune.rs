@@ -189,12 +189,21 @@ impl<'a> Pruner<'a> {
             .and_then(|id| self.calls.get(id).copied())
     }
 
-    /// Every image except the newest (the last one in the history, after
-    /// the rewrites above) becomes `[image omitted: image/png, ~12 KB]`;
-    /// pinned messages keep theirs. Only messages whose rewritten text can
-    /// hold an [`IMAGE`] match are looked at: ones whose content, or (for
-    /// a tool result rewritten into one line) whose call's name or
-    /// arguments, hold one of the pattern's literals.
+    /// Whether message `i` is a tool result that pruning rewrites into one
+    /// line (a duplicate, or longer than [`TOOL_RESULT_MAX_CHARS`]).
+    fn rewrites_tool_result(&self, i: usize) -> bool {
+        let m = &self.history[i];
+        i < self.tail_start
+            && !m.pinned
+            && m.role == Role::Tool
+            && (self.duplicate[i] || at_least_chars(&m.content, TOOL_RESULT_MAX_CHARS + 1))
+    }
+
+    /// Every image except the newest (the last one in the history) becomes
+    /// `[image omitted: image/png, ~12 KB]`; pinned messages keep theirs. A
+    /// tool result rewritten into one line takes its images with it and
+    /// holds none; every other rewrite keeps the message's content, so only
+    /// contents that hold one of the pattern's literals are searched.
     fn image_plan(&self) -> Vec<Option<usize>> {
         let mut plan = vec![None; self.history.len()];
         let Some(re) = IMAGE.as_ref() else {
@@ -202,17 +211,10 @@ impl<'a> Pruner<'a> {
         };
         let mut newest_seen = false;
         for (i, m) in self.history.iter().enumerate().rev() {
-            let may_hold = has_image_literal(&m.content)
-                || (m.role == Role::Tool
-                    && self.call_of(m).is_none_or(|(name, args)| {
-                        name.contains("image") || has_image_literal(name) || has_image_literal(args)
-                    }));
-            if !may_hold {
+            if self.rewrites_tool_result(i) || !has_image_literal(&m.content) {
                 continue;
             }
-            let rewritten = self.rewrite(i);
-            let current = rewritten.as_ref().unwrap_or(m);
-            let matches: Vec<_> = re.find_iter(&current.content).collect();
+            let matches: Vec<_> = re.find_iter(&m.content).collect();
             if matches.is_empty() {
                 continue;
             }
@@ -528,6 +530,41 @@ mod tests {
         assert!(has_image_literal("x [image"));
         assert!(has_image_literal("data:image/png"));
         assert!(!has_image_literal("an image of data: image/png"));
+    }
+
+    #[test]
+    fn an_image_in_a_tool_result_goes_with_its_one_line_summary() {
+        let s = SessionId::new();
+        let png = format!("data:image/png;base64,{}", "iVBORw0KGgo".repeat(40));
+        let user = Message::new(s, Role::User, format!("look: {png}"), 0);
+        let mut call = Message::new(s, Role::Assistant, "", 0);
+        call.tool_calls.push(ToolCall {
+            id: "c1".into(),
+            name: "screenshot".into(),
+            arguments: "{}".into(),
+        });
+        let mut shot = Message::new(s, Role::Tool, format!("{png}\n{}", "pixels ".repeat(40)), 0);
+        shot.tool_call_id = Some("c1".into());
+        let history = vec![user, call, shot, Message::new(s, Role::Assistant, "done", 0)];
+        let p = free_prune(&history, 3);
+        let summary = &p.copies[2].as_ref().unwrap().content;
+        assert!(
+            summary.starts_with("[screenshot]") && !summary.contains("[image omitted"),
+            "{summary}"
+        );
+        assert!(
+            p.copies[0].is_none(),
+            "the user's image is now the newest and stays"
+        );
+        let kept_in_tail = free_prune(&history, 2);
+        assert!(kept_in_tail.copies[2].is_none(), "the newest image, in the tail");
+        assert!(
+            kept_in_tail.copies[0]
+                .as_ref()
+                .unwrap()
+                .content
+                .contains("[image omitted: image/png")
+        );
     }
 
     #[test]

@@ -23,6 +23,14 @@ pub trait TokenCounter: Send + Sync {
         let _ = text;
         0
     }
+    /// Whether counts add up across a line start: `count(a + b) ==
+    /// count(a) + count(b)` whenever `a` ends with `\n` and `b` starts with
+    /// a char that is neither whitespace nor `/` (see
+    /// [`count_by_lines`](super::count_by_lines)). The default, false,
+    /// promises nothing.
+    fn splits_at_line_starts(&self) -> bool {
+        false
+    }
 }
 
 /// The two OpenAI encodings strata knows.
@@ -98,6 +106,16 @@ impl TokenCounter for TiktokenCounter {
     /// never share a piece, and every piece is at least one token.
     fn at_least(&self, text: &str) -> usize {
         text.split_ascii_whitespace().count()
+    }
+
+    /// True: in both pre-tokenizer patterns a `\n` is matched by
+    /// `\s*[\r\n]+`, or ends a run of punctuation through `[\r\n/]*`
+    /// (`[\r\n]*` in `cl100k_base`); neither goes on into a char that is
+    /// neither whitespace nor `/`, and no pattern looks behind. So a piece
+    /// always ends there, and the text after it is split as if it stood
+    /// alone. A property test checks both encodings.
+    fn splits_at_line_starts(&self) -> bool {
+        true
     }
 }
 

@@ -51,9 +51,16 @@ fn to_u32(n: usize) -> u32 {
 /// `Message.tokens`.
 #[must_use]
 pub fn message_tokens(counter: &dyn TokenCounter, message: &Message) -> u32 {
+    message_tokens_with(counter, message, counter.count(&message.content))
+}
+
+/// [`message_tokens`] with the tokens of the message's content already
+/// known (`content_tokens`, counted by the same counter).
+#[must_use]
+pub fn message_tokens_with(counter: &dyn TokenCounter, message: &Message, content_tokens: usize) -> u32 {
     let mut n = TOKENS_PER_MESSAGE
         .saturating_add(to_u32(counter.count(message.role.as_str())))
-        .saturating_add(to_u32(counter.count(&message.content)));
+        .saturating_add(to_u32(content_tokens));
     for call in &message.tool_calls {
         n = n
             .saturating_add(TOKENS_PER_TOOL_CALL)

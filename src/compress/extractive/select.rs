@@ -7,14 +7,15 @@
 //! topic. Items are taken in rank order (score, then the more recent, then
 //! the text) while the budget lasts.
 //!
-//! Requests come from every user message up front (a user message's
-//! request is cheap to read). Other facts come from the messages newest
-//! first. A fact of a message not read yet scores at most
-//! `5 + 2 * (order bound) / max_order + 3`, the bound being just below the
-//! oldest read message's orders. Every known item that ranks before any
-//! such fact is settled and offered to the budget in rank order; the next
-//! message is read only when the budget is still open after all settled
-//! items. Once the budget closes, no unread message can change the result.
+//! Messages are read newest first, twice over: for their request (its
+//! first line, cheap) and for their other facts (the whole text). An unread
+//! request scores at most `6 + 2 * bound / max_order + 3`, an unread fact
+//! `5 + 2 * bound / max_order + 3`, each bound just below the orders of the
+//! oldest message read for it. Every known item that ranks before anything
+//! unread is settled and offered to the budget in rank order; the next
+//! request, or the next message's facts, is read only when the budget is
+//! still open after all settled items, whichever holds the best unread
+//! item. Once the budget closes, nothing unread can change the result.
 
 use super::{
     Candidate, FILLER_TRIES, Item, Kind, Messages, Options, Section, fact_candidates, previous_items,
@@ -25,7 +26,7 @@ use crate::compress::redact::redact;
 use crate::domain::Role;
 use crate::tokens::TokenCounter;
 use std::cmp::Ordering;
-use std::collections::{BinaryHeap, HashSet};
+use std::collections::{BinaryHeap, HashMap, HashSet};
 
 /// Orders of one message's items start at `(position + 1) * ORDER_STEP`
 /// (after the earlier summary's items) and take at most this many slots.
@@ -74,7 +75,8 @@ impl Ord for Ranked {
     }
 }
 
-/// The greedy choice within the budget.
+/// The greedy choice within the budget. An item costs the tokens of its
+/// line as the summary prints it.
 struct Budget<'c> {
     counter: &'c dyn TokenCounter,
     /// Tokens for items (the headings' share taken off).
@@ -84,6 +86,8 @@ struct Budget<'c> {
     chars: usize,
     misses: usize,
     chosen: Vec<Item>,
+    /// The counted lines of the chosen items.
+    line_tokens: HashMap<String, usize>,
 }
 
 impl<'c> Budget<'c> {
@@ -100,6 +104,7 @@ impl<'c> Budget<'c> {
             chars: 0,
             misses: 0,
             chosen: Vec::new(),
+            line_tokens: HashMap::new(),
         }
     }
 
@@ -112,40 +117,44 @@ impl<'c> Budget<'c> {
     /// counter's lower bound already puts over the tokens left is turned
     /// away without counting ([`TokenCounter::at_least`]).
     fn offer(&mut self, item: Item) {
-        let len = item.text.len() + 3;
+        let line = line_of(&item);
         let left = self.tokens - self.used;
-        if self.chars + len > self.max_chars || self.counter.at_least(&item.text) + 2 > left {
+        if self.chars + line.len() > self.max_chars || self.counter.at_least(&line) > left {
             self.misses += 1;
             return;
         }
-        let cost = self.counter.count(&item.text) + 2;
+        let cost = self.counter.count(&line);
         if cost <= left {
             self.used += cost;
-            self.chars += len;
+            self.chars += line.len();
             self.chosen.push(item);
+            self.line_tokens.insert(line, cost);
         } else {
             self.misses += 1;
         }
     }
 }
 
-/// What is known of the messages read so far.
+/// What is known of the messages read so far. Requests are read from
+/// `next_request` on, facts from `next_fact` on; requests are always read
+/// at least as far back as facts (a message's fact orders start after its
+/// request).
 struct Reader<'s, 'm> {
     src: &'s dyn Messages<'m>,
     terms: Vec<String>,
     /// Orders of the earlier summary's items are below this.
     offset: usize,
-    /// Per message: its request item, if it has one that is kept.
-    requests: Vec<Option<String>>,
+    /// Per message read for requests: whether its request is kept.
+    has_request: Vec<bool>,
     request_texts: HashSet<String>,
     /// Texts of the facts read so far.
-    seen: HashSet<String>,
-    /// Messages from this position on have been read.
-    next: usize,
+    fact_texts: HashSet<String>,
+    next_request: usize,
+    next_fact: usize,
     scratch: Vec<Candidate>,
 }
 
-impl<'m> Reader<'_, 'm> {
+impl Reader<'_, '_> {
     fn base(&self, position: usize) -> usize {
         self.offset + (position + 1) * ORDER_STEP
     }
@@ -157,74 +166,109 @@ impl<'m> Reader<'_, 'm> {
         }
     }
 
-    /// Reads the next older message; returns its new items (without
-    /// scores) and the number of item slots it used (its request included).
-    fn read_next(&mut self) -> (Vec<Item>, usize) {
-        self.next -= 1;
-        let i = self.next;
+    /// Reads the request of the next older message: its item (without a
+    /// score) when it has one not repeated by a newer request.
+    fn read_request(&mut self) -> Option<Item> {
+        self.next_request -= 1;
+        let i = self.next_request;
+        if self.src.role(i) != Role::User {
+            return None;
+        }
+        let m = self.src.get(i);
+        if !is_real_user(&m) {
+            return None;
+        }
+        let text = request_item(&m.content, m.created_at)?;
+        if !self.request_texts.insert(text.clone()) {
+            return None;
+        }
+        self.has_request[i] = true;
+        Some(Item::new(
+            Section::Requests,
+            Kind::Request,
+            text,
+            self.base(i) + 1,
+        ))
+    }
+
+    /// Reads the facts of the next older message (its request must have
+    /// been read); returns its new items (without scores) and the number
+    /// of item slots the message used, its request included.
+    fn read_facts(&mut self) -> (Vec<Item>, usize) {
+        self.next_fact -= 1;
+        let i = self.next_fact;
         let m = self.src.get(i);
         let content = redact(&m.content);
         self.scratch.clear();
         fact_candidates(&m, &content, &mut self.scratch);
         let base = self.base(i);
-        let mut local = usize::from(self.requests[i].is_some());
+        let mut local = usize::from(self.has_request[i]);
         let mut items = Vec::new();
         for (section, kind, text) in self.scratch.drain(..) {
-            if text.is_empty() || self.request_texts.contains(&text) || self.seen.contains(&text) {
+            if text.is_empty() || self.fact_texts.contains(&text) {
                 continue;
             }
-            self.seen.insert(text.clone());
+            self.fact_texts.insert(text.clone());
             local += 1;
             items.push(Item::new(section, kind, text, base + local.min(ORDER_STEP - 1)));
         }
         (items, local)
     }
+
+    /// Reads whatever must be read before the facts of the next message:
+    /// requests down to it. Returns the request items read.
+    fn requests_down_to_next_fact(&mut self) -> Vec<Item> {
+        let mut items = Vec::new();
+        while self.next_request >= self.next_fact && self.next_request > 0 {
+            items.extend(self.read_request());
+        }
+        items
+    }
+
+    /// The best score an unread request, and an unread fact, could have,
+    /// each with the orders above all of theirs; `None` where nothing of
+    /// that kind is left (facts: nor the earlier summary's items).
+    fn bounds(&self, max_order: f64, previous_left: bool) -> [Option<(f64, usize)>; 2] {
+        let topic = !self.terms.is_empty();
+        let bound = |kind_base: f64, next: usize| {
+            let above = self.base(next);
+            (score(kind_base, above - 1, max_order, topic), above)
+        };
+        [
+            (self.next_request > 0).then(|| bound(Kind::Request.base(), self.next_request)),
+            (self.next_fact > 0 || previous_left).then(|| bound(FACT_BASE, self.next_fact)),
+        ]
+    }
 }
 
-/// Requests of every real user message, newest first, each text kept once
-/// (at its newest occurrence).
-fn requests(src: &dyn Messages<'_>) -> (Vec<Option<String>>, HashSet<String>) {
-    let mut out = vec![None; src.len()];
-    let mut texts = HashSet::new();
-    for (i, slot) in out.iter_mut().enumerate().rev() {
-        if src.role(i) != Role::User {
-            continue;
-        }
-        let m = src.get(i);
-        if !is_real_user(&m) {
-            continue;
-        }
-        if let Some(text) = request_item(&m.content, m.created_at)
-            && texts.insert(text.clone())
-        {
-            *slot = Some(text);
-        }
-    }
-    (out, texts)
+/// Whether `item` ranks before every item a `bound` allows.
+fn beats(item: &Item, bound: Option<(f64, usize)>) -> bool {
+    bound.is_none_or(|(best, above)| item.score > best || (item.score == best && item.order >= above))
 }
 
 /// The summary body of `src` under `opts` (see the module doc).
-pub(super) fn summarise(src: &dyn Messages<'_>, opts: &Options<'_>) -> String {
+pub(super) fn summarise(src: &dyn Messages<'_>, opts: &Options<'_>) -> Summary {
     let previous = opts.previous.map(previous_items).unwrap_or_default();
-    let (requests, request_texts) = requests(src);
     let mut reader = Reader {
         src,
         terms: opts.terms(),
         offset: previous.len(),
-        requests,
-        request_texts,
-        seen: HashSet::new(),
-        next: src.len(),
+        has_request: vec![false; src.len()],
+        request_texts: HashSet::new(),
+        fact_texts: HashSet::new(),
+        next_request: src.len(),
+        next_fact: src.len(),
         scratch: Vec::new(),
     };
     // The largest order: the newest message with any item decides it.
     let mut unscored = Vec::new();
     let mut max_order = None;
-    while max_order.is_none() && reader.next > 0 {
-        let (items, slots) = reader.read_next();
+    while max_order.is_none() && reader.next_fact > 0 {
+        unscored.extend(reader.requests_down_to_next_fact());
+        let (items, slots) = reader.read_facts();
         unscored.extend(items);
         if slots > 0 {
-            max_order = Some(reader.base(reader.next) + slots.min(ORDER_STEP - 1));
+            max_order = Some(reader.base(reader.next_fact) + slots.min(ORDER_STEP - 1));
         }
     }
     let mut previous = Some(previous);
@@ -241,51 +285,79 @@ pub(super) fn summarise(src: &dyn Messages<'_>, opts: &Options<'_>) -> String {
         it.score = score(it.kind.base(), it.order, max_order, it.topical);
         heap.push(Ranked(it));
     };
-    for (i, text) in reader.requests.iter().enumerate() {
-        if let Some(text) = text {
-            let it = Item::new(Section::Requests, Kind::Request, text.clone(), reader.base(i) + 1);
-            add(&mut heap, &reader, it);
-        }
-    }
     for it in unscored {
         add(&mut heap, &reader, it);
     }
     let topic_bonus = !reader.terms.is_empty();
     let mut budget = Budget::new(opts);
     loop {
-        // The best an item not yet known can score, and the orders above
-        // all of theirs; `None` once everything is known.
-        let bound = (reader.next > 0 || previous.is_some()).then(|| {
-            let above = reader.base(reader.next);
-            (score(FACT_BASE, above - 1, max_order, topic_bonus), above)
-        });
+        let [requests, facts] = reader.bounds(max_order, previous.is_some());
         while let Some(Ranked(top)) = heap.peek() {
-            let settled = bound
-                .is_none_or(|(best, above)| top.score > best || (top.score == best && top.order >= above));
-            if !settled {
+            if !beats(top, requests) || !beats(top, facts) {
                 break;
             }
             if budget.closed() {
-                return render(&budget.chosen, topic_bonus);
+                return Summary::of(budget, topic_bonus);
             }
             if let Some(Ranked(it)) = heap.pop() {
                 budget.offer(it);
             }
         }
-        if budget.closed() || bound.is_none() {
-            return render(&budget.chosen, topic_bonus);
+        if budget.closed() || (requests.is_none() && facts.is_none()) {
+            return Summary::of(budget, topic_bonus);
         }
-        if reader.next > 0 {
-            let (items, _) = reader.read_next();
+        // Read what holds the best item unread: a request when the heap's
+        // best does not beat the unread requests (or, with nothing known,
+        // when they could score at least as much as unread facts).
+        let want_request = match (heap.peek(), requests, facts) {
+            (_, None, _) => false,
+            (Some(Ranked(top)), Some(_), _) => !beats(top, requests),
+            (None, Some((r, _)), f) => f.is_none_or(|(f, _)| r >= f),
+        };
+        if want_request {
+            if let Some(it) = reader.read_request() {
+                add(&mut heap, &reader, it);
+            }
+        } else if reader.next_fact > 0 {
+            for it in reader.requests_down_to_next_fact() {
+                add(&mut heap, &reader, it);
+            }
+            let (items, _) = reader.read_facts();
             for it in items {
                 add(&mut heap, &reader, it);
             }
         } else if let Some(items) = previous.take() {
             for it in items {
-                if !reader.request_texts.contains(&it.text) && !reader.seen.contains(&it.text) {
+                if !reader.request_texts.contains(&it.text) && !reader.fact_texts.contains(&it.text) {
                     add(&mut heap, &reader, it);
                 }
             }
+        }
+    }
+}
+
+/// An item's line in the summary: code as it is, anything else a bullet.
+fn line_of(item: &Item) -> String {
+    if item.kind == Kind::Code {
+        format!("{}\n", item.text)
+    } else {
+        format!("- {}\n", item.text)
+    }
+}
+
+/// An extractive summary body and the token counts of its item lines (each
+/// with its `\n`), for [`crate::tokens::count_by_lines`].
+#[derive(Clone, Debug)]
+pub(crate) struct Summary {
+    pub body: String,
+    pub line_tokens: HashMap<String, usize>,
+}
+
+impl Summary {
+    fn of(budget: Budget<'_>, topical_first: bool) -> Self {
+        Self {
+            body: render(&budget.chosen, topical_first),
+            line_tokens: budget.line_tokens,
         }
     }
 }
@@ -309,11 +381,7 @@ fn render(chosen: &[Item], topical_first: bool) -> String {
         out.push_str(section.heading());
         out.push('\n');
         for it in picked {
-            if it.kind != Kind::Code {
-                out.push_str("- ");
-            }
-            out.push_str(&it.text);
-            out.push('\n');
+            out.push_str(&line_of(it));
         }
         out.push('\n');
     }
@@ -338,27 +406,25 @@ mod tests {
         let terms = opts.terms();
         let previous = opts.previous.map(previous_items).unwrap_or_default();
         let offset = previous.len();
-        let (requests, request_texts) = requests(src);
         let mut items = Vec::new();
-        let mut seen = HashSet::new();
+        let mut request_texts = HashSet::new();
+        let mut fact_texts = HashSet::new();
         let mut scratch = Vec::new();
         for i in (0..src.len()).rev() {
             let base = offset + (i + 1) * ORDER_STEP;
-            let mut local = 0;
-            if let Some(text) = &requests[i] {
-                local = 1;
-                items.push(Item::new(
-                    Section::Requests,
-                    Kind::Request,
-                    text.clone(),
-                    base + 1,
-                ));
-            }
             let m = src.get(i);
+            let mut local = 0;
+            if is_real_user(&m)
+                && let Some(text) = request_item(&m.content, m.created_at)
+                && request_texts.insert(text.clone())
+            {
+                local = 1;
+                items.push(Item::new(Section::Requests, Kind::Request, text, base + 1));
+            }
             scratch.clear();
             fact_candidates(&m, &redact(&m.content), &mut scratch);
             for (section, kind, text) in scratch.drain(..) {
-                if text.is_empty() || request_texts.contains(&text) || !seen.insert(text.clone()) {
+                if text.is_empty() || !fact_texts.insert(text.clone()) {
                     continue;
                 }
                 local += 1;
@@ -368,7 +434,7 @@ mod tests {
         items.extend(
             previous
                 .into_iter()
-                .filter(|it| !request_texts.contains(&it.text) && !seen.contains(&it.text)),
+                .filter(|it| !request_texts.contains(&it.text) && !fact_texts.contains(&it.text)),
         );
         let max_order = items.iter().map(|it| it.order).max().unwrap_or(1).max(1) as f64;
         for it in &mut items {
@@ -387,6 +453,10 @@ mod tests {
             budget.offer(it);
         }
         render(&budget.chosen, !terms.is_empty())
+    }
+
+    fn lazy(src: &dyn Messages<'_>, opts: &Options<'_>) -> String {
+        summarise(src, opts).body
     }
 
     /// Four chars a token, no lower bound: a counter unlike a BPE.
@@ -488,7 +558,7 @@ mod tests {
                 counter,
             };
             let src = Slice(&refs);
-            prop_assert_eq!(summarise(&src, &opts), eager(&src, &opts));
+            prop_assert_eq!(lazy(&src, &opts), eager(&src, &opts));
         }
     }
 
@@ -505,7 +575,7 @@ mod tests {
             max_chars: None,
             counter: &Quarter,
         };
-        let out = summarise(&Slice(&refs), &opts);
+        let out = lazy(&Slice(&refs), &opts);
         assert_eq!(out.matches("`docs/guide.md`").count(), 1, "{out}");
         // In source order (one heading) the repeated path comes after `b`'s.
         let repeated = out.find("`docs/guide.md`");
@@ -553,7 +623,7 @@ mod tests {
             counter: &Quarter,
         };
         let refs: Vec<&Message> = messages.iter().collect();
-        assert_eq!(summarise(&src, &opts), eager(&Slice(&refs), &opts));
+        assert_eq!(lazy(&src, &opts), eager(&Slice(&refs), &opts));
         assert!(src.reads.get() < 20, "read {} of 200 replies", src.reads.get());
     }
 }
