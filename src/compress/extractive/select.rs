@@ -118,7 +118,7 @@ impl<'c> Budget<'c> {
     /// away without counting ([`TokenCounter::at_least`]).
     fn offer(&mut self, item: Item) {
         let line = line_of(&item);
-        let left = self.tokens - self.used;
+        let left = self.tokens.saturating_sub(self.used);
         if self.chars + line.len() > self.max_chars || self.counter.at_least(&line) > left {
             self.misses += 1;
             return;
