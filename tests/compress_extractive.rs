@@ -208,3 +208,96 @@ fn the_summary_token_count_is_exact() {
         }
     }
 }
+
+#[test]
+fn error_lines_of_long_tool_outputs_survive_compression() {
+    use strata::compress::{CompressionInput, Trigger};
+
+    let errors = [
+        "FAILED tests/test_api.py::test_login - AssertionError: 401 != 200",
+        "E       AssertionError: expected 3 got 4",
+        "ModuleNotFoundError: No module named 'yaml'",
+        "TypeError: cannot read properties of undefined (reading 'id')",
+        "Exception in thread \"main\" java.lang.NullPointerException",
+        "Segmentation fault (core dumped)",
+        "bash: fooctl: command not found",
+        "npm ERR! code ERESOLVE",
+        "make: *** [Makefile:12: all] Error 2",
+        "git@github.com: Permission denied (publickey).",
+        "cat: notes.txt: No such file or directory",
+        "thread 'main' panicked at src/main.rs:4:5",
+        "error[E0425]: cannot find value `x` in this scope",
+        "fatal: not a git repository",
+        "ValueError: invalid literal for int() with base 10: 'x'",
+    ];
+    let mut b = Builder::new();
+    for (i, error) in errors.iter().enumerate() {
+        b.user(format!("Please run step {i} of the build"));
+        let noise: String = (0..80).map(|l| format!("step {i} line {l}: ok\n")).collect();
+        b.tool(
+            "shell",
+            &serde_json::json!({"command": format!("./run step{i}")}).to_string(),
+            format!("{noise}{error}\n"),
+        );
+        b.assistant(format!("Step {i} ran; I will look at the output next."));
+    }
+    // Enough later turns to fill the protected tail, so every step above
+    // but the head's first is summarised.
+    for i in 0..30 {
+        b.user(format!("Now something else, part {i}"));
+        b.assistant(compress_support::tokens(700));
+    }
+    let history = b.build();
+    let mut engine = compress_support::engine(128_000, 2_000, 0.75);
+    let input = CompressionInput {
+        messages: &history,
+        fixed_tokens: 100,
+        counter: &QuarterCounter,
+        topic: None,
+    };
+    let plan = engine.compress_extractive(Trigger::Manual, &input, 0).unwrap();
+    let summary = &plan.summary.content;
+    for error in &errors[1..] {
+        assert!(summary.contains(error), "lost {error:?}:\n{summary}");
+    }
+}
+
+#[test]
+fn a_second_compression_keeps_the_first_summary_when_there_is_room() {
+    use strata::compress::{CompressionInput, Trigger, split_summary};
+
+    let (mut history, _) = planted(120);
+    let mut b = Builder::new();
+    let mut engine = compress_support::engine(200_000, 4_000, 0.75);
+    let compress = |engine: &mut strata::compress::DefaultEngine, messages: &[Message]| {
+        let input = CompressionInput {
+            messages,
+            fixed_tokens: 100,
+            counter: &QuarterCounter,
+            topic: None,
+        };
+        engine.compress_extractive(Trigger::Manual, &input, 0).unwrap()
+    };
+    let first = compress(&mut engine, &history);
+    let body = |plan: &strata::compress::CompressionPlan| split_summary(&plan.summary.content).0.to_owned();
+    let first_body = body(&first);
+    history = first.messages.clone();
+    for i in 0..8 {
+        b.user(format!("Follow-up question {i} about the release notes"));
+        b.assistant(format!(
+            "Answer {i}: the release notes are in docs/release_{i}.md now."
+        ));
+    }
+    history.extend(b.build());
+    let second = compress(&mut engine, &history);
+    let second_body = body(&second);
+    let requests: Vec<&str> = first_body.lines().filter(|l| l.starts_with("- on ")).collect();
+    let kept = requests.iter().filter(|r| second_body.contains(*r)).count();
+    assert!(requests.len() > 20, "{first_body}");
+    assert!(
+        kept * 10 >= requests.len() * 9,
+        "kept {kept} of {}:\n{second_body}",
+        requests.len()
+    );
+    assert!(QuarterCounter.count(&second_body) * 10 >= QuarterCounter.count(&first_body) * 9);
+}

@@ -270,6 +270,46 @@ fn scenario_7_summariser_failures() {
 }
 
 #[test]
+fn a_model_reply_without_text_falls_back_and_a_repeated_secret_is_redacted() {
+    let mut b = Builder::new();
+    for i in 0..30 {
+        b.user(format!("request {i}: {}", tokens(400)));
+        b.assistant(format!("answer {i}: {}", tokens(400)));
+    }
+    let history = b.build();
+    let model = || {
+        let mut m = engine(32_000, 4_000, 0.75);
+        m.on_session_start(strata::compress::EngineConfig {
+            summarizer: SummarizerChoice::Model("gpt-test".into()),
+            ..m.config().clone()
+        });
+        m
+    };
+    let mut m = model();
+    let pending = m.prepare(Trigger::Manual, &input(&history, None)).unwrap();
+    let plan = m
+        .finish(
+            pending,
+            Some(SummaryOutcome::Summary("\u{0}\u{1} \u{7f}".into())),
+            &QuarterCounter,
+            0,
+        )
+        .unwrap();
+    assert_eq!(plan.summarizer, "fallback");
+    assert!(plan.warnings[0].contains("no text"), "{:?}", plan.warnings);
+    let mut m = model();
+    let pending = m.prepare(Trigger::Manual, &input(&history, None)).unwrap();
+    let key = "sk-proj-AbCdEf0123456789AbCdEf0123456789xyz";
+    let reply = format!("## Active state\n- the key was {key}\u{0}\r\n- done");
+    let plan = m
+        .finish(pending, Some(SummaryOutcome::Summary(reply)), &QuarterCounter, 0)
+        .unwrap();
+    assert_eq!(plan.summarizer, "gpt-test");
+    assert!(!plan.summary.content.contains(key), "{}", plan.summary.content);
+    assert!(plan.summary.content.contains("[REDACTED:openai_key]\n- done"));
+}
+
+#[test]
 fn scenario_9_only_the_newest_image_survives() {
     let png = format!("data:image/png;base64,{}", "iVBORw0KGgo".repeat(400));
     let mut b = Builder::new();

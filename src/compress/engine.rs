@@ -30,7 +30,8 @@ use super::boundary::{Boundaries, find_boundaries, find_boundaries_with};
 use super::extractive::{self, ExtractiveInput, Options, Summary, extractive_summary};
 use super::input::{SummaryRequest, summary_input, summary_request, target_summary_tokens};
 use super::prune::Pruner;
-use super::view::Transcript;
+use super::redact::redact;
+use super::view::{Read, Transcript};
 use super::{CompressionPlan, cut_at, tokens_of};
 use crate::domain::{CompactionTrigger, Message, MessageId, MessageKind, Role, SessionId};
 use crate::tokens::{Threshold, TokenCounter, count_by_lines, message_tokens_with};
@@ -558,8 +559,13 @@ impl CompressionEngine for DefaultEngine {
             }
             *slot = Some(v.into_owned());
         }
+        let previous = summarised
+            .iter()
+            .find(|&&i| history[i].kind == MessageKind::Summary)
+            .map(|&i| split_summary(&pruner.message(i).content).0.to_owned());
+        let previous_tokens = previous.as_deref().map_or(0, |p| input.counter.count(p) as u64);
         let middle_tokens: u64 = summarised.iter().map(|&i| u64::from(tokens[i])).sum();
-        let target_tokens = target_summary_tokens(middle_tokens, self.config.window);
+        let target_tokens = target_summary_tokens(middle_tokens, self.config.window, previous_tokens);
         let worth_it = |pruned_saving: u64| {
             let saving = (middle_tokens + pruned_saving).saturating_sub(u64::from(target_tokens));
             (saving * 10 >= tokens_before, saving)
@@ -582,20 +588,16 @@ impl CompressionEngine for DefaultEngine {
                 percent: saving * 100 / tokens_before.max(1),
             });
         }
-        let previous = summarised
-            .iter()
-            .find(|&&i| history[i].kind == MessageKind::Summary)
-            .map(|&i| split_summary(&pruner.message(i).content).0.to_owned());
-        let transcript = Transcript::new(&pruner, history, &summarised);
         let (request, summarizer, source) = match &self.config.summarizer {
             SummarizerChoice::Model(name) => {
-                let messages = transcript.to_vec();
+                let messages = Transcript::new(&pruner, history, &summarised, Read::Pruned).to_vec();
                 let refs: Vec<&Message> = messages.iter().collect();
                 let text = summary_input(&refs);
                 let request = summary_request(&text, previous.as_deref(), input.topic, target_tokens);
                 (Some(request), name.clone(), Source::Transcript(messages))
             }
             SummarizerChoice::Extractive => {
+                let transcript = Transcript::new(&pruner, history, &summarised, Read::Whole);
                 let body = extractive::summarise(
                     &transcript,
                     &Options {
@@ -660,18 +662,23 @@ impl CompressionEngine for DefaultEngine {
         };
         let failure = match outcome {
             None => None,
-            Some(SummaryOutcome::Summary(text)) if !clean_body(&text).is_empty() => {
-                self.status.fallbacks_in_row = 0;
-                Some(Ok(text))
-            }
-            Some(SummaryOutcome::Summary(_)) => Some(Err(SummaryFailure::Malformed(
-                "the summariser returned an empty reply".to_owned(),
-            ))),
+            Some(SummaryOutcome::Summary(text)) => match usable_summary(&text) {
+                Some(body) => {
+                    self.status.fallbacks_in_row = 0;
+                    Some(Ok(body))
+                }
+                None if text.trim().is_empty() => Some(Err(SummaryFailure::Malformed(
+                    "the summariser returned an empty reply".to_owned(),
+                ))),
+                None => Some(Err(SummaryFailure::Malformed(
+                    "the summariser's reply holds no text".to_owned(),
+                ))),
+            },
             Some(SummaryOutcome::Failed(f)) => Some(Err(f)),
         };
         let (body, summarizer) = match failure {
             None => (extract(None, pending.target_tokens), "extractive".to_owned()),
-            Some(Ok(text)) => (clean_body(&text), pending.summarizer.clone()),
+            Some(Ok(body)) => (body, pending.summarizer.clone()),
             Some(Err(SummaryFailure::Auth(why) | SummaryFailure::Network(why))) => {
                 if pending.trigger.automatic() {
                     self.cool_down(now_ms, 60);
@@ -756,6 +763,19 @@ impl CompressionEngine for DefaultEngine {
 
 /// The plan for `body` in place of the summarised messages. The summary's
 /// count takes the lines in `line_tokens` as counted ([`count_by_lines`]).
+/// A model's summary as it is stored: control characters other than line
+/// breaks and tabs removed, secrets redacted (a model may repeat one it was
+/// never shown, or one a rule missed), the notice and end marker taken out;
+/// `None` when no letter or digit is left.
+fn usable_summary(text: &str) -> Option<String> {
+    let visible: String = text
+        .chars()
+        .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
+        .collect();
+    let body = clean_body(&redact(&visible));
+    body.chars().any(char::is_alphanumeric).then_some(body)
+}
+
 fn assemble_plan(
     p: &Pending,
     body: &str,

@@ -151,7 +151,7 @@ static PATH: LazyLock<Option<Regex>> = LazyLock::new(|| {
 });
 static ERROR: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(
-        r"(?i)\b(?:error(?:\[\w+\])?|failed|failure|panicked|exception|traceback|fatal|segmentation fault)\b",
+        r"(?i:\b(?:error(?:\[\w+\])?|failed|failure|panicked|exception|traceback|fatal|segmentation fault|command not found|permission denied|no such file or directory)\b)|(?i:\berr!\B)|[A-Za-z0-9](?:Error|Exception)\b",
     )
     .ok()
 });
@@ -466,7 +466,32 @@ mod tests {
             pieces.push(format!("_{w}"));
             pieces.push(format!("{w}[E0308]:"));
         }
-        pieces.extend(["x", "9", "'", ".", "-", "[", "]", "we", "let", "the"].map(str::to_owned));
+        pieces.extend(
+            [
+                "x",
+                "9",
+                "'",
+                ".",
+                "-",
+                "[",
+                "]",
+                "we",
+                "let",
+                "the",
+                "TypeError",
+                "IOError",
+                "Error",
+                "Exception",
+                "NullPointerException",
+                "_Error",
+                "xError",
+                "Errors",
+                "ERR!",
+                "err!x",
+                "!",
+            ]
+            .map(str::to_owned),
+        );
         let seps = [" ", "", "\n", ". ", "_", "\t", "'"];
         let mut state = 0x2545_f491_4f6c_dd1du64;
         let mut next = |n: usize| {

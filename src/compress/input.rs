@@ -43,12 +43,15 @@ pub struct SummaryRequest {
     pub updates_previous: bool,
 }
 
-/// `clamp(20 % of middle_tokens, 2,000, min(5 % of window, 10,000))`; when
-/// 5 % of a small window is below 2,000, that smaller bound wins.
+/// `clamp(20 % of middle_tokens, 2,000, min(5 % of window, 10,000))`
+/// (DESIGN §7); when 5 % of a small window is below 2,000, that smaller
+/// bound wins. When an earlier summary of `previous_tokens` is updated, the
+/// target is at least its size (within the same upper bound), so an update
+/// adds the new messages to it instead of cutting it down to a fifth.
 #[must_use]
-pub fn target_summary_tokens(middle_tokens: u64, window: u64) -> u32 {
+pub fn target_summary_tokens(middle_tokens: u64, window: u64, previous_tokens: u64) -> u32 {
     let upper = (window / 20).min(10_000);
-    let t = (middle_tokens / 5).max(2_000).min(upper);
+    let t = (middle_tokens / 5).max(2_000).max(previous_tokens).min(upper);
     u32::try_from(t).unwrap_or(10_000)
 }
 
@@ -152,11 +155,13 @@ mod tests {
 
     #[test]
     fn target_size_is_clamped() {
-        assert_eq!(target_summary_tokens(5_000, 200_000), 2_000);
-        assert_eq!(target_summary_tokens(40_000, 200_000), 8_000);
-        assert_eq!(target_summary_tokens(400_000, 200_000), 10_000);
-        assert_eq!(target_summary_tokens(400_000, 1_000_000), 10_000);
-        assert_eq!(target_summary_tokens(40_000, 32_000), 1_600);
+        assert_eq!(target_summary_tokens(5_000, 200_000, 0), 2_000);
+        assert_eq!(target_summary_tokens(40_000, 200_000, 0), 8_000);
+        assert_eq!(target_summary_tokens(400_000, 200_000, 0), 10_000);
+        assert_eq!(target_summary_tokens(400_000, 1_000_000, 0), 10_000);
+        assert_eq!(target_summary_tokens(40_000, 32_000, 0), 1_600);
+        assert_eq!(target_summary_tokens(12_000, 200_000, 7_000), 7_000);
+        assert_eq!(target_summary_tokens(12_000, 200_000, 30_000), 10_000);
     }
 
     #[test]

@@ -27,6 +27,10 @@ pub(crate) const LISTS: [&[&str]; 3] = [
         "traceback",
         "fatal",
         "segmentation fault",
+        "command not found",
+        "permission denied",
+        "no such file or directory",
+        "err!",
     ],
     &[
         "decided",
@@ -85,6 +89,13 @@ fn is_word(b: u8) -> bool {
     b.is_ascii_alphanumeric() || b == b'_'
 }
 
+/// Whether `bytes[s..e]` is `Error` or `Exception` ending a CamelCase name
+/// (`TypeError`, `IOError`, `NullPointerException`): the regex's
+/// `[A-Za-z0-9](?:Error|Exception)\b`.
+fn camel_case_error(bytes: &[u8], s: usize, e: usize) -> bool {
+    s > 0 && bytes[s - 1].is_ascii_alphanumeric() && matches!(&bytes[s..e], b"Error" | b"Exception")
+}
+
 /// Start offsets of whole-word matches of each list in `text`, sorted;
 /// `None` when `text` is not ASCII (use the regexes then).
 pub(crate) fn keyword_starts(text: &str) -> Option<[Vec<usize>; 3]> {
@@ -98,8 +109,9 @@ pub(crate) fn keyword_starts(text: &str) -> Option<[Vec<usize>; 3]> {
         let (s, e) = (m.start(), m.end());
         let before = s == 0 || !is_word(bytes[s - 1]);
         let after = e == bytes.len() || !is_word(bytes[e]);
-        if before && after {
-            out[searcher.list[m.pattern().as_usize()]].push(s);
+        let list = searcher.list[m.pattern().as_usize()];
+        if after && (before || (list == 0 && camel_case_error(bytes, s, e))) {
+            out[list].push(s);
         }
     }
     for v in &mut out {

@@ -144,6 +144,22 @@ impl<'a> Pruner<'a> {
         }
     }
 
+    /// The message at `index` with only its old images replaced: tool
+    /// results and arguments as they were. What the extractive summariser
+    /// reads, so the error lines of a long tool output are not reduced to
+    /// its one-line digest first.
+    #[must_use]
+    pub fn with_images_stripped(&self, index: usize) -> Cow<'a, Message> {
+        let m = &self.history[index];
+        match self.strip_images.get(index).copied().flatten() {
+            Some(count) => Cow::Owned(Message {
+                content: strip_images(&m.content, count),
+                ..rewrite(m, String::new())
+            }),
+            None => Cow::Borrowed(m),
+        }
+    }
+
     /// The rewrite of tool results and arguments (images aside).
     fn rewrite(&self, i: usize) -> Option<Message> {
         let m = &self.history[i];

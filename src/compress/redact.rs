@@ -47,6 +47,10 @@ const RULES: &[Rule] = &[
         pattern: r"\b(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{22,})",
     },
     Rule {
+        kind: "aws_key_pair",
+        pattern: r#"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b[\s:,;|="']+[A-Za-z0-9/+=]{40}\b"#,
+    },
+    Rule {
         kind: "aws_access_key",
         pattern: r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",
     },
@@ -80,23 +84,31 @@ const RULES: &[Rule] = &[
     },
     Rule {
         kind: "authorization",
-        pattern: r#"(?i)(?P<keep>\b(?:proxy-)?authorization\s*["']?\s*[:=]\s*["']?(?:bearer\s+|basic\s+|token\s+|digest\s+)?)[^\s"',;]+"#,
+        pattern: r#"(?i)(?P<keep>\b(?:proxy-)?authorization\s*["']?\s*[:=]\s*["']?(?:bearer\s+|basic\s+|token\s+|digest\s+)?)[^\s"'`,;]+"#,
     },
     Rule {
         kind: "cookie",
-        pattern: r#"(?i)(?P<keep>\b(?:set-)?cookie\s*:\s*)[^\r\n]+"#,
+        pattern: r#"(?i)(?P<keep>\b(?:set-)?cookie\s*:\s*)[^\r\n`]+"#,
     },
     Rule {
         kind: "api_key_header",
-        pattern: r#"(?i)(?P<keep>\bx-api-key\s*["']?\s*:\s*["']?)[^\s"',;]+"#,
+        pattern: r#"(?i)(?P<keep>\bx-api-key\s*["']?\s*:\s*["']?)[^\s"'`,;]+"#,
     },
     Rule {
         kind: "url_password",
-        pattern: r"(?P<keep>\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@]+:)[^\s@/]+(?P<tail>@)",
+        pattern: r"(?P<keep>\b[a-zA-Z][a-zA-Z0-9+.\-]{1,20}://[^\s:/@]*:)[^\s@/]+(?P<tail>@)",
     },
     Rule {
         kind: "assignment",
-        pattern: r#"(?i)(?P<keep>\b(?:[A-Z0-9_]*_(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD)|PASSWORD|PASSWD|SECRET|TOKEN)\s*["']?\s*[=:]\s*["']?)[^\s"',;]{3,}"#,
+        pattern: r#"(?i)(?P<keep>\b[A-Z0-9_]*(?:_KEY|PASSWORD|PASSWD|SECRET|TOKEN)\s*["']?\s*[=:]\s*["']?)[^\s"'`,;]{3,}"#,
+    },
+    Rule {
+        kind: "cli_password",
+        pattern: r#"(?i)(?P<keep>(?:--pass(?:word|wd)?(?:=|\s+)|\bmysql(?:dump|admin)?\b[^\n]*?\s(?-i:-p)|\b(?:docker|podman)\s+login\b[^\n]*?\s(?-i:-p)\s+|\bsshpass\s+(?-i:-p)\s*)["']?)[^\s"'`]+"#,
+    },
+    Rule {
+        kind: "azure_key",
+        pattern: r#"(?i)(?P<keep>\b(?:AccountKey|SharedAccessKey|SharedAccessSignature)=|[?&]sig=)[^;&\s"'`]+"#,
     },
 ];
 
@@ -144,8 +156,10 @@ static COMPILED: LazyLock<Option<Compiled>> = LazyLock::new(compile);
 
 /// The text with every secret replaced by `[REDACTED:kind]` (kinds:
 /// `private_key`, `anthropic_key`, `openai_key`, `google_key`,
-/// `github_token`, `aws_access_key`, `aws_secret_key`, `slack_token`, `jwt`,
-/// `authorization`, `api_key_header`, `url_password`, `assignment`).
+/// `github_token`, `aws_key_pair`, `aws_access_key`, `aws_secret_key`,
+/// `stripe_key`, `gitlab_token`, `npm_token`, `huggingface_token`,
+/// `slack_token`, `jwt`, `authorization`, `cookie`, `api_key_header`,
+/// `url_password`, `assignment`, `cli_password`, `azure_key`).
 /// Borrowed when nothing matched.
 #[must_use]
 pub fn redact(text: &str) -> Cow<'_, str> {
@@ -232,7 +246,8 @@ mod tests {
         let k = "glpat-abcdefghij0123456789";
         assert_redacted(&format!("token {k}."), k, "gitlab_token");
         let k = "npm_abcdefghijklmnopqrstuvwxyz0123456789";
-        assert_redacted(&format!("//registry:_authToken={k}"), k, "npm_token");
+        assert_redacted(&format!("publish with {k} today"), k, "npm_token");
+        assert_redacted(&format!("//registry:_authToken={k}"), k, "assignment");
         let k = "hf_abcdefghijklmnopqrstuvwxyz0123456";
         assert_redacted(&format!("HF {k}"), k, "huggingface_token");
     }
@@ -306,10 +321,65 @@ mod tests {
     }
 
     #[test]
+    fn prefixed_passwords_empty_url_users_and_command_line_passwords() {
+        assert_redacted(
+            "export PGPASSWORD=pgSecretValue987",
+            "pgSecretValue987",
+            "assignment",
+        );
+        assert_redacted("MYSQL_ROOT_PASSWORD: rootpw123", "rootpw123", "assignment");
+        assert_eq!(
+            redact("cache at redis://:RedisPassw0rd@cache:6379/0"),
+            "cache at redis://:[REDACTED:url_password]@cache:6379/0"
+        );
+        assert_redacted("mysql -u root -pS3cretPw db", "S3cretPw", "cli_password");
+        assert_eq!(redact("mysql -u root -p db"), "mysql -u root -p db");
+        assert_eq!(redact("mysql -h db -P3306 -u root"), "mysql -h db -P3306 -u root");
+        assert_redacted(
+            "docker login -u me -p dckr_pat_abc123 ghcr.io",
+            "dckr_pat_abc123",
+            "cli_password",
+        );
+        assert_redacted("tool --password=hunter2x --verbose", "hunter2x", "cli_password");
+        assert_redacted("sshpass -p 'letmein9' ssh host", "letmein9", "cli_password");
+        assert_eq!(
+            redact("cat secret | docker login --password-stdin"),
+            "cat secret | docker login --password-stdin"
+        );
+    }
+
+    #[test]
+    fn azure_keys_and_aws_key_pairs() {
+        let conn = "DefaultEndpointsProtocol=https;AccountName=acct;AccountKey=AbCd0123+/xyz==;EndpointSuffix=core.windows.net";
+        assert_redacted(conn, "AbCd0123+/xyz==", "azure_key");
+        assert!(redact(conn).contains("AccountName=acct;"));
+        assert_redacted(
+            "https://a.blob.core.windows.net/c?sv=2022&sig=AbC%2Fdef",
+            "AbC%2Fdef",
+            "azure_key",
+        );
+        let pair = "AKIAIOSFODNN7EXAMPLE wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY";
+        assert_redacted(pair, "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", "aws_key_pair");
+        assert!(!redact(pair).contains("AKIAIOSFODNN7EXAMPLE"));
+    }
+
+    #[test]
+    fn a_secret_ends_before_a_closing_backtick() {
+        assert_eq!(
+            redact("run `export OPENAI_API_KEY=abc123def` then"),
+            "run `export OPENAI_API_KEY=[REDACTED:assignment]` then"
+        );
+        assert_eq!(
+            redact("`Cookie: sid=abc123` done"),
+            "`Cookie: [REDACTED:cookie]` done"
+        );
+    }
+
+    #[test]
     fn ordinary_text_is_borrowed_unchanged() {
         let text = "task-force meeting: the keyboard shortcut, a skeleton key and sk-short";
         assert!(matches!(redact(text), Cow::Borrowed(_)));
-        let code = "let password_len = 12;\nfn token_count() {}";
+        let code = "let password_len = 12;\nfn token_count() {}\nmax_tokens: 512, tokens = 3";
         assert_eq!(redact(code), code);
     }
 }

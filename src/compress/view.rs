@@ -1,7 +1,10 @@
-//! The summarised messages as a summariser reads them: pruned (DESIGN §7
-//! phase 1) only when read, and an earlier summary reduced to the message
-//! merged after its end marker (its body is passed separately, as the
-//! summary being updated; a summary with nothing merged is left out).
+//! The summarised messages as a summariser reads them, each only when read:
+//! pruned (DESIGN §7 phase 1) for a model, whose input is capped; for the
+//! extractive summariser with only old images replaced, so it finds the
+//! error lines and paths of long tool outputs that pruning reduces to one
+//! line. An earlier summary is reduced to the message merged after its end
+//! marker (its body is passed separately, as the summary being updated; a
+//! summary with nothing merged is left out).
 
 use super::assemble::split_summary;
 use super::extractive::Messages;
@@ -9,17 +12,32 @@ use super::prune::Pruner;
 use crate::domain::{Message, MessageKind, Role};
 use std::borrow::Cow;
 
+/// How the summariser reads a message.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Read {
+    /// As free pruning leaves it.
+    Pruned,
+    /// As it was, old images replaced.
+    Whole,
+}
+
 /// The summarised range of a history, read on demand.
 pub(crate) struct Transcript<'p, 'a> {
     pruner: &'p Pruner<'a>,
     history: &'a [Message],
+    reading: Read,
     /// History indices of the messages the summariser reads, in order.
     index: Vec<usize>,
 }
 
 impl<'p, 'a> Transcript<'p, 'a> {
     /// The transcript of the history indices `summarised` (ascending).
-    pub(crate) fn new(pruner: &'p Pruner<'a>, history: &'a [Message], summarised: &[usize]) -> Self {
+    pub(crate) fn new(
+        pruner: &'p Pruner<'a>,
+        history: &'a [Message],
+        summarised: &[usize],
+        reading: Read,
+    ) -> Self {
         let index = summarised
             .iter()
             .copied()
@@ -31,6 +49,7 @@ impl<'p, 'a> Transcript<'p, 'a> {
         Self {
             pruner,
             history,
+            reading,
             index,
         }
     }
@@ -51,7 +70,11 @@ impl<'a> Messages<'a> for Transcript<'_, 'a> {
     }
 
     fn get(&self, position: usize) -> Cow<'a, Message> {
-        let m = self.pruner.message(self.index[position]);
+        let i = self.index[position];
+        let m = match self.reading {
+            Read::Pruned => self.pruner.message(i),
+            Read::Whole => self.pruner.with_images_stripped(i),
+        };
         if m.kind != MessageKind::Summary {
             return m;
         }
