@@ -25,14 +25,29 @@ pub fn main() -> ExitCode {
         Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("strata: {}", output::sentence(&e));
-            let usage = e.downcast_ref::<commands::UsageError>().is_some()
-                || matches!(
-                    e.downcast_ref::<strata::config::ConfigError>(),
-                    Some(strata::config::ConfigError::UnknownProvider(_))
-                );
-            ExitCode::from(if usage { 2 } else { 1 })
+            ExitCode::from(if is_usage_error(&e) { 2 } else { 1 })
         }
     }
+}
+
+/// Bad arguments: a usage error, an unknown provider, or a session id too
+/// short or ambiguous to look up.
+fn is_usage_error(e: &anyhow::Error) -> bool {
+    use strata::runtime::RuntimeError;
+    use strata::store::StoreError;
+    let bad_id = |s: &StoreError| {
+        matches!(
+            s,
+            StoreError::IdTooShort { .. } | StoreError::AmbiguousSession { .. }
+        )
+    };
+    e.downcast_ref::<commands::UsageError>().is_some()
+        || matches!(
+            e.downcast_ref::<strata::config::ConfigError>(),
+            Some(strata::config::ConfigError::UnknownProvider(_))
+        )
+        || e.downcast_ref::<StoreError>().is_some_and(bad_id)
+        || matches!(e.downcast_ref::<RuntimeError>(), Some(RuntimeError::Store(s)) if bad_id(s))
 }
 
 fn run(cli: Cli) -> anyhow::Result<()> {

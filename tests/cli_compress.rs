@@ -250,6 +250,50 @@ fn a_secret_in_the_topic_is_redacted_everywhere() {
 }
 
 #[test]
+fn a_long_topic_is_refused_and_a_multi_line_one_is_put_on_one_line() {
+    let sb = Sandbox::new();
+    let id = sb.import(&history(20, 300));
+    let long = "parser ".repeat(40);
+    let out = sb.run(&["compress", &id, "--topic", &long, "--json"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = common::one_line_error(&out);
+    assert!(err.contains("at most 200 characters"), "{err}");
+    assert_eq!(compactions(&sb), 0);
+    let out = sb.run(&[
+        "compress",
+        &id,
+        "--topic",
+        "the\nparser\n\n  tables",
+        "--summarizer",
+        "extractive",
+    ]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let line = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        line.lines()
+            .next()
+            .unwrap()
+            .contains("topic \"the parser tables\""),
+        "{line}"
+    );
+}
+
+#[test]
+fn the_summary_field_holds_the_summary_alone_when_it_was_merged() {
+    let sb = Sandbox::new();
+    let id = sb.import(&history(30, 600));
+    let out = sb.json(&["compress", &id, "--summarizer", "extractive", "--json"]);
+    let summary = out["summary"].as_str().unwrap();
+    let shown = sb.json(&["show", &id, "--json"]);
+    let merged = shown.to_string().contains("[End of the condensed earlier conversation. The messages below continue the session as it happened.]\\n\\nRequest");
+    assert!(
+        merged,
+        "this history merges the summary into the next request: {shown}"
+    );
+    assert!(summary.trim_end().ends_with("as it happened.]"), "{summary}");
+}
+
+#[test]
 fn a_short_history_is_nothing_to_compress() {
     let sb = Sandbox::new();
     let id = sb.import(&history(1, 100));

@@ -132,6 +132,18 @@ fn missing_session_is_one_clear_sentence_and_changes_nothing() {
 }
 
 #[test]
+fn a_session_id_too_short_to_look_up_is_a_usage_error() {
+    let sb = Sandbox::new();
+    sb.import(SMALL);
+    for args in [&["show", "ab"][..], &["compress", "a", "--dry-run"]] {
+        let out = sb.run(args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = one_line_error(&out);
+        assert!(err.contains("too short"), "{err}");
+    }
+}
+
+#[test]
 fn malformed_import_files_are_refused_and_change_nothing() {
     let sb = Sandbox::new();
     sb.import(SMALL);

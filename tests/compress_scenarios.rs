@@ -155,6 +155,36 @@ fn scenario_4_short_history_strikes_then_locks_but_manual_still_runs() {
 }
 
 #[test]
+fn an_automatic_compression_that_saves_nothing_changes_nothing_and_strikes() {
+    let mut b = Builder::new();
+    for i in 0..5 {
+        b.user(format!("small question {i}"));
+        b.assistant(format!("small answer {i}"));
+    }
+    let history = b.build();
+    let mut e = engine(32_000, 4_000, 0.75);
+    let err = e
+        .compress_extractive(Trigger::Overflow, &input(&history, None), 0)
+        .unwrap_err();
+    assert!(
+        matches!(err, CompressError::NoSaving { before, after } if after >= before),
+        "{err}"
+    );
+    assert!(err.to_string().starts_with("Nothing changed"), "{err}");
+    assert_eq!(e.status().strikes, 1);
+    // By hand it is still made, and the feedback says why it grew.
+    let plan = e
+        .compress_extractive(Trigger::Manual, &input(&history, None), 0)
+        .unwrap();
+    assert!(plan.tokens_after >= plan.tokens_before);
+    assert!(
+        feedback_line(&plan).contains("more tokens"),
+        "{}",
+        feedback_line(&plan)
+    );
+}
+
+#[test]
 fn scenario_5_threshold_numbers_drive_the_trigger() {
     let t = Threshold::compute(64_000, 0, 0.5, 256_000);
     assert_eq!(t.effective, 54_400, "85 % of the effective window, not 100 %");

@@ -175,13 +175,26 @@ pub enum SummaryOutcome {
 pub enum CompressError {
     /// Everything is inside the protected head and tail; not retryable
     /// until the conversation grows.
-    #[error("Nothing to compress: every message is inside the protected start and end of the session.")]
+    #[error(
+        "Nothing to compress: every message is inside the protected start and end of the session (the end always holds the last user request and everything after it)."
+    )]
     NothingToCompress,
     /// The estimated saving is under 10 %; automatic compression only.
     #[error("Compression skipped: it would save only about {percent}% of the context; /compress forces it.")]
     NotWorthIt {
         /// Estimated saving, percent.
         percent: u64,
+    },
+    /// An automatic compression's summary would take at least as many
+    /// tokens as the messages it replaces (a short middle); nothing changed.
+    #[error(
+        "Nothing changed: the summary would take as much room as the messages it replaces ({before} → {after} tokens)."
+    )]
+    NoSaving {
+        /// Request input before, tokens.
+        before: u64,
+        /// Request input the compression would leave, tokens.
+        after: u64,
     },
     /// The summariser failed to authenticate or connect; nothing changed.
     /// Retry after fixing the credentials or the connection.
@@ -726,6 +739,16 @@ impl CompressionEngine for DefaultEngine {
             line_tokens,
             now_ms,
         );
+        // Asked for by hand, a compression of short messages is still made
+        // (the feedback says the summary is longer); an automatic one that
+        // saves nothing is a strike and changes nothing.
+        if pending.trigger.automatic() && plan.tokens_after >= plan.tokens_before {
+            self.strike("compressions in a row would not have saved anything");
+            return Err(CompressError::NoSaving {
+                before: plan.tokens_before,
+                after: plan.tokens_after,
+            });
+        }
         self.compacted_since_reading = true;
         // A compression the user asked for that brings the context under
         // the threshold ends a pause: the next reading would clear it anyway.

@@ -9,7 +9,7 @@
 use super::{Runtime, RuntimeError};
 use crate::compress::{
     self, CompressError, CompressionEngine, CompressionInput, CompressionPlan, DefaultEngine, EngineConfig,
-    EngineState, Pending, SummarizerChoice, SummaryFailure, SummaryOutcome, Trigger,
+    EngineState, SummarizerChoice, SummaryFailure, SummaryOutcome, Trigger,
 };
 use crate::config::{ModelChoice, ProviderKind};
 use crate::domain::{
@@ -66,6 +66,25 @@ pub enum SummarizerArg {
     Model,
     /// The extractive summariser (no model).
     Extractive,
+}
+
+/// Longest topic of `/compress <topic>` and `strata compress --topic`, chars.
+pub const MAX_TOPIC_CHARS: usize = 200;
+
+/// A typed topic on one line (each run of whitespace, line breaks
+/// included, becomes one space); `None` when blank.
+///
+/// # Errors
+/// The sentence to show when it is longer than [`MAX_TOPIC_CHARS`].
+pub fn compress_topic(raw: &str) -> Result<Option<String>, String> {
+    let topic = raw.split_whitespace().collect::<Vec<_>>().join(" ");
+    let chars = topic.chars().count();
+    if chars > MAX_TOPIC_CHARS {
+        return Err(format!(
+            "The topic is {chars} characters long; give one of at most {MAX_TOPIC_CHARS} characters (a few words of what the summary should focus on)."
+        ));
+    }
+    Ok((!topic.is_empty()).then_some(topic))
 }
 
 /// One compression to run.
@@ -260,7 +279,10 @@ impl Runtime {
         let settled = super::session::settled(snapshot.messages.iter().cloned());
         // The topic is typed by the user and goes to the summariser and the
         // record: it is redacted like the history.
-        let topic = req.topic.as_deref().map(|t| compress::redact(t).into_owned());
+        let topic = match req.topic.as_deref().map(compress_topic).transpose() {
+            Ok(topic) => topic.flatten().map(|t| compress::redact(&t).into_owned()),
+            Err(why) => return Err(RuntimeError::Compress(why)),
+        };
         let input = CompressionInput {
             messages: &settled,
             fixed_tokens: snapshot.fixed_tokens(),
@@ -295,7 +317,13 @@ impl Runtime {
                 .await,
             ),
         };
-        let mut plan = finish(engine, pending, outcome, snapshot.counter.as_ref(), now)?;
+        let mut plan = match engine.finish(pending, outcome, snapshot.counter.as_ref(), now) {
+            Ok(plan) => plan,
+            Err(e @ CompressError::NoSaving { .. }) => {
+                return Ok((noop(&snapshot, req.dry_run, topic, e.to_string()), None));
+            }
+            Err(e) => return Err(RuntimeError::Compress(e.to_string())),
+        };
         plan.warnings.extend(warnings);
         if req.dry_run {
             return Ok((outcome_of(&plan, None, true), None));
@@ -428,18 +456,6 @@ fn now_ms() -> i64 {
     jiff::Timestamp::now().as_millisecond()
 }
 
-fn finish(
-    engine: &mut DefaultEngine,
-    pending: Pending,
-    outcome: Option<SummaryOutcome>,
-    counter: &dyn TokenCounter,
-    now: i64,
-) -> Result<CompressionPlan, RuntimeError> {
-    engine
-        .finish(pending, outcome, counter, now)
-        .map_err(|e| RuntimeError::Compress(e.to_string()))
-}
-
 fn noop(snapshot: &Snapshot, dry_run: bool, topic: Option<String>, reason: String) -> CompressOutcome {
     let tokens = snapshot.input_tokens();
     CompressOutcome {
@@ -470,7 +486,11 @@ fn outcome_of(plan: &CompressionPlan, compaction_id: Option<CompactionId>, dry_r
         summarizer: Some(plan.summarizer.clone()),
         topic: plan.topic.clone(),
         compaction_id,
-        summary: Some(plan.summary.content.clone()),
+        // A summary merged into the next message: the summary's part only.
+        summary: Some(match plan.merged_into {
+            Some(_) => compress::assemble::summary_block(compress::split_summary(&plan.summary.content).0),
+            None => plan.summary.content.clone(),
+        }),
         warnings: plan.warnings.clone(),
         reason: None,
         exact: plan.exact,

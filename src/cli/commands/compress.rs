@@ -5,7 +5,7 @@ use crate::cli::args::{CompressArgs, SummarizerValue, UndoCompressArgs};
 use anyhow::Context as _;
 use std::io::Write;
 use strata::compress::{SummarizerChoice, Trigger};
-use strata::runtime::{CompressRequest, SummarizerArg, connect};
+use strata::runtime::{CompressRequest, SummarizerArg, compress_topic, connect};
 
 pub fn compress(env: &Env, args: &CompressArgs) -> anyhow::Result<()> {
     let mut runtime = env.runtime()?;
@@ -29,10 +29,13 @@ pub fn compress(env: &Env, args: &CompressArgs) -> anyhow::Result<()> {
     } else {
         None
     };
-    let topic = args.topic.as_deref().map(str::trim).filter(|t| !t.is_empty());
+    let topic = match args.topic.as_deref().map(compress_topic).transpose() {
+        Ok(topic) => topic.flatten(),
+        Err(why) => return Err(super::UsageError(why).into()),
+    };
     let request = CompressRequest {
         trigger: Trigger::Manual,
-        topic: topic.map(str::to_owned),
+        topic,
         summarizer,
         dry_run: args.dry_run,
         choice: &choice,
