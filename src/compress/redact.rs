@@ -154,6 +154,11 @@ fn compile() -> Option<Compiled> {
 
 static COMPILED: LazyLock<Option<Compiled>> = LazyLock::new(compile);
 
+/// The words of the markers [`redact`] writes: `redacted` and every kind.
+pub(crate) fn marker_words() -> impl Iterator<Item = &'static str> {
+    std::iter::once("redacted").chain(RULES.iter().map(|r| r.kind))
+}
+
 /// The text with every secret replaced by `[REDACTED:kind]` (kinds:
 /// `private_key`, `anthropic_key`, `openai_key`, `google_key`,
 /// `github_token`, `aws_key_pair`, `aws_access_key`, `aws_secret_key`,
