@@ -71,6 +71,35 @@ fn an_unfinished_tool_loop_that_does_not_fit_leaves_only_the_user_message() {
 }
 
 #[test]
+fn a_long_tool_loop_keeps_its_newest_whole_units_when_the_turn_does_not_fit() {
+    let mut h = Hist::new();
+    h.user("run the migration steps", Some(10));
+    for step in 0..6 {
+        let id = format!("s{step}");
+        h.calls("", &[id.as_str()], Some(50));
+        h.result(&id, &format!("output of step {step}"), Some(1_000));
+    }
+    let sys = system("You are a test.");
+    let p = prepare(&input(&h, &sys, 5_050)).unwrap();
+    use Action::*;
+    // The user message, then the newest steps that fit; older ones go whole.
+    let acts = actions(&p.report);
+    assert_eq!(acts[0], Kept);
+    let kept_from = acts.iter().skip(1).position(|a| *a == Kept).unwrap() + 1;
+    assert!(acts[1..kept_from].iter().all(|a| *a == Dropped), "{acts:?}");
+    assert!(acts[kept_from..].iter().all(|a| *a == Kept), "{acts:?}");
+    assert_eq!(kept_from % 2, 1, "a call and its result go together: {acts:?}");
+    assert!(acts.len() - kept_from >= 4, "at least two steps kept: {acts:?}");
+    let r = roles(&p);
+    assert_eq!(r[0], Role::User);
+    assert!(
+        r[1..].chunks(2).all(|c| c == [Role::Assistant, Role::Tool]),
+        "{r:?}"
+    );
+    assert_eq!(p.request.messages.last().unwrap().content, "output of step 5");
+}
+
+#[test]
 fn a_pinned_result_keeps_its_call_and_sibling_results_when_older_turns_go() {
     let mut h = Hist::new();
     h.user("read both files", Some(2_000));

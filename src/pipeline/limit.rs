@@ -218,8 +218,9 @@ pub(crate) fn reduce(work: &mut Work<'_>, budgets: &Budgets, counter: &dyn Token
 }
 
 /// Stage 4: keeps the must-keep messages and whole turns, newest first,
-/// while they fit the hard budget and the message cap; every other live
-/// message is dropped. When the must-keep messages alone do not fit, their
+/// while they fit the hard budget and the message cap; when even the
+/// newest turn does not fit, its newest tool call units that do; every
+/// other live message is dropped. When the must-keep messages alone do not fit, their
 /// text (the last user message, a compaction summary; never a pinned
 /// message, never tool calls or results) is cut in the middle, head and
 /// tail kept, the smaller ones kept whole first.
@@ -245,14 +246,60 @@ pub(crate) fn limit(
         }
     }
     walk.advance(work, |_| {});
+    // The newest turn alone does not fit (a long tool loop): keep its
+    // newest tool call units that do, instead of none of it.
+    let mut partial = vec![false; work.msgs.len()];
+    if walk.next == work.turns.len() {
+        for i in newest_units_that_fit(work, &mut walk) {
+            partial[i] = true;
+        }
+    }
     for t in 0..walk.next {
         for i in work.turns[t].clone() {
-            if work.live(i) && !work.must[i] {
+            if work.live(i) && !work.must[i] && !partial[i] {
                 work.fate[i] = Fate::Dropped;
             }
         }
     }
     Ok(())
+}
+
+/// The newest units of the newest turn (a tool call with all its results,
+/// or one other message) that fit what `walk` leaves, newest first and
+/// without gaps; their tokens and count are added to `walk`.
+fn newest_units_that_fit(work: &Work<'_>, walk: &mut Walk) -> Vec<usize> {
+    let Some(turn) = work.turns.last().cloned() else {
+        return Vec::new();
+    };
+    let mut kept = Vec::new();
+    let mut end = turn.end;
+    while end > turn.start {
+        let last = end - 1;
+        let start = match work.msgs[last].role {
+            Role::Tool => match unit_owner(work, last) {
+                Some(owner) if owner >= turn.start => owner,
+                _ => last,
+            },
+            _ => last,
+        };
+        let members: Vec<usize> = (start..end).filter(|&i| work.live(i) && !work.must[i]).collect();
+        let tokens: u64 = members.iter().map(|&i| u64::from(work.tokens[i])).sum();
+        if walk.used + tokens > walk.budget || walk.cap.is_some_and(|cap| walk.count + members.len() > cap) {
+            break;
+        }
+        walk.used += tokens;
+        walk.count += members.len();
+        kept.extend(members);
+        end = start;
+    }
+    kept
+}
+
+/// The assistant message whose calls the run of tool results holding `i`
+/// answers, when there is one.
+fn unit_owner(work: &Work<'_>, i: usize) -> Option<usize> {
+    let owner = (0..i).rev().find(|&j| work.msgs[j].role != Role::Tool)?;
+    (work.msgs[owner].role == Role::Assistant && !work.msgs[owner].tool_calls.is_empty()).then_some(owner)
 }
 
 /// Cuts the must-keep messages that may be cut so that all must-keep
