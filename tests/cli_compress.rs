@@ -276,6 +276,17 @@ fn a_long_topic_is_refused_and_a_multi_line_one_is_put_on_one_line() {
             .contains("topic \"the parser tables\""),
         "{line}"
     );
+    // Escape sequences in a topic never reach the terminal or the record.
+    sb.json(&["undo-compress", &id, "--json"]);
+    let out = sb.json(&[
+        "compress",
+        &id,
+        "--topic",
+        "wid\u{1b}]0;PWNED\u{7}gets\u{1b}[2J \u{202e}x",
+        "--json",
+    ]);
+    assert_eq!(out["topic"], "wid]0;PWNEDgets[2J x");
+    assert!(!out.to_string().contains('\u{1b}'));
 }
 
 #[test]

@@ -337,6 +337,57 @@ fn a_model_reply_without_text_falls_back_and_a_repeated_secret_is_redacted() {
     assert_eq!(plan.summarizer, "gpt-test");
     assert!(!plan.summary.content.contains(key), "{}", plan.summary.content);
     assert!(plan.summary.content.contains("[REDACTED:openai_key]\n- done"));
+    // A reply far over the size asked for is refused, not kept in every
+    // later request.
+    let mut m = model();
+    let pending = m.prepare(Trigger::Manual, &input(&history, None)).unwrap();
+    let huge = format!("## Active state\n{}", "- a fact worth keeping\n".repeat(40_000));
+    let plan = m
+        .finish(pending, Some(SummaryOutcome::Summary(huge)), &QuarterCounter, 0)
+        .unwrap();
+    assert_eq!(plan.summarizer, "fallback");
+    assert!(plan.warnings[0].contains("times the"), "{:?}", plan.warnings);
+    assert!(plan.tokens_after < plan.tokens_before);
+}
+
+#[test]
+fn a_model_update_much_shorter_than_the_earlier_summary_is_flagged() {
+    let mut b = Builder::new();
+    for i in 0..40 {
+        b.user(format!("request {i}: fix src/mod{i}.rs {}", tokens(300)));
+        b.assistant(format!("We decided to keep mod{i} small. {}", tokens(300)));
+    }
+    let history = b.build();
+    let first = engine(32_000, 4_000, 0.75)
+        .compress_extractive(Trigger::Manual, &input(&history, None), 0)
+        .unwrap();
+    let mut next = first.messages.clone();
+    let mut more = Builder::new();
+    for i in 0..10 {
+        more.user(format!("later request {i}: {}", tokens(300)));
+        more.assistant(format!("later answer {i}: {}", tokens(300)));
+    }
+    next.extend(more.build());
+    let mut m = engine(32_000, 4_000, 0.75);
+    m.on_session_start(strata::compress::EngineConfig {
+        summarizer: SummarizerChoice::Model("gpt-test".into()),
+        ..m.config().clone()
+    });
+    let pending = m.prepare(Trigger::Manual, &input(&next, None)).unwrap();
+    let plan = m
+        .finish(
+            pending,
+            Some(SummaryOutcome::Summary("tiny update.".into())),
+            &QuarterCounter,
+            0,
+        )
+        .unwrap();
+    assert_eq!(plan.summarizer, "gpt-test");
+    assert!(
+        plan.warnings.iter().any(|w| w.contains("less than half")),
+        "{:?}",
+        plan.warnings
+    );
 }
 
 #[test]

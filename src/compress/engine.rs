@@ -677,8 +677,26 @@ impl CompressionEngine for DefaultEngine {
             None => None,
             Some(SummaryOutcome::Summary(text)) => match usable_summary(&text) {
                 Some(body) => {
-                    self.status.fallbacks_in_row = 0;
-                    Some(Ok(body))
+                    let tokens = counter.count(&body) as u64;
+                    let asked = u64::from(pending.target_tokens);
+                    if tokens > SUMMARY_OVER_TARGET * asked {
+                        Some(Err(SummaryFailure::Malformed(format!(
+                            "the summariser's reply is {} tokens, more than {SUMMARY_OVER_TARGET} times the {} asked for",
+                            crate::text::group_digits(tokens),
+                            crate::text::group_digits(asked),
+                        ))))
+                    } else {
+                        let earlier = pending.previous.as_deref().map_or(0, |p| counter.count(p) as u64);
+                        if tokens * 2 < earlier {
+                            warnings.push(format!(
+                                "The new summary ({} tokens) is less than half the earlier summary it updates ({} tokens), so some earlier facts may be gone; `strata undo-compress` brings the earlier one back.",
+                                crate::text::group_digits(tokens),
+                                crate::text::group_digits(earlier),
+                            ));
+                        }
+                        self.status.fallbacks_in_row = 0;
+                        Some(Ok(body))
+                    }
                 }
                 None if text.trim().is_empty() => Some(Err(SummaryFailure::Malformed(
                     "the summariser returned an empty reply".to_owned(),
@@ -791,13 +809,14 @@ impl CompressionEngine for DefaultEngine {
 /// never shown, or one a rule missed), the notice and end marker taken out;
 /// `None` when no letter or digit is left.
 fn usable_summary(text: &str) -> Option<String> {
-    let visible: String = text
-        .chars()
-        .filter(|c| !c.is_control() || matches!(c, '\n' | '\t'))
-        .collect();
+    let visible = crate::text::strip_terminal_controls(text, true);
     let body = clean_body(&redact(&visible));
     body.chars().any(char::is_alphanumeric).then_some(body)
 }
+
+/// How many times the asked-for size a model's summary may take before it
+/// is refused (a summary is kept in every later request).
+const SUMMARY_OVER_TARGET: u64 = 2;
 
 fn assemble_plan(
     p: &Pending,

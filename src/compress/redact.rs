@@ -48,7 +48,7 @@ const RULES: &[Rule] = &[
     },
     Rule {
         kind: "aws_key_pair",
-        pattern: r#"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b[\s:,;|="']+[A-Za-z0-9/+=]{40}\b"#,
+        pattern: r#"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b[\s:,;|="'/]+[A-Za-z0-9/+=]{40}\b"#,
     },
     Rule {
         kind: "aws_access_key",
@@ -75,6 +75,10 @@ const RULES: &[Rule] = &[
         pattern: r"\bhf_[A-Za-z0-9]{30,}",
     },
     Rule {
+        kind: "slack_webhook",
+        pattern: r"\bhttps://hooks\.slack\.com/(?:services|workflows|triggers)/[A-Za-z0-9/_\-]+",
+    },
+    Rule {
         kind: "slack_token",
         pattern: r"\bxox[abposr]-[A-Za-z0-9\-]{10,}",
     },
@@ -84,15 +88,21 @@ const RULES: &[Rule] = &[
     },
     Rule {
         kind: "authorization",
-        pattern: r#"(?i)(?P<keep>\b(?:proxy-)?authorization\s*["']?\s*[:=]\s*["']?(?:bearer\s+|basic\s+|token\s+|digest\s+)?)[^\s"'`,;]+"#,
+        pattern: r#"(?i)(?P<keep>\b(?:proxy-)?authorization\s*["']?\s*[:=]\s*["']?(?:bearer|basic|token|digest)\s+)[^\s"'`,;]+"#,
+    },
+    // Without a scheme, only a value long enough to be a credential
+    // ("Authorization: header is missing" is prose).
+    Rule {
+        kind: "authorization",
+        pattern: r#"(?i)(?P<keep>\b(?:proxy-)?authorization\s*["']?\s*[:=]\s*["']?)[^\s"'`,;]{12,}"#,
     },
     Rule {
         kind: "cookie",
-        pattern: r#"(?i)(?P<keep>\b(?:set-)?cookie\s*:\s*)[^\r\n`]+"#,
+        pattern: r#"(?i)(?P<keep>\b(?:set-)?cookie\s*:\s*)[^\s=;`]+=[^\r\n`]*"#,
     },
     Rule {
         kind: "api_key_header",
-        pattern: r#"(?i)(?P<keep>\bx-api-key\s*["']?\s*:\s*["']?)[^\s"'`,;]+"#,
+        pattern: r#"(?i)(?P<keep>\bx-api-key\s*["']?\s*:\s*["']?)[^\s"'`,;]{8,}"#,
     },
     Rule {
         kind: "url_password",
@@ -100,7 +110,14 @@ const RULES: &[Rule] = &[
     },
     Rule {
         kind: "assignment",
-        pattern: r#"(?i)(?P<keep>\b[A-Z0-9_]*(?:_KEY|PASSWORD|PASSWD|SECRET|TOKEN)\s*["']?\s*[=:]\s*["']?)[^\s"'`,;]{3,}"#,
+        pattern: r#"(?i)(?P<keep>\b[A-Z0-9_]*(?:_KEY|PASSWORD|PASSWD|SECRET|TOKEN)\s*["']?\s*=\s*["']?)[^\s"'`,;]{3,}"#,
+    },
+    // After a colon (YAML, prose) only a value that looks like a secret:
+    // eight chars or more, or one with a digit ("password: must be ..."
+    // and "token: count" are prose).
+    Rule {
+        kind: "assignment",
+        pattern: r#"(?i)(?P<keep>\b[A-Z0-9_]*(?:_KEY|PASSWORD|PASSWD|SECRET|TOKEN)\s*["']?\s*:\s*["']?)(?:[^\s"'`,;]{8,}|[^\s"'`,;]*[0-9][^\s"'`,;]*)"#,
     },
     Rule {
         kind: "cli_password",
@@ -163,7 +180,8 @@ pub(crate) fn marker_words() -> impl Iterator<Item = &'static str> {
 /// `private_key`, `anthropic_key`, `openai_key`, `google_key`,
 /// `github_token`, `aws_key_pair`, `aws_access_key`, `aws_secret_key`,
 /// `stripe_key`, `gitlab_token`, `npm_token`, `huggingface_token`,
-/// `slack_token`, `jwt`, `authorization`, `cookie`, `api_key_header`,
+/// `slack_webhook`, `slack_token`, `jwt`, `authorization`, `cookie`,
+/// `api_key_header`,
 /// `url_password`, `assignment`, `cli_password`, `azure_key`).
 /// Borrowed when nothing matched.
 #[must_use]
@@ -378,6 +396,38 @@ mod tests {
             redact("`Cookie: sid=abc123` done"),
             "`Cookie: [REDACTED:cookie]` done"
         );
+    }
+
+    #[test]
+    fn labels_followed_by_prose_are_left_alone() {
+        for text in [
+            "The login cookie: expires after 5 minutes, fix src/session.rs and tests/session_test.py",
+            "password: must be at least twelve characters",
+            "The token: count grows with the history",
+            "secret: the main idea is to cache",
+            "Authorization: header is missing from the request",
+            "x-api-key: missing",
+        ] {
+            assert_eq!(redact(text), text);
+        }
+        assert_redacted("password: hunter2", "hunter2", "assignment");
+        assert_redacted(
+            "Authorization: dXNlcjpwYXNzd29yZA==",
+            "dXNlcjpwYXNzd29yZA==",
+            "authorization",
+        );
+    }
+
+    #[test]
+    fn slack_webhooks_and_aws_pairs_split_by_a_slash() {
+        let hook = "https://hooks.slack.com/services/T00000000/B00000000/XXXXXXXXXXXXXXXXXXXXXXXX";
+        assert_redacted(
+            &format!("post to {hook} now"),
+            "XXXXXXXXXXXXXXXXXXXXXXXX",
+            "slack_webhook",
+        );
+        let pair = "aws creds: AKIAI44QH8DHBEXAMPLE / je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY";
+        assert_redacted(pair, "je7MtGbClwBF/2Zp9Utk/h3yCo8nvbEXAMPLEKEY", "aws_key_pair");
     }
 
     #[test]

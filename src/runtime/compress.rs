@@ -72,12 +72,17 @@ pub enum SummarizerArg {
 pub const MAX_TOPIC_CHARS: usize = 200;
 
 /// A typed topic on one line (each run of whitespace, line breaks
-/// included, becomes one space); `None` when blank.
+/// included, becomes one space; control and bidirectional formatting
+/// characters are dropped, so it cannot act on a terminal when shown);
+/// `None` when blank.
 ///
 /// # Errors
 /// The sentence to show when it is longer than [`MAX_TOPIC_CHARS`].
 pub fn compress_topic(raw: &str) -> Result<Option<String>, String> {
-    let topic = raw.split_whitespace().collect::<Vec<_>>().join(" ");
+    let topic = crate::text::strip_terminal_controls(raw, true)
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
     let chars = topic.chars().count();
     if chars > MAX_TOPIC_CHARS {
         return Err(format!(
