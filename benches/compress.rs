@@ -47,7 +47,7 @@ fn history(counter: &dyn TokenCounter) -> Vec<Message> {
             .map(|l| match l {
                 150 => format!("error[E0308]: mismatched types in src/module_{turn}.rs:{l}"),
                 _ => format!(
-                    "   Compiling crate_{l} v0.{turn}.{l} (/work/src/crate_{l}) AUTH_TOKEN=t{l}x{turn}"
+                    "   Compiling crate_{l} v0.{turn}.{l} (/srv/build/crate_{l}) AUTH_TOKEN=t{l}x{turn}"
                 ),
             })
             .collect();

@@ -87,7 +87,7 @@ fn picker() {
     let mut store = Store::open(dir.path().join("strata.db")).unwrap();
     for i in 0..SESSIONS {
         let (s, p) = store_support::session(
-            &format!("/work/{}", i % 20),
+            &format!("/projects/p{}", i % 20),
             &format!("Session {i} about the parser"),
         );
         store.create_session(&s, &p).unwrap();
