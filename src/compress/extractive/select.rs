@@ -171,8 +171,8 @@ type Bound = (f64, usize);
 /// cut from its message's redacted content or tool-call arguments, and no
 /// term crosses what is added around it (backticks, `…`, line breaks); an
 /// ASCII message's lower case is its ASCII lower case, so an ASCII search
-/// that ignores case finds every mention; a message that is not ASCII
-/// counts as mentioning.
+/// that ignores case finds every mention; a message that is not ASCII, or
+/// whose arguments hold a JSON `\u` escape, counts as mentioning.
 fn may_mention(src: &dyn Messages<'_>, terms: &[String]) -> Option<Vec<bool>> {
     let markers: Vec<&str> = redact::marker_words().collect();
     if terms
@@ -190,7 +190,12 @@ fn may_mention(src: &dyn Messages<'_>, terms: &[String]) -> Option<Vec<bool>> {
         (0..src.len())
             .map(|i| {
                 let m = src.get(i);
-                mentions(&m.content) || m.tool_calls.iter().any(|c| mentions(&c.arguments))
+                // A command is read from the parsed arguments, where a
+                // `\uXXXX` escape may spell a term.
+                mentions(&m.content)
+                    || m.tool_calls
+                        .iter()
+                        .any(|c| c.arguments.contains("\\u") || mentions(&c.arguments))
             })
             .collect(),
     )
@@ -612,10 +617,16 @@ mod tests {
         let mut m = Message::new(SessionId::new(), role, text.join("\n"), at);
         if let (Role::Assistant, Some(c)) = (role, call) {
             let cmd = ["cargo test", "git status", "ls src", "cargo test"][c % 4];
+            // Some arguments spell a topic word with a JSON escape.
+            let arguments = if c % 3 == 2 {
+                r#"{"command":"make \u0070arser \u0053torage"}"#.to_owned()
+            } else {
+                serde_json::json!({ "command": cmd }).to_string()
+            };
             m.tool_calls.push(ToolCall {
                 id: format!("c{c}"),
                 name: "shell".into(),
-                arguments: serde_json::json!({ "command": cmd }).to_string(),
+                arguments,
             });
         }
         m
