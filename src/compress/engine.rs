@@ -25,18 +25,25 @@
 //! [`prepare`]: CompressionEngine::prepare
 //! [`finish`]: CompressionEngine::finish
 
-use super::assemble::{clean_body, split_summary, summary_message};
+use super::assemble::split_summary;
 use super::boundary::{Boundaries, find_boundaries, find_boundaries_with};
 use super::extractive::{self, ExtractiveInput, Options, Summary, extractive_summary};
 use super::input::{SummaryRequest, summary_input, summary_request, target_summary_tokens};
 use super::prune::Pruner;
-use super::redact::redact;
 use super::view::{Read, Transcript};
 use super::{CompressionPlan, cut_at, tokens_of};
-use crate::domain::{CompactionTrigger, Message, MessageId, MessageKind, Role, SessionId};
-use crate::tokens::{Threshold, TokenCounter, count_by_lines, message_tokens_with};
+use crate::domain::{Message, MessageId, MessageKind, Role, SessionId};
+use crate::tokens::TokenCounter;
 use std::borrow::Cow;
-use std::collections::HashMap;
+
+mod plan;
+mod types;
+
+use plan::{SUMMARY_OVER_TARGET, assemble_plan, usable_summary};
+pub use types::{
+    CompressError, CompressionInput, Decision, EngineConfig, EngineState, EngineStatus, Reading, SkipReason,
+    SummarizerChoice, SummaryFailure, SummaryOutcome, Trigger,
+};
 
 /// Most passes of one preflight check.
 pub const MAX_PREFLIGHT_PASSES: u32 = 3;
@@ -45,176 +52,6 @@ pub const STRIKES_TO_LOCK: u32 = 2;
 /// Cap of a fallback summary, chars.
 pub const FALLBACK_MAX_CHARS: usize = 8_000;
 const FALLBACK_LABEL: &str = include_str!("../../assets/prompts/summary_fallback.md");
-
-/// What asks for a compression.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Trigger {
-    /// Before a request, on the estimate.
-    Preflight,
-    /// After a response, on the provider's `prompt_tokens`.
-    AfterResponse,
-    /// The provider rejected the request as too long.
-    Overflow,
-    /// `/compress [topic]`.
-    Manual,
-}
-
-impl Trigger {
-    /// Whether strikes, cooldowns, lockout and the 10 % rule apply.
-    #[must_use]
-    pub fn automatic(self) -> bool {
-        !matches!(self, Self::Manual)
-    }
-
-    /// The stored trigger of a compaction row.
-    #[must_use]
-    pub fn compaction_trigger(self) -> CompactionTrigger {
-        match self {
-            Self::Preflight | Self::AfterResponse => CompactionTrigger::Auto,
-            Self::Overflow => CompactionTrigger::Overflow,
-            Self::Manual => CompactionTrigger::Manual,
-        }
-    }
-}
-
-/// Who writes the summary (the `auto` choice is resolved by the caller).
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SummarizerChoice {
-    /// A model, by name: [`CompressionEngine::prepare`] returns a request.
-    Model(String),
-    /// The extractive summariser; no model call.
-    Extractive,
-}
-
-/// The session's numbers for the engine.
-#[derive(Clone, Debug, PartialEq)]
-pub struct EngineConfig {
-    /// Context window, tokens.
-    pub window: u64,
-    /// Output reserve (`max_tokens`), tokens.
-    pub reserved_output: u64,
-    /// The threshold ([`Threshold::compute`]).
-    pub threshold: Threshold,
-    /// `compress.protect_last_n`.
-    pub protect_last_n: usize,
-    /// Who summarises.
-    pub summarizer: SummarizerChoice,
-    /// Automatic compression on (manual always works).
-    pub enabled: bool,
-}
-
-/// One compression's input.
-pub struct CompressionInput<'a> {
-    /// The active (non-archived) messages, in order.
-    pub messages: &'a [Message],
-    /// Tokens of the request besides the messages: system prompt, tool
-    /// schemas, request overhead.
-    pub fixed_tokens: u64,
-    /// The session's counter (the one estimator).
-    pub counter: &'a dyn TokenCounter,
-    /// The focus of `/compress <topic>`.
-    pub topic: Option<&'a str>,
-}
-
-/// Why automatic compression does not run now.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SkipReason {
-    /// Under the threshold.
-    BelowThreshold,
-    /// Automatic compression is off.
-    Disabled,
-    /// Waiting for the provider's reading (just compacted, or the last
-    /// reading fit and the estimate grew only a little).
-    Deferred,
-    /// A summariser failure's cooldown runs until this time (unix ms).
-    CoolingDown {
-        /// End of the cooldown, unix milliseconds.
-        until_ms: i64,
-    },
-    /// Blocked after repeated strikes; the text says why and what to do.
-    LockedOut(String),
-    /// The overflow retry was already used since the last reading.
-    RetryUsed,
-}
-
-/// The answer of [`CompressionEngine::should_compress`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Decision {
-    /// Compress now.
-    Compress,
-    /// Do not; why.
-    Skip(SkipReason),
-}
-
-/// How a model summary failed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SummaryFailure {
-    /// Credentials rejected (HTTP 401/403): abort, nothing changed.
-    Auth(String),
-    /// Connection failed or timed out: abort, nothing changed.
-    Network(String),
-    /// Empty or unusable reply: fallback, 30 s cooldown.
-    Malformed(String),
-    /// No summariser model available: fallback, 600 s cooldown.
-    NoModel(String),
-    /// Anything else: fallback, 60 s cooldown.
-    Other(String),
-}
-
-/// What the runtime hands back after performing a [`SummaryRequest`].
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum SummaryOutcome {
-    /// The model's summary text.
-    Summary(String),
-    /// The call failed.
-    Failed(SummaryFailure),
-}
-
-/// Why a compression produced no plan. Messages are for the user.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum CompressError {
-    /// Everything is inside the protected head and tail; not retryable
-    /// until the conversation grows.
-    #[error(
-        "Nothing to compress: every message is inside the protected start and end of the session (the end always holds the last user request and everything after it)."
-    )]
-    NothingToCompress,
-    /// The estimated saving is under 10 %; automatic compression only.
-    #[error("Compression skipped: it would save only about {percent}% of the context; /compress forces it.")]
-    NotWorthIt {
-        /// Estimated saving, percent.
-        percent: u64,
-    },
-    /// An automatic compression's summary would take at least as many
-    /// tokens as the messages it replaces (a short middle); nothing changed.
-    #[error(
-        "Nothing changed: the summary would take as much room as the messages it replaces ({before} → {after} tokens)."
-    )]
-    NoSaving {
-        /// Request input before, tokens.
-        before: u64,
-        /// Request input the compression would leave, tokens.
-        after: u64,
-    },
-    /// The summariser failed to authenticate or connect; nothing changed.
-    /// Retry after fixing the credentials or the connection.
-    #[error("Compression aborted and nothing changed, because the summariser failed: {0}")]
-    Aborted(String),
-}
-
-/// The engine's state for the pane and `strata context --json`.
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct EngineStatus {
-    /// Strikes since the last fitting reading.
-    pub strikes: u32,
-    /// Fallback summaries in a row.
-    pub fallbacks_in_row: u32,
-    /// Why automatic compression is blocked, if it is.
-    pub locked: Option<String>,
-    /// End of the current cooldown (unix ms), if any.
-    pub cooldown_until_ms: Option<i64>,
-}
 
 /// A prepared compression waiting for its summary.
 #[derive(Clone, Debug)]
@@ -239,6 +76,8 @@ pub struct Pending {
     boundaries: Boundaries,
     summarised: Vec<usize>,
     previous: Option<String>,
+    /// Tokens of `previous` (0 without one).
+    previous_tokens: u64,
     source: Source,
     target_tokens: u32,
     fixed_tokens: u64,
@@ -298,31 +137,6 @@ pub trait CompressionEngine {
     fn status(&self) -> EngineStatus;
     /// The session ends; state is dropped.
     fn on_session_end(&mut self);
-}
-
-/// The last provider reading.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Reading {
-    /// The provider's `prompt_tokens`.
-    pub prompt_tokens: u64,
-    /// strata's estimate of the same request.
-    pub estimate: u64,
-}
-
-/// Everything [`DefaultEngine`] remembers between requests, so that a
-/// session's strikes, lockout and cooldown survive a restart (the runtime
-/// stores it as JSON per session).
-#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-#[serde(default)]
-pub struct EngineState {
-    /// Strikes, lockout, cooldown.
-    pub status: EngineStatus,
-    /// The last provider reading.
-    pub last_reading: Option<Reading>,
-    /// A compaction happened since the last reading (preflight defers).
-    pub compacted_since_reading: bool,
-    /// The overflow retry was used since the last reading.
-    pub overflow_retry_used: bool,
 }
 
 /// strata's engine: the rules of DESIGN §7.
@@ -639,6 +453,7 @@ impl CompressionEngine for DefaultEngine {
             boundaries,
             summarised,
             previous,
+            previous_tokens,
             source,
             target_tokens,
             fixed_tokens: input.fixed_tokens,
@@ -686,7 +501,7 @@ impl CompressionEngine for DefaultEngine {
                             crate::text::group_digits(asked),
                         ))))
                     } else {
-                        let earlier = pending.previous.as_deref().map_or(0, |p| counter.count(p) as u64);
+                        let earlier = pending.previous_tokens;
                         if tokens * 2 < earlier {
                             warnings.push(format!(
                                 "The new summary ({} tokens) is less than half the earlier summary it updates ({} tokens), so some earlier facts may be gone; `strata undo-compress` brings the earlier one back.",
@@ -799,100 +614,5 @@ impl CompressionEngine for DefaultEngine {
     fn on_session_end(&mut self) {
         self.status = EngineStatus::default();
         self.last_reading = None;
-    }
-}
-
-/// The plan for `body` in place of the summarised messages. The summary's
-/// count takes the lines in `line_tokens` as counted ([`count_by_lines`]).
-/// A model's summary as it is stored: control characters other than line
-/// breaks and tabs removed, secrets redacted (a model may repeat one it was
-/// never shown, or one a rule missed), the notice and end marker taken out;
-/// `None` when no letter or digit is left.
-fn usable_summary(text: &str) -> Option<String> {
-    let visible = crate::text::strip_terminal_controls(text, true);
-    let body = clean_body(&redact(&visible));
-    body.chars().any(char::is_alphanumeric).then_some(body)
-}
-
-/// How many times the asked-for size a model's summary may take before it
-/// is refused (a summary is kept in every later request).
-const SUMMARY_OVER_TARGET: u64 = 2;
-
-fn assemble_plan(
-    p: &Pending,
-    body: &str,
-    summarizer: String,
-    warnings: Vec<String>,
-    counter: &dyn TokenCounter,
-    line_tokens: Option<&HashMap<String, usize>>,
-    now_ms: i64,
-) -> CompressionPlan {
-    let n = p.view.len();
-    let is_summarised = {
-        let mut v = vec![false; n];
-        for &i in &p.summarised {
-            v[i] = true;
-        }
-        v
-    };
-    let first = p.summarised[0];
-    let prev = (0..first)
-        .rev()
-        .find(|&i| !is_summarised[i])
-        .and_then(|i| p.view[i].as_ref());
-    let next_index = (first + 1..n).find(|&i| !is_summarised[i]);
-    let next = next_index.and_then(|i| p.view[i].as_ref());
-    let (summary, merged) = summary_message(body, prev, next, p.first_seq, now_ms, p.session_id);
-    let merged_index = merged.and(next_index);
-    let mut messages = Vec::with_capacity(n - p.summarised.len() + 1);
-    let mut archived: Vec<MessageId> = p.summarised.iter().map(|&i| p.originals[i]).collect();
-    let mut rewritten = Vec::new();
-    let mut tokens_after = p.fixed_tokens;
-    for (i, &summarised) in is_summarised.iter().enumerate() {
-        if i == first && merged_index.is_none() {
-            messages.push(summary.clone());
-        }
-        if summarised {
-            continue;
-        }
-        if Some(i) == merged_index {
-            archived.push(p.originals[i]);
-            messages.push(summary.clone());
-            continue;
-        }
-        let Some(kept) = &p.view[i] else {
-            continue;
-        };
-        if p.rewritten[i] {
-            archived.push(p.originals[i]);
-            rewritten.push((p.originals[i], kept.clone()));
-        }
-        tokens_after += u64::from(p.tokens[i]);
-        messages.push(kept.clone());
-    }
-    let summary_tokens = u64::from(match line_tokens {
-        Some(lines) => {
-            let content = count_by_lines(counter, &summary.content, &|line| lines.get(line).copied());
-            message_tokens_with(counter, &summary, content)
-        }
-        None => tokens_of(counter, &summary),
-    });
-    tokens_after += summary_tokens;
-    CompressionPlan {
-        trigger: p.trigger.compaction_trigger(),
-        archived,
-        merged_into: merged,
-        rewritten,
-        messages_before: n,
-        messages_after: messages.len(),
-        messages,
-        summary,
-        summary_tokens,
-        tokens_before: p.tokens_before,
-        tokens_after,
-        summarizer,
-        topic: p.topic.clone(),
-        exact: counter.exact(),
-        warnings,
     }
 }

@@ -132,16 +132,7 @@ impl<'a> Pruner<'a> {
     /// changed, else a copy with a new id.
     #[must_use]
     pub fn message(&self, index: usize) -> Cow<'a, Message> {
-        let rewritten = self.rewrite(index);
-        match self.strip_images.get(index).copied().flatten() {
-            Some(count) => {
-                let current = rewritten.as_ref().unwrap_or(&self.history[index]);
-                let content = strip_images(&current.content, count);
-                let copy = rewritten.unwrap_or_else(|| rewrite(&self.history[index], String::new()));
-                Cow::Owned(Message { content, ..copy })
-            }
-            None => rewritten.map_or(Cow::Borrowed(&self.history[index]), Cow::Owned),
-        }
+        self.images_stripped(index, self.rewrite(index))
     }
 
     /// The message at `index` with only its old images replaced: tool
@@ -150,36 +141,43 @@ impl<'a> Pruner<'a> {
     /// its one-line digest first.
     #[must_use]
     pub fn with_images_stripped(&self, index: usize) -> Cow<'a, Message> {
-        let m = &self.history[index];
-        match self.strip_images.get(index).copied().flatten() {
-            Some(count) => Cow::Owned(Message {
-                content: strip_images(&m.content, count),
-                ..rewrite(m, String::new())
-            }),
-            None => Cow::Borrowed(m),
-        }
+        self.images_stripped(index, None)
+    }
+
+    /// Message `index` (or its `rewritten` copy) with its old images
+    /// replaced, when it has any.
+    fn images_stripped(&self, index: usize, rewritten: Option<Message>) -> Cow<'a, Message> {
+        let original = &self.history[index];
+        let Some(count) = self.strip_images.get(index).copied().flatten() else {
+            return rewritten.map_or(Cow::Borrowed(original), Cow::Owned);
+        };
+        let (content, copy) = match rewritten {
+            Some(copy) => (strip_images(&copy.content, count), copy),
+            None => (
+                strip_images(&original.content, count),
+                rewrite(original, String::new()),
+            ),
+        };
+        Cow::Owned(Message { content, ..copy })
     }
 
     /// The rewrite of tool results and arguments (images aside).
     fn rewrite(&self, i: usize) -> Option<Message> {
         let m = &self.history[i];
-        if i >= self.tail_start || m.pinned {
-            return None;
-        }
-        if self.duplicate[i] {
-            let name = tool_name(&self.calls, m);
-            let chars = m.content.chars().count();
-            return Some(rewrite(
-                m,
+        if self.rewrites_tool_result(i) {
+            let (name, args) = self.call_of(m).unwrap_or(("tool", ""));
+            let line = if self.duplicate[i] {
                 format!(
                     "[{name}] same output as a later call ({} chars); only the newest copy is kept",
-                    group_digits(chars as u64)
-                ),
-            ));
+                    group_digits(m.content.chars().count() as u64)
+                )
+            } else {
+                describe_tool_result(name, args, &m.content)
+            };
+            return Some(rewrite(m, line));
         }
-        if m.role == Role::Tool && at_least_chars(&m.content, TOOL_RESULT_MAX_CHARS + 1) {
-            let (name, args) = self.call_of(m).unwrap_or(("tool", ""));
-            return Some(rewrite(m, describe_tool_result(name, args, &m.content)));
+        if i >= self.tail_start || m.pinned {
+            return None;
         }
         if !m
             .tool_calls
@@ -285,13 +283,6 @@ impl<'a> SeenTexts<'a> {
         bucket.push(text);
         true
     }
-}
-
-fn tool_name<'a>(calls: &HashMap<&str, (&'a str, &str)>, m: &Message) -> &'a str {
-    m.tool_call_id
-        .as_deref()
-        .and_then(|id| calls.get(id))
-        .map_or("tool", |(name, _)| name)
 }
 
 /// A copy of `m` with new content, a new id and no cached count.
