@@ -39,7 +39,8 @@ pub use assemble::{END_MARKER, NOTICE, split_summary};
 pub use boundary::{Boundaries, find_boundaries, find_boundaries_with, min_tail_messages};
 pub use engine::{
     CompressError, CompressionEngine, CompressionInput, Decision, DefaultEngine, EngineConfig, EngineState,
-    EngineStatus, Pending, Reading, SkipReason, SummarizerChoice, SummaryFailure, SummaryOutcome, Trigger,
+    EngineStatus, MAX_PREFLIGHT_PASSES, Pending, Reading, SkipReason, SummarizerChoice, SummaryFailure,
+    SummaryOutcome, Trigger,
 };
 pub use extractive::{ExtractiveInput, extractive_summary};
 pub use feedback::feedback_line;

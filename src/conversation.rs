@@ -1,32 +1,50 @@
 //! Layer 1 (pure): the conversation state machine, `handle(Event) -> Vec<Effect>`.
 //!
-//! It owns one session's active messages and the turn in progress, and says
-//! what must happen — persist this message, send this request, record this
-//! usage, show this text — without doing any of it. The runtime executes the
-//! effects and feeds results back as events. Time is passed in with every
-//! event (unix milliseconds); nothing here reads a clock or performs I/O.
+//! It owns one session's active messages, its compression engine (behind
+//! [`CompressionEngine`]) and the turn in progress, and decides everything a
+//! turn does (DESIGN §2 "The turn", §7 "Triggers"): store the user message;
+//! preflight (compress before the request when the pre-limit estimate
+//! reaches the threshold, up to [`MAX_PREFLIGHT_PASSES`] passes); send the
+//! request; stream the reply; on an overflow error compress, then retry that
+//! request exactly once; after the response compress on the provider's
+//! `prompt_tokens`; strikes, lockout and cooldown (the engine's state);
+//! cancellation at any point. It says what must happen — persist this
+//! message, send this request, compress now, record this usage — without
+//! doing any of it. The runtime executes the effects and feeds the results
+//! back as events ([`Event::Compressed`] carries the new active history, so
+//! nothing is re-read from the store to continue). Time is passed in with
+//! every event (unix milliseconds); nothing here reads a clock or performs
+//! I/O.
 //!
 //! Invariants:
-//! - the user's message is persisted before the request is sent;
-//! - the assistant reply is persisted as `streaming` when the request
-//!   starts, updated as text arrives (at most every [`FLUSH_INTERVAL_MS`] or
+//! - the user's message is persisted before anything else happens;
+//! - the assistant reply is persisted as `streaming` when its request is
+//!   sent, updated as text arrives (at most every [`FLUSH_INTERVAL_MS`] or
 //!   [`FLUSH_BYTES`]), and finalised as `complete`, `interrupted` or `error`;
 //! - every finished request yields one usage record carrying the provider's
-//!   numbers next to strata's estimate of the same request.
+//!   numbers next to strata's estimate of the same request;
+//! - each model request of a turn has its own preflight and at most one
+//!   overflow retry; a turn ends with exactly one [`Effect::TurnFinished`].
 
 mod calibration;
-mod turn;
+mod flow;
+mod reply;
 
 pub use calibration::Calibration;
 
+use crate::compress::{
+    CompressionEngine, CompressionPlan, DefaultEngine, EngineConfig, EngineState, SummarizerChoice, Trigger,
+};
 use crate::domain::{
-    ChatRequest, Message, MessageId, MessageKind, MessageStatus, ProviderUsage, RequestMessage,
-    RequestSystem, Role, Session, StreamEvent, SystemPrompt, ToolCall, Usage,
+    Message, MessageId, MessageStatus, ProviderUsage, RequestSystem, Session, StreamEvent, SystemPrompt,
+    TokenCount, ToolCall, Usage,
 };
 use crate::pipeline::{self, CutMemo, PrepareError, PrepareInput, Prepared};
-use crate::tokens::{self, TokenCache, TokenCounter};
+use crate::tokens::{Threshold, TokenCache, TokenCounter};
+use flow::Active;
 use std::sync::Arc;
-use turn::Turn;
+
+pub use crate::compress::MAX_PREFLIGHT_PASSES;
 
 /// Flush streamed text to the store at least this often while it arrives.
 pub const FLUSH_INTERVAL_MS: i64 = 250;
@@ -37,10 +55,37 @@ pub const FLUSH_BYTES: usize = 2_048;
 /// type stays in the adapter).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum FailureKind {
-    /// The request was too long for the window.
+    /// The request was too long for the window (HTTP 413,
+    /// `context_length_exceeded`, "prompt is too long"): compress, then
+    /// retry once.
     Overflow,
     /// Anything else; the message says what.
     Other,
+}
+
+/// Where a turn is, for the status bar (DESIGN §9). The core sets the
+/// phases it decides; `Connecting` lasts until the provider's first event,
+/// which the runtime reports as a stream event.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Phase {
+    /// A compression runs before, inside or after the turn's request.
+    Compressing(Trigger),
+    /// The request was sent; nothing has arrived yet.
+    Connecting,
+    /// The reply is arriving.
+    Streaming,
+    /// The turn ended.
+    Done,
+}
+
+/// A compression the runtime ran for [`Effect::Compress`] and stored.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Compacted {
+    /// The plan that was persisted; `plan.messages` is the new active
+    /// history, in order, with `seq` as stored.
+    pub plan: CompressionPlan,
+    /// The system prompt version made current with it.
+    pub prompt: SystemPrompt,
 }
 
 /// Input to the state machine.
@@ -80,8 +125,18 @@ pub enum Event {
         /// Now, unix ms.
         now_ms: i64,
     },
-    /// The user cancelled the reply in progress.
+    /// The user cancelled the turn (during a compression or a reply).
     Cancel {
+        /// Now, unix ms.
+        now_ms: i64,
+    },
+    /// The [`Effect::Compress`] in flight finished: `Some` when a
+    /// compaction was stored (boxed: it holds the new history), `None`
+    /// when it changed nothing (a no-op or an aborted summary; the runtime
+    /// has shown why).
+    Compressed {
+        /// The stored compaction, if any.
+        compacted: Option<Box<Compacted>>,
         /// Now, unix ms.
         now_ms: i64,
     },
@@ -90,7 +145,8 @@ pub enum Event {
 /// Something the runtime must do.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Effect {
-    /// Insert a new message row (the store assigns `seq`).
+    /// Insert a new message row (the store assigns `seq`; report it with
+    /// [`Conversation::saved`]).
     SaveMessage(Message),
     /// Update a stored message's content, tool calls and status.
     UpdateMessage {
@@ -103,26 +159,42 @@ pub enum Effect {
         /// New status.
         status: MessageStatus,
     },
+    /// Store token counts made for messages that had none under the
+    /// session's tokenizer (so listings show the session's size).
+    StoreTokenCounts(Vec<(MessageId, TokenCount)>),
     /// Start a provider request.
-    SendRequest(ChatRequest),
+    SendRequest(crate::domain::ChatRequest),
+    /// Compress the conversation's active history with the engine
+    /// ([`Conversation::engine_mut`]) and answer with [`Event::Compressed`].
+    Compress {
+        /// Why.
+        trigger: Trigger,
+    },
+    /// Store the compression engine's state (strikes, lockout, cooldown,
+    /// last reading), so it holds across processes.
+    SaveEngineState(EngineState),
     /// Store a usage row.
     RecordUsage(Usage),
     /// Show new reply text.
     ShowDelta(String),
+    /// The turn moved to another phase.
+    Phase(Phase),
     /// The turn ended; `status` says how.
     TurnFinished {
-        /// The assistant message.
-        message_id: MessageId,
+        /// The turn's last assistant message; `None` when the turn ended
+        /// before a request was sent (cancelled while compressing, or a
+        /// request that cannot be prepared).
+        message_id: Option<MessageId>,
         /// Complete, interrupted or error.
         status: MessageStatus,
-        /// Usage, when the provider reported it.
+        /// Usage of the last request, when the provider reported it.
         usage: Option<ProviderUsage>,
-        /// strata's estimate of the request's input tokens.
+        /// strata's estimate of the last request's input tokens.
         estimated_prompt_tokens: u64,
     },
     /// Tell the user something went wrong (one sentence).
     ShowError(String),
-    /// Nothing happened because a reply is already streaming.
+    /// Nothing happened because a turn is already in progress.
     Busy,
 }
 
@@ -134,7 +206,8 @@ pub struct Conversation {
     counter: Arc<dyn TokenCounter>,
     max_tokens: u64,
     window: u64,
-    turn: Option<Turn>,
+    engine: Box<dyn CompressionEngine + Send>,
+    active: Option<Active>,
     calibration: Calibration,
     cache: TokenCache,
     /// Counts of the pipeline's truncated copies, kept across turns.
@@ -142,13 +215,17 @@ pub struct Conversation {
     system_tokens: Option<u32>,
     parts: Vec<(String, Option<u32>)>,
     max_messages: Option<usize>,
+    /// Counts made since the last [`Effect::StoreTokenCounts`].
+    new_counts: Vec<(MessageId, TokenCount)>,
 }
 
 /// Context window assumed until [`Conversation::with_window`] sets one.
 pub const DEFAULT_WINDOW: u64 = 128_000;
 
 impl Conversation {
-    /// A conversation over `messages` (the session's active messages, oldest first).
+    /// A conversation over `messages` (the session's active messages, oldest
+    /// first). Automatic compression is off until
+    /// [`Conversation::with_engine`] gives it an engine.
     #[must_use]
     pub fn new(
         session: Session,
@@ -157,6 +234,14 @@ impl Conversation {
         counter: Arc<dyn TokenCounter>,
         max_tokens: u64,
     ) -> Self {
+        let engine = DefaultEngine::new(EngineConfig {
+            window: DEFAULT_WINDOW,
+            reserved_output: max_tokens,
+            threshold: Threshold::compute(DEFAULT_WINDOW, max_tokens, 0.75, u64::MAX),
+            protect_last_n: 8,
+            summarizer: SummarizerChoice::Extractive,
+            enabled: false,
+        });
         Self {
             session,
             prompt,
@@ -164,13 +249,15 @@ impl Conversation {
             counter,
             max_tokens,
             window: DEFAULT_WINDOW,
-            turn: None,
+            engine: Box::new(engine),
+            active: None,
             calibration: Calibration::default(),
             cache: TokenCache::new(),
             cuts: CutMemo::new(),
             system_tokens: None,
             parts: Vec::new(),
             max_messages: None,
+            new_counts: Vec::new(),
         }
     }
 
@@ -195,7 +282,16 @@ impl Conversation {
         self
     }
 
-    /// The active messages, oldest first.
+    /// The compression engine deciding automatic compression, with its
+    /// stored state already restored.
+    #[must_use]
+    pub fn with_engine(mut self, engine: Box<dyn CompressionEngine + Send>) -> Self {
+        self.engine = engine;
+        self
+    }
+
+    /// The active messages, oldest first (a reply still streaming is not
+    /// among them).
     #[must_use]
     pub fn messages(&self) -> &[Message] {
         &self.messages
@@ -207,23 +303,41 @@ impl Conversation {
         &self.session
     }
 
+    /// The token counter every figure of this conversation is made with.
+    #[must_use]
+    pub fn counter(&self) -> &Arc<dyn TokenCounter> {
+        &self.counter
+    }
+
     /// The estimate calibration so far.
     #[must_use]
     pub fn calibration(&self) -> Calibration {
         self.calibration
     }
 
-    /// Whether a reply is streaming.
+    /// The compression engine, for the runtime to run an
+    /// [`Effect::Compress`] (or a manual compression) with.
+    pub fn engine_mut(&mut self) -> &mut dyn CompressionEngine {
+        self.engine.as_mut()
+    }
+
+    /// The compression engine, read-only (its status for the pane).
+    #[must_use]
+    pub fn engine(&self) -> &dyn CompressionEngine {
+        self.engine.as_ref()
+    }
+
+    /// Whether a turn is in progress (compressing or streaming).
     #[must_use]
     pub fn is_streaming(&self) -> bool {
-        self.turn.is_some()
+        self.active.is_some()
     }
 
     /// Whether the streaming reply has produced any output yet (text,
     /// reasoning or a tool call); `false` when idle.
     #[must_use]
     pub fn has_output(&self) -> bool {
-        self.turn.as_ref().is_some_and(Turn::has_output)
+        self.active.as_ref().is_some_and(Active::has_output)
     }
 
     /// The frozen system prompt in use.
@@ -252,10 +366,20 @@ impl Conversation {
         self.parts.push((text, ephemeral_ttl));
     }
 
-    /// Replaces the history and prompt after a compaction (or its undo)
-    /// changed the stored session. `messages` are the active messages
-    /// without a reply that is still streaming. A turn in flight keeps its
-    /// reply slot; [`Conversation::resend`] sends it again.
+    /// Records the `seq` the store gave a message of
+    /// [`Effect::SaveMessage`] (compression places its summary by `seq`).
+    pub fn saved(&mut self, id: MessageId, seq: i64) {
+        if let Some(m) = self.messages.iter_mut().rev().find(|m| m.id == id) {
+            m.seq = seq;
+        }
+        if let Some(active) = self.active.as_mut() {
+            active.saved(id, seq);
+        }
+    }
+
+    /// Replaces the prompt and history after the stored session changed
+    /// outside a turn (a manual compression, its undo, `/reload`).
+    /// `messages` are the active messages without a reply still streaming.
     pub fn replace_history(&mut self, prompt: SystemPrompt, messages: Vec<Message>) {
         if prompt.id != self.prompt.id {
             self.system_tokens = None;
@@ -267,118 +391,56 @@ impl Conversation {
         self.cuts.retain(|id| live.contains(&id));
     }
 
-    /// Sends the in-flight turn's request again over the current history
-    /// (the overflow retry after a compaction). Without a turn in flight,
-    /// nothing; when the request no longer fits, the turn fails.
-    pub fn resend(&mut self, now_ms: i64) -> Vec<Effect> {
-        if self.turn.is_none() {
-            return Vec::new();
-        }
-        match self.prepare() {
-            Ok(prepared) => {
-                if let Some(turn) = self.turn.as_mut() {
-                    turn.estimate = prepared.prepared_tokens;
-                }
-                vec![Effect::SendRequest(prepared.request)]
-            }
-            Err(e) => self.fail(FailureKind::Other, &e.to_string(), now_ms),
-        }
-    }
-
     /// Applies one event and returns what must happen, in order.
     pub fn handle(&mut self, event: Event) -> Vec<Effect> {
-        match event {
+        let mut effects = match event {
             Event::Submit { text, now_ms } => self.submit(text, now_ms),
             Event::Stream { event, now_ms } => self.stream(event, now_ms),
             Event::Failed {
                 kind,
                 message,
                 now_ms,
-            } => self.fail(kind, &message, now_ms),
-            Event::StreamEnded { now_ms } => {
-                if self.turn.as_ref().is_some_and(Turn::has_output) {
-                    self.finish(
-                        MessageStatus::Interrupted,
-                        now_ms,
-                        Some("the reply was cut off before it ended".into()),
+            } => self.failed(kind, message, now_ms),
+            Event::StreamEnded { now_ms } => self.stream_ended(now_ms),
+            Event::Tick { now_ms } => self.tick(now_ms),
+            Event::Cancel { now_ms } => self.cancel(now_ms),
+            Event::Compressed { compacted, now_ms } => self.compressed(compacted.map(|c| *c), now_ms),
+        };
+        if !self.new_counts.is_empty() {
+            // Stored before the runtime starts slow work or ends the turn.
+            let at = effects
+                .iter()
+                .position(|e| {
+                    matches!(
+                        e,
+                        Effect::SendRequest(_) | Effect::Compress { .. } | Effect::TurnFinished { .. }
                     )
-                } else if self.turn.is_some() {
-                    self.fail(
-                        FailureKind::Other,
-                        "the provider ended the reply without sending anything; try again",
-                        now_ms,
-                    )
-                } else {
-                    Vec::new()
-                }
-            }
-            Event::Tick { now_ms } => match self.turn.as_mut() {
-                Some(turn) if turn.should_flush(now_ms) => vec![turn.flush(now_ms)],
-                _ => Vec::new(),
-            },
-            Event::Cancel { now_ms } => {
-                if self.turn.is_some() {
-                    self.finish(MessageStatus::Interrupted, now_ms, None)
-                } else {
-                    Vec::new()
-                }
-            }
+                })
+                .unwrap_or(effects.len());
+            effects.insert(at, Effect::StoreTokenCounts(std::mem::take(&mut self.new_counts)));
         }
-    }
-
-    /// The request for the current active messages (system prompt + history).
-    #[must_use]
-    pub fn request(&self) -> ChatRequest {
-        let messages = self
-            .messages
-            .iter()
-            .filter(|m| m.status != MessageStatus::Error || !m.content.is_empty())
-            .map(|m| RequestMessage {
-                role: m.role,
-                content: m.content.clone(),
-                tool_calls: m.tool_calls.clone(),
-                tool_call_id: m.tool_call_id.clone(),
-            })
-            .collect();
-        ChatRequest {
-            model: self.session.model.clone(),
-            system: RequestSystem {
-                text: self.prompt.text.clone(),
-                boundary_offset: self.prompt.boundary_offset,
-            },
-            messages,
-            max_tokens: self.max_tokens,
-            tools: Vec::new(),
-            temperature: None,
-        }
-    }
-
-    /// strata's estimate of a request's input tokens (system prompt, every
-    /// message with its chat overhead, reply priming).
-    #[must_use]
-    pub fn estimate(&self, request: &ChatRequest) -> u64 {
-        let counter = self.counter.as_ref();
-        let system = counter.count(&request.system.text) as u64;
-        let history: u64 = self
-            .messages
-            .iter()
-            .map(|m| match &m.tokens {
-                Some(t) if t.tokenizer == counter.id() => u64::from(t.tokens),
-                _ => u64::from(tokens::message_tokens(counter, m)),
-            })
-            .sum();
-        system + history + u64::from(tokens::request_overhead(!request.system.text.is_empty()))
+        effects
     }
 
     /// The request for the active messages as the per-turn pipeline
     /// prepares it (reduce, prune, limit, repair, validate; DESIGN §6), with
-    /// its report and estimated input tokens.
+    /// its report, the prepared request's input tokens and the pre-limit
+    /// estimate. Messages counted for the first time get their count (an
+    /// [`Effect::StoreTokenCounts`] with the next event's effects).
     ///
     /// # Errors
     /// [`PrepareError`] when the request cannot fit the window.
     pub fn prepare(&mut self) -> Result<Prepared, PrepareError> {
         let counter = self.counter.as_ref();
-        let counts = self.cache.count_history(counter, &self.messages).tokens;
+        let counts = self.cache.count_history(counter, &self.messages);
+        if !counts.newly_counted.is_empty() {
+            for (id, count) in &counts.newly_counted {
+                if let Some(m) = self.messages.iter_mut().rev().find(|m| m.id == *id) {
+                    m.tokens = Some(count.clone());
+                }
+            }
+            self.new_counts.extend(counts.newly_counted);
+        }
         let system_tokens = *self
             .system_tokens
             .get_or_insert_with(|| u32::try_from(counter.count(&self.prompt.text)).unwrap_or(u32::MAX));
@@ -390,7 +452,7 @@ impl Conversation {
             system: &system,
             system_tokens,
             messages: &self.messages,
-            counts: &counts,
+            counts: &counts.tokens,
             counter,
             tools: &[],
             tool_tokens: 0,
@@ -406,129 +468,21 @@ impl Conversation {
         pipeline::prepare_with(&input, &mut self.cuts)
     }
 
-    fn submit(&mut self, text: String, now_ms: i64) -> Vec<Effect> {
-        if self.turn.is_some() {
-            return vec![Effect::Busy];
-        }
-        let user = Message::new(self.session.id, Role::User, text, now_ms);
-        self.messages.push(user.clone());
-        let mut saves = vec![Effect::SaveMessage(user)];
-        for (text, ttl) in std::mem::take(&mut self.parts) {
-            let mut part = Message::new(self.session.id, Role::User, text, now_ms);
-            part.kind = MessageKind::Synthetic;
-            part.ephemeral_ttl = ttl;
-            self.messages.push(part.clone());
-            saves.push(Effect::SaveMessage(part));
-        }
-        let prepared = match self.prepare() {
-            Ok(p) => p,
-            // The user's words are kept; nothing is sent.
-            Err(e) => {
-                saves.push(Effect::ShowError(e.to_string()));
-                return saves;
-            }
-        };
-        let request = prepared.request;
-        let estimate = prepared.prepared_tokens;
-        let mut assistant = Message::new(self.session.id, Role::Assistant, "", now_ms);
-        assistant.status = MessageStatus::Streaming;
-        self.turn = Some(Turn::new(assistant.id, now_ms, estimate));
-        saves.push(Effect::SaveMessage(assistant));
-        saves.push(Effect::SendRequest(request));
-        saves
-    }
-
-    fn stream(&mut self, event: StreamEvent, now_ms: i64) -> Vec<Effect> {
-        let Some(turn) = self.turn.as_mut() else {
-            return Vec::new();
-        };
-        match event {
-            StreamEvent::TextDelta { text } => {
-                turn.push_text(&text, now_ms);
-                let mut effects = vec![Effect::ShowDelta(text)];
-                if turn.should_flush(now_ms) {
-                    effects.push(turn.flush(now_ms));
-                }
-                effects
-            }
-            StreamEvent::ReasoningDelta { .. } => {
-                turn.mark_output(now_ms);
-                Vec::new()
-            }
-            StreamEvent::ToolCallDelta {
-                index,
-                id,
-                name,
-                arguments,
-            } => {
-                turn.push_tool_call(index, id, name, &arguments, now_ms);
-                Vec::new()
-            }
-            StreamEvent::Usage(usage) => {
-                turn.usage = Some(usage);
-                Vec::new()
-            }
-            StreamEvent::Done { finish_reason } => {
-                // A reply cut by the output limit is complete as far as the
-                // provider is concerned, but the user must know it stopped.
-                let cut = matches!(finish_reason.as_deref(), Some("length" | "max_tokens")).then(|| {
-                    format!(
-                        "the reply stopped at the output limit ({} tokens); ask to continue, or raise [model] max_tokens",
-                        self.max_tokens
-                    )
-                });
-                self.finish(MessageStatus::Complete, now_ms, cut)
+    /// Tokens of each active message under the session's counter (cached
+    /// counts; the ones not counted yet are counted now), in order.
+    pub fn history_tokens(&mut self) -> Vec<u32> {
+        let counts = self.cache.count_history(self.counter.as_ref(), &self.messages);
+        for (id, count) in &counts.newly_counted {
+            if let Some(m) = self.messages.iter_mut().rev().find(|m| m.id == *id) {
+                m.tokens = Some(count.clone());
             }
         }
-    }
-
-    fn fail(&mut self, _kind: FailureKind, message: &str, now_ms: i64) -> Vec<Effect> {
-        let status = if self.turn.as_ref().is_some_and(Turn::has_output) {
-            MessageStatus::Interrupted
-        } else {
-            MessageStatus::Error
-        };
-        self.finish(status, now_ms, Some(message.to_owned()))
-    }
-
-    fn finish(&mut self, status: MessageStatus, now_ms: i64, error: Option<String>) -> Vec<Effect> {
-        let Some(turn) = self.turn.take() else {
-            return Vec::new();
-        };
-        let mut assistant = Message::new(
-            self.session.id,
-            Role::Assistant,
-            turn.text.clone(),
-            turn.started_at_ms,
-        );
-        assistant.id = turn.message_id;
-        assistant.tool_calls = turn.tool_calls();
-        assistant.status = status;
-        let mut effects = vec![Effect::UpdateMessage {
-            id: turn.message_id,
-            content: turn.text.clone(),
-            tool_calls: assistant.tool_calls.clone(),
-            status,
-        }];
-        self.messages.push(assistant);
-        if let Some(actual) = turn.usage.and_then(|u| u.prompt_tokens) {
-            self.calibration.observe(turn.estimate, actual);
-        }
-        if turn.usage.is_some() || status == MessageStatus::Complete {
-            effects.push(Effect::RecordUsage(turn.usage_row(&self.session, now_ms)));
-        }
-        if let Some(message) = error {
-            effects.push(Effect::ShowError(message));
-        }
-        effects.push(Effect::TurnFinished {
-            message_id: turn.message_id,
-            status,
-            usage: turn.usage,
-            estimated_prompt_tokens: turn.estimate,
-        });
-        effects
+        self.new_counts.extend(counts.newly_counted);
+        counts.tokens
     }
 }
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod turn_tests;

@@ -144,6 +144,18 @@ pub struct Prepared {
     /// schemas are not included (they are `tool_tokens`, a category of
     /// their own in the budget).
     pub prepared_tokens: u64,
+    /// The *pre-limit estimate*: every message as the pipeline would send
+    /// it — expired ones pruned, oversized ones already cut by reduce and,
+    /// when the must-keep messages alone overflow, by the limit's middle cut
+    /// — before whole turns are left out; plus the system prompt and the
+    /// request overhead (tool schemas excluded, as in `prepared_tokens`).
+    /// What the compression trigger compares with the threshold (DESIGN
+    /// §5): a long history is summarised rather than silently dropped, and
+    /// one huge new message that the pipeline cuts does not fire it.
+    pub prelimit_tokens: u64,
+    /// Per input message, its tokens in the pre-limit estimate (0 when
+    /// pruned), in input order.
+    pub prelimit_counts: Vec<u32>,
 }
 
 /// What happened to one stored message. Serialises as

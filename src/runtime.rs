@@ -31,3 +31,10 @@ pub use session::{Imported, NewSession, Runtime, RuntimeError, title_from};
 pub use session_ops::{Reloaded, SKILL_MAX_CHARS};
 pub use transcript::{export_json, export_markdown};
 pub use turn_parts::{TURN_REMINDER_MAX_CHARS, TURN_REMINDER_TIMEOUT, TurnParts};
+
+/// Now, unix milliseconds: the one clock of the runtime and its clients
+/// (the core never reads one; times are passed in).
+#[must_use]
+pub fn now_ms() -> i64 {
+    jiff::Timestamp::now().as_millisecond()
+}

@@ -334,9 +334,18 @@ fn context_and_compression_estimates_agree_with_large_tool_arguments() {
     let context = sb.json(&["context", &id, "--json"]);
     let dry = sb.json(&["compress", &id, "--dry-run", "--json"]);
     assert_eq!(dry["noop"], false);
-    assert_eq!(context["input_tokens"], dry["tokens_before"]);
-    let history: u64 = context["categories"]["history"]["tokens"].as_u64().unwrap();
-    assert!(history > 20_000, "the arguments are counted: {history}");
+    // The compression counts the stored history; the gauge shows what is sent.
+    assert_eq!(context["stored_tokens"], dry["tokens_before"]);
+    assert_eq!(context["input_tokens"], context["prepared_tokens"]);
+    let stored = context["stored_tokens"].as_u64().unwrap();
+    assert!(stored > 20_000, "the arguments are counted: {stored}");
+    // What is sent: the categories add up to the prepared request.
+    let categories = context["categories"].as_object().unwrap();
+    let sent: u64 = ["stable", "context", "volatile", "tools", "history"]
+        .iter()
+        .map(|c| categories[*c]["tokens"].as_u64().unwrap())
+        .sum();
+    assert_eq!(Some(sent), context["prepared_tokens"].as_u64());
 }
 
 /// Scenario 7 at the command line: the summariser's connection fails or
@@ -518,15 +527,53 @@ async fn with_compression_disabled_an_overflow_is_a_clear_error_and_nothing_chan
     );
 }
 
-/// Scenario 4: automatic compression over a history the protected head
-/// and tail cover is a no-op strike; two strikes block it and `strata
-/// context --json` says why; a manual compression with a topic still runs.
+/// Scenario 4: a history that the protected head and tail cover is not
+/// worth an automatic compression: none is tried, and it is no strike.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn two_noop_strikes_block_automatic_compression_and_manual_still_runs() {
+async fn a_history_inside_the_protected_head_and_tail_is_neither_compressed_nor_a_strike() {
     let sb = Sandbox::new();
     // Window 16,000, reserve 4,096: the threshold is 85 % of 11,904.
     write_config(&sb, "[model]\ncontext_window = 16000\nmax_tokens = 4096\n");
     let id = import_openai(&sb, &history(2, 12_000));
+    let server = Server::start(vec![Reply::sse(sse("one", None)), Reply::sse(sse("two", None))]).await;
+    for word in ["first", "second"] {
+        let out = run(openai(
+            &sb,
+            &server.base_url(),
+            &["chat", "--session", &id, "--json", word],
+        ))
+        .await;
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            !stdout.contains("\"compressed\""),
+            "nothing to compress: {stdout}"
+        );
+    }
+    let context = sb.json(&["context", &id, "--json"]);
+    assert_eq!(context["compression"]["strikes"], 0);
+    assert!(context["compression"]["blocked"].is_null(), "{context}");
+}
+
+/// Scenario 4 at the command line: automatic compressions that find
+/// almost nothing they may summarise (every turn but one holds a pinned
+/// message; imported system messages are pinned) are no-op strikes; two block automatic
+/// compression and `strata context --json` says why; a manual compression
+/// with a topic still runs.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn two_noop_strikes_block_automatic_compression_and_manual_still_runs() {
+    let sb = Sandbox::new();
+    write_config(&sb, "[model]\ncontext_window = 16000\nmax_tokens = 4096\n");
+    let mut messages: Vec<serde_json::Value> = serde_json::from_str(&history(12, 2_400)).unwrap();
+    // Every turn but one holds a pinned message: an automatic compression
+    // could summarise only that turn, too little to be worth it.
+    for i in (0..messages.len()).step_by(2).rev().filter(|&i| i != 6) {
+        messages.insert(
+            i + 1,
+            json!({"role": "system", "content": format!("Note {i}: keep it short.")}),
+        );
+    }
+    let id = import_openai(&sb, &serde_json::to_string(&messages).unwrap());
     let server = Server::start(vec![Reply::sse(sse("one", None)), Reply::sse(sse("two", None))]).await;
     for word in ["first", "second"] {
         let out = run(openai(

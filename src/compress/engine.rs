@@ -135,6 +135,17 @@ pub trait CompressionEngine {
     fn continue_preflight(&mut self, plan: &CompressionPlan) -> bool;
     /// Strikes, lockout and cooldown.
     fn status(&self) -> EngineStatus;
+    /// The state to keep between processes (stored with the session).
+    fn state(&self) -> EngineState;
+    /// Whether an automatic compression of `history` is worth asking for:
+    /// something lies outside the protected head and tail, and summarising
+    /// it would save at least 10 % of the request. `tokens` are the
+    /// messages as the pipeline would send them (oversized ones already
+    /// cut: the pre-limit counts), `fixed_tokens` the rest of the request.
+    /// When it is not worth it the caller does not ask, so one huge new
+    /// message that the pipeline cuts is neither compressed nor a strike.
+    /// The saving of free pruning is not counted (an estimate from below).
+    fn worth_compressing(&self, history: &[Message], tokens: &[u32], fixed_tokens: u64) -> bool;
     /// The session ends; state is dropped.
     fn on_session_end(&mut self);
 }
@@ -168,17 +179,6 @@ impl DefaultEngine {
     #[must_use]
     pub fn config(&self) -> &EngineConfig {
         &self.config
-    }
-
-    /// The state to keep between processes.
-    #[must_use]
-    pub fn state(&self) -> EngineState {
-        EngineState {
-            status: self.status.clone(),
-            last_reading: self.last_reading,
-            compacted_since_reading: self.compacted_since_reading,
-            overflow_retry_used: self.overflow_retry_used,
-        }
     }
 
     /// This engine with a stored state restored.
@@ -609,6 +609,27 @@ impl CompressionEngine for DefaultEngine {
 
     fn status(&self) -> EngineStatus {
         self.status.clone()
+    }
+
+    fn state(&self) -> EngineState {
+        EngineState {
+            status: self.status.clone(),
+            last_reading: self.last_reading,
+            compacted_since_reading: self.compacted_since_reading,
+            overflow_retry_used: self.overflow_retry_used,
+        }
+    }
+
+    fn worth_compressing(&self, history: &[Message], tokens: &[u32], fixed_tokens: u64) -> bool {
+        let boundaries = find_boundaries(history, tokens, self.threshold() / 5, self.config.protect_last_n);
+        if boundaries.is_empty() {
+            return false;
+        }
+        let sum = |t: &[u32]| t.iter().map(|&n| u64::from(n)).sum::<u64>();
+        let middle = sum(&tokens[boundaries.middle()]);
+        let total = fixed_tokens + sum(tokens);
+        let target = u64::from(target_summary_tokens(middle, self.config.window, 0));
+        middle.saturating_sub(target) * 10 >= total
     }
 
     fn on_session_end(&mut self) {

@@ -245,6 +245,9 @@ pub(crate) fn limit(
             });
         }
     }
+    work.prelimit = (0..work.msgs.len())
+        .map(|i| if work.live(i) { work.tokens[i] } else { 0 })
+        .collect();
     walk.advance(work, |_| {});
     // The newest turn alone does not fit (a long tool loop): keep its
     // newest tool call units that do, instead of none of it.

@@ -196,6 +196,10 @@ pub(crate) fn assemble(work: &mut Work<'_>, input: &PrepareInput<'_>) -> Prepare
         },
         report,
         prepared_tokens: system_tokens + message_total + u64::from(request_overhead(has_system)),
+        prelimit_tokens: u64::from(input.system_tokens)
+            + work.prelimit.iter().map(|&t| u64::from(t)).sum::<u64>()
+            + u64::from(request_overhead(true)),
+        prelimit_counts: std::mem::take(&mut work.prelimit),
     }
 }
 

@@ -40,6 +40,10 @@ pub(crate) struct Work<'a> {
     pub turns: Vec<Range<usize>>,
     /// The index in `turns` of each message's turn.
     pub turn_of: Vec<usize>,
+    /// Tokens of each message once reduce and the must-keep cut ran,
+    /// before the limit leaves whole turns out (0 when pruned; set by the
+    /// limit stage).
+    pub prelimit: Vec<u32>,
 }
 
 /// The tool results answering an assistant message at `i`: the run of
@@ -74,6 +78,7 @@ impl<'a> Work<'a> {
             last_user: last_user(msgs),
             turns: Vec::new(),
             turn_of: vec![0; n],
+            prelimit: Vec::new(),
         };
         // Pinned messages, and the active compaction summary (the only
         // record of everything it replaced), are never dropped; when too

@@ -1,13 +1,16 @@
 //! Running chat turns: the conversation state machine's effects executed
-//! against the store and a provider.
+//! against the store, a provider and the compression engine, and their
+//! results fed back as events. Every decision (preflight, overflow retry,
+//! after-response compression, strikes) is the core's; this loop only
+//! executes.
 //!
-//! The user's message is stored before the request goes out; the reply is
-//! stored as `streaming` and updated as text arrives, so a crash or kill
-//! leaves it in the database (marked interrupted at the next start).
+//! The user's message is stored before anything else; the reply is stored
+//! as `streaming` and updated as text arrives, so a crash or kill leaves it
+//! in the database (marked interrupted at the next start).
 
 use super::{CompressOutcome, Runtime, RuntimeError};
 use crate::config::ModelChoice;
-use crate::conversation::{Conversation, Effect, Event, FailureKind};
+use crate::conversation::{Conversation, Effect, Event, FailureKind, Phase};
 use crate::domain::{MessageStatus, PromptMode, Session, SessionId, Usage};
 use crate::prompt::EnvFacts;
 use crate::provider::{EventStream, Provider, ProviderError};
@@ -30,6 +33,8 @@ pub enum ChatOutput<'a> {
     Notice(&'a str),
     /// An automatic compression ran (or found nothing to do).
     Compressed(&'a CompressOutcome),
+    /// The turn moved to another phase.
+    Phase(Phase),
 }
 
 /// How a turn ended.
@@ -39,7 +44,7 @@ pub struct TurnOutcome {
     pub session_id: SessionId,
     /// Complete, interrupted or error.
     pub status: MessageStatus,
-    /// The error that ended it, if any.
+    /// The provider error that ended it, if any.
     pub error: Option<ProviderError>,
     /// The last problem shown to the user (one sentence), if any.
     pub message: Option<String>,
@@ -55,14 +60,11 @@ enum Wake {
     Cancel,
 }
 
-fn now_ms() -> i64 {
-    jiff::Timestamp::now().as_millisecond()
-}
-
 impl Runtime {
     /// A conversation over the session's active messages with its frozen
     /// prompt (rebuilt as a new version only when `choice` or `mode` changed
-    /// the fingerprint), counted with `counter`, calibrated from its usage rows.
+    /// the fingerprint), counted with `counter`, calibrated from its usage
+    /// rows, with the session's compression engine and its stored state.
     ///
     /// # Errors
     /// [`RuntimeError`] when the store cannot be read or written.
@@ -78,21 +80,21 @@ impl Runtime {
         let session = self.store.session(session.id)?.unwrap_or_else(|| session.clone());
         let messages = super::session::settled(self.store.messages(session.id, false)?);
         let calibration = self.calibration(session.id)?;
+        let engine = self.compression_engine(&session, choice, super::SummarizerArg::Config)?;
         Ok(
             Conversation::new(session, prompt, messages, counter, choice.max_tokens)
                 .with_window(choice.context_window)
                 .with_max_messages(self.config.history.max_messages)
-                .with_calibration(calibration),
+                .with_calibration(calibration)
+                .with_engine(Box::new(engine)),
         )
     }
 
-    /// Runs one turn: compresses first when the request would reach the
-    /// threshold (preflight), stores the user's message, streams the reply
-    /// from `provider` into the store and `out`, records usage, compresses
-    /// after the response when the provider's `prompt_tokens` reached the
-    /// threshold, and after an overflow error compresses and sends once
-    /// more (DESIGN §7). `cancel` resolving
-    /// (e.g. Ctrl-C) stops the stream and keeps the partial reply, marked
+    /// Runs one turn of `conversation` with `provider`: the user's `text`
+    /// (with its `@path` attachments and reminder) goes in, the core's
+    /// effects are executed until it finishes the turn (DESIGN §2 "The
+    /// turn", §7 "Triggers"). `cancel` resolving (e.g. Ctrl-C) stops a
+    /// compression or the stream; a partial reply is kept, marked
     /// interrupted.
     ///
     /// # Errors
@@ -107,7 +109,6 @@ impl Runtime {
         out: &mut dyn FnMut(ChatOutput<'_>),
     ) -> Result<TurnOutcome, RuntimeError> {
         let session_id = conversation.session().id;
-        let mut engine = self.turn_engine(conversation)?;
         let parts = self.turn_parts(conversation, &text);
         for notice in &parts.notices {
             out(ChatOutput::Notice(notice));
@@ -115,71 +116,48 @@ impl Runtime {
         for (part, ttl) in parts.parts {
             conversation.attach(part, ttl);
         }
-        let mut retried = false;
-        let mut preflight_done = false;
-        // The user's message is stored first (Submit saves it), so nothing
-        // they typed is lost if the process dies while compressing.
         let mut pending: VecDeque<Effect> = conversation
             .handle(Event::Submit {
                 text,
-                now_ms: now_ms(),
+                now_ms: super::now_ms(),
             })
             .into();
         let mut stream: Option<EventStream> = None;
+        let mut compress = None;
         let mut error: Option<ProviderError> = None;
         let mut message: Option<String> = None;
         let mut cancel = std::pin::pin!(cancel);
         loop {
             while let Some(effect) = pending.pop_front() {
                 match effect {
-                    Effect::SaveMessage(mut m) => self.store.append_message(&mut m)?,
+                    Effect::SaveMessage(mut m) => {
+                        self.store.append_message(&mut m)?;
+                        conversation.saved(m.id, m.seq);
+                    }
                     Effect::UpdateMessage {
                         id,
                         content,
                         tool_calls,
                         status,
                     } => self.store.update_message(id, &content, &tool_calls, status)?,
+                    Effect::StoreTokenCounts(counts) => self.store.set_message_tokens(&counts)?,
                     Effect::SendRequest(request) => {
-                        if !preflight_done {
-                            preflight_done = true;
-                            if self.preflight(conversation, &mut engine, provider, out).await? {
-                                // The history changed: prepare the request again.
-                                pending.extend(conversation.resend(now_ms()));
-                                continue;
-                            }
-                        }
+                        error = None;
                         stream = Some(provider.stream(request));
                     }
+                    Effect::Compress { trigger } => compress = Some(trigger),
+                    Effect::SaveEngineState(state) => self.save_engine_state(session_id, &state)?,
                     Effect::RecordUsage(usage) => {
                         self.store.record_usage(&usage)?;
                         out(ChatOutput::Usage(&usage));
                     }
                     Effect::ShowDelta(text) => out(ChatOutput::Delta(&text)),
+                    Effect::Phase(phase) => out(ChatOutput::Phase(phase)),
                     Effect::ShowError(text) => {
                         out(ChatOutput::Error(&text));
                         message = Some(text);
                     }
-                    Effect::TurnFinished {
-                        status,
-                        usage,
-                        estimated_prompt_tokens,
-                        ..
-                    } => {
-                        if let Some(prompt_tokens) = usage.and_then(|u| u.prompt_tokens) {
-                            self.after_response(
-                                conversation,
-                                &mut engine,
-                                provider,
-                                prompt_tokens,
-                                estimated_prompt_tokens,
-                                out,
-                            )
-                            .await?;
-                        }
-                        self.save_compression_state(conversation.session(), &engine)?;
-                        // The turn's new messages get their counts stored,
-                        // so listings show the session's size.
-                        self.counted_messages(conversation.session(), false)?;
+                    Effect::TurnFinished { status, .. } => {
                         return Ok(TurnOutcome {
                             session_id,
                             status,
@@ -192,8 +170,26 @@ impl Runtime {
                     )),
                 }
             }
+            if let Some(trigger) = compress.take() {
+                let run = self.compress_in_turn(conversation, provider, trigger, out);
+                let result = tokio::select! {
+                    r = run => Some(r),
+                    () = &mut cancel => None,
+                };
+                let now_ms = super::now_ms();
+                pending = match result {
+                    Some(compacted) => conversation.handle(Event::Compressed {
+                        compacted: compacted?,
+                        now_ms,
+                    }),
+                    None => conversation.handle(Event::Cancel { now_ms }),
+                }
+                .into();
+                continue;
+            }
             let Some(s) = stream.as_mut() else {
-                self.save_compression_state(conversation.session(), &engine)?;
+                // The core always ends a turn with `TurnFinished`; a turn
+                // that asked for neither a request nor a compression is over.
                 return Ok(TurnOutcome {
                     session_id,
                     status: MessageStatus::Error,
@@ -209,22 +205,12 @@ impl Runtime {
                 () = &mut cancel => Wake::Cancel,
                 () = tick => Wake::Tick,
             };
-            let now_ms = now_ms();
+            let now_ms = super::now_ms();
             pending = match wake {
                 Wake::Tick => conversation.handle(Event::Tick { now_ms }),
                 Wake::Stream(Some(Ok(event))) => conversation.handle(Event::Stream { event, now_ms }),
                 Wake::Stream(Some(Err(e))) => {
                     stream = None;
-                    if e.is_overflow() && !conversation.has_output() && !retried {
-                        retried = true;
-                        if self
-                            .overflow_retry(conversation, &mut engine, provider, out)
-                            .await?
-                        {
-                            pending = conversation.resend(now_ms).into();
-                            continue;
-                        }
-                    }
                     let kind = if e.is_overflow() {
                         FailureKind::Overflow
                     } else {

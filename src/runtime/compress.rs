@@ -170,6 +170,19 @@ impl Runtime {
             .iter()
             .map(|m| compress::tokens_of(counter.as_ref(), m))
             .collect();
+        Ok(self.snapshot_of(prompt, counter, messages, history_tokens, choice))
+    }
+
+    /// A snapshot from parts already in memory (a conversation's prompt,
+    /// counter and counted history): nothing is read from the store.
+    pub(super) fn snapshot_of(
+        &self,
+        prompt: SystemPrompt,
+        counter: Arc<dyn TokenCounter>,
+        messages: Vec<Message>,
+        history_tokens: Vec<u32>,
+        choice: &ModelChoice,
+    ) -> Snapshot {
         let budget = Budget::compute(BudgetInput {
             layers: &prompt.layers,
             boundary_offset: prompt.boundary_offset,
@@ -182,13 +195,13 @@ impl Runtime {
             tokenizer: counter.id(),
             exact: counter.exact(),
         });
-        Ok(Snapshot {
+        Snapshot {
             prompt,
             counter,
             messages,
             history_tokens,
             budget,
-        })
+        }
     }
 
     pub(super) fn threshold_settings(&self) -> ThresholdSettings {
@@ -238,10 +251,22 @@ impl Runtime {
     pub fn save_compression_state(
         &mut self,
         session: &Session,
-        engine: &DefaultEngine,
+        engine: &dyn CompressionEngine,
     ) -> Result<(), RuntimeError> {
-        let json = serde_json::to_string(&engine.state()).unwrap_or_default();
-        self.store.set_compression_state(session.id, &json)?;
+        self.save_engine_state(session.id, &engine.state())
+    }
+
+    /// Stores an engine state for the session.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`].
+    pub(super) fn save_engine_state(
+        &mut self,
+        session: crate::domain::SessionId,
+        state: &EngineState,
+    ) -> Result<(), RuntimeError> {
+        let json = serde_json::to_string(state).unwrap_or_default();
+        self.store.set_compression_state(session, &json)?;
         Ok(())
     }
 
@@ -277,10 +302,10 @@ impl Runtime {
     pub(super) async fn compress_planned(
         &mut self,
         session: &Session,
-        engine: &mut DefaultEngine,
+        engine: &mut dyn CompressionEngine,
+        snapshot: &Snapshot,
         req: &CompressRequest<'_>,
-    ) -> Result<(CompressOutcome, Option<CompressionPlan>), RuntimeError> {
-        let snapshot = self.snapshot(session, req.choice)?;
+    ) -> Result<(CompressOutcome, Option<(CompressionPlan, SystemPrompt)>), RuntimeError> {
         let settled = super::session::settled(snapshot.messages.iter().cloned());
         // The topic is typed by the user and goes to the summariser and the
         // record: it is redacted like the history.
@@ -294,11 +319,11 @@ impl Runtime {
             counter: snapshot.counter.as_ref(),
             topic: topic.as_deref(),
         };
-        let now = now_ms();
+        let now = super::now_ms();
         let pending = match engine.prepare(req.trigger, &input) {
             Ok(p) => p,
             Err(e @ (CompressError::NothingToCompress | CompressError::NotWorthIt { .. })) => {
-                return Ok((noop(&snapshot, req.dry_run, topic, e.to_string()), None));
+                return Ok((noop(snapshot, req.dry_run, topic, e.to_string()), None));
             }
             Err(e) => return Err(RuntimeError::Compress(e.to_string())),
         };
@@ -325,7 +350,7 @@ impl Runtime {
         let mut plan = match engine.finish(pending, outcome, snapshot.counter.as_ref(), now) {
             Ok(plan) => plan,
             Err(e @ CompressError::NoSaving { .. }) => {
-                return Ok((noop(&snapshot, req.dry_run, topic, e.to_string()), None));
+                return Ok((noop(snapshot, req.dry_run, topic, e.to_string()), None));
             }
             Err(e) => return Err(RuntimeError::Compress(e.to_string())),
         };
@@ -333,8 +358,8 @@ impl Runtime {
         if req.dry_run {
             return Ok((outcome_of(&plan, None, true), None));
         }
-        let compaction = self.persist(session, &snapshot, &plan, req, now)?;
-        Ok((outcome_of(&plan, Some(compaction), false), Some(plan)))
+        let (compaction, prompt) = self.persist(session, snapshot, &plan, req, now)?;
+        Ok((outcome_of(&plan, Some(compaction), false), Some((plan, prompt))))
     }
 
     /// `strata compress`: a manual compression with the session's engine,
@@ -348,7 +373,8 @@ impl Runtime {
         req: &CompressRequest<'_>,
     ) -> Result<CompressOutcome, RuntimeError> {
         let mut engine = self.compression_engine(session, req.choice, req.summarizer)?;
-        let outcome = self.compress_planned(session, &mut engine, req).await;
+        let snapshot = self.snapshot(session, req.choice)?;
+        let outcome = self.compress_planned(session, &mut engine, &snapshot, req).await;
         if !req.dry_run {
             self.save_compression_state(session, &engine)?;
         }
@@ -378,7 +404,7 @@ impl Runtime {
         plan: &CompressionPlan,
         req: &CompressRequest<'_>,
         now: i64,
-    ) -> Result<CompactionId, RuntimeError> {
+    ) -> Result<(CompactionId, SystemPrompt), RuntimeError> {
         let before = &snapshot.prompt;
         let prompt = self.rebuilt_prompt(session, before, req.choice)?;
         let mut archived: Vec<(i64, MessageId)> = snapshot
@@ -414,7 +440,7 @@ impl Runtime {
             inserted: &inserted,
             prompt: Some(&prompt),
         })?;
-        Ok(compaction.id)
+        Ok((compaction.id, prompt))
     }
 
     /// The next prompt version of `session`, built afresh from the
@@ -455,10 +481,6 @@ impl Runtime {
             now.timestamp().as_millisecond(),
         ))
     }
-}
-
-fn now_ms() -> i64 {
-    jiff::Timestamp::now().as_millisecond()
 }
 
 fn noop(snapshot: &Snapshot, dry_run: bool, topic: Option<String>, reason: String) -> CompressOutcome {

@@ -20,8 +20,18 @@ pub struct ContextReport {
     pub session_id: SessionId,
     /// Its model.
     pub model: String,
-    /// strata's estimate of the next request's input tokens.
+    /// Input tokens of the next request as prepared (after every pipeline
+    /// stage: what is sent); the categories add up to it. When the request
+    /// cannot be prepared, the stored history's figure (`stored_tokens`).
     pub input_tokens: u64,
+    /// The stored history's tokens as a request (every active message
+    /// whole, plus the prompt and overhead): what the session holds.
+    pub stored_tokens: u64,
+    /// The pre-limit estimate: every message as the pipeline would send it,
+    /// oversized ones already cut, before whole turns are left out; what
+    /// the compression trigger compares with the threshold. `None` when the
+    /// request cannot be prepared.
+    pub prelimit_tokens: Option<u64>,
     /// The provider's count over strata's estimate, smoothed over the
     /// session's requests (1.0 before any; DESIGN §5).
     pub calibration_ratio: f64,
@@ -132,7 +142,7 @@ impl Runtime {
             budget,
         } = snapshot;
         let calibration = self.calibration(session.id)?;
-        let input_tokens = budget.input_tokens();
+        let stored_tokens = budget.input_tokens();
         let system = RequestSystem {
             text: prompt.text.clone(),
             boundary_offset: prompt.boundary_offset,
@@ -154,14 +164,27 @@ impl Runtime {
             max_tokens: choice.max_tokens,
             temperature: None,
         });
-        let (report, prepared_tokens, prepare_error) = match prepared {
-            Ok(p) => (p.report, Some(p.prepared_tokens), None),
-            Err(e) => (Vec::new(), None, Some(e.to_string())),
+        let (report, prepared_tokens, prelimit_tokens, prepare_error) = match prepared {
+            Ok(p) => (p.report, Some(p.prepared_tokens), Some(p.prelimit_tokens), None),
+            Err(e) => (Vec::new(), None, None, Some(e.to_string())),
         };
+        // What is sent: each message at its size in the prepared request.
+        let budget = match prepared_tokens {
+            Some(prepared) => {
+                let sent: Vec<u32> = report.iter().map(|r| r.tokens_after).collect();
+                self.snapshot_of(prompt, counter, messages, sent, choice)
+                    .budget
+                    .fitted_to(prepared)
+            }
+            None => budget,
+        };
+        let input_tokens = budget.input_tokens();
         Ok(ContextReport {
             session_id: session.id,
             model: session.model.clone(),
             input_tokens,
+            stored_tokens,
+            prelimit_tokens,
             report,
             prepared_tokens,
             prepare_error,

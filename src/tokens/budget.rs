@@ -255,6 +255,37 @@ impl Budget {
         c.stable.tokens + c.context.tokens + c.volatile.tokens + c.tools.tokens + c.history.tokens
     }
 
+    /// This budget made to add up to a prepared request of `input_tokens`
+    /// (the pipeline's `prepared_tokens` plus tool schemas): the history's
+    /// `overhead` row takes what the layer and message rows leave — the
+    /// request framing, the omitted-messages note and the few tokens where
+    /// layers join — so that the categories sum to what is sent, and `free`
+    /// is recomputed. Built from the prepared request's per-message tokens
+    /// (the pipeline report's `tokens_after`), this is the budget the gauge,
+    /// the pane and `strata context` show.
+    #[must_use]
+    pub fn fitted_to(mut self, input_tokens: u64) -> Self {
+        let c = &mut self.categories;
+        let is_overhead = |i: &BudgetItem| i.name == "overhead";
+        let messages: u64 = c
+            .history
+            .items
+            .iter()
+            .filter(|i| !is_overhead(i))
+            .map(|i| i.tokens)
+            .sum();
+        let rest = c.stable.tokens + c.context.tokens + c.volatile.tokens + c.tools.tokens + messages;
+        let overhead = input_tokens.saturating_sub(rest);
+        for item in c.history.items.iter_mut().filter(|i| is_overhead(i)) {
+            item.tokens = overhead;
+        }
+        c.history.tokens = messages + overhead;
+        c.free.tokens = self
+            .window
+            .saturating_sub(rest + overhead + c.reserved_output.tokens);
+        self
+    }
+
     /// Tokens by which input plus output reserve exceed the window (0 when
     /// the request fits).
     #[must_use]

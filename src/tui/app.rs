@@ -10,6 +10,7 @@ use super::event::{AppEvent, ContextSnapshot, Effect};
 use super::keymap::{Action, KeyMap};
 use super::overlay::{Overlay, Picker};
 use super::slash;
+use crate::conversation::Phase;
 use crate::domain::{LayerName, MessageStatus, Session, Usage};
 use crate::render::Highlighter;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
@@ -57,6 +58,8 @@ pub struct App {
     draft_ticket: u64,
     next_ticket: u64,
     pub(super) busy: bool,
+    /// The turn's phase and since when (unix ms), while busy.
+    pub(super) phase: Option<(Phase, i64)>,
     pub(super) progress: Option<String>,
     pub(super) notice: Option<Notice>,
     pub(super) last_usage: Option<Usage>,
@@ -94,6 +97,7 @@ impl App {
             draft_ticket: 0,
             next_ticket: 0,
             busy: false,
+            phase: None,
             progress: None,
             notice: None,
             last_usage: None,
@@ -252,6 +256,10 @@ impl App {
                 self.context = view.context;
                 Vec::new()
             }
+            AppEvent::Phase(phase) => {
+                self.phase = Some((phase, self.now_ms));
+                Vec::new()
+            }
             AppEvent::StreamStarted { now_ms } => {
                 if let Some(s) = &mut self.chat.streaming {
                     s.started_ms = now_ms;
@@ -280,6 +288,7 @@ impl App {
             }
             AppEvent::TurnDone { status } => {
                 self.busy = false;
+                self.phase = None;
                 if status == MessageStatus::Interrupted {
                     self.notify("the reply was interrupted; the partial reply is kept", false);
                 }

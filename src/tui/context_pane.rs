@@ -127,6 +127,20 @@ pub fn lines(s: &ContextSnapshot, live: Live<'_>, width: u16) -> Vec<Line<'stati
     if let Some(p) = s.prepared_tokens {
         out.push(Line::raw(format!("next request {a}{}", fmt::tokens(p))));
     }
+    // The other two figures, when they differ from what is sent.
+    let prelimit = s.prelimit_tokens.filter(|&t| Some(t) != s.prepared_tokens);
+    let stored = Some(s.stored_tokens).filter(|&t| t > 0 && Some(t) != s.prepared_tokens);
+    if prelimit.is_some() || stored.is_some() {
+        let show = |v: Option<u64>| v.map_or_else(|| "–".to_owned(), |t| format!("{a}{}", fmt::tokens(t)));
+        out.push(Line::styled(
+            format!(
+                "pre-limit {} · stored {}",
+                show(prelimit.or(s.prelimit_tokens)),
+                show(Some(s.stored_tokens))
+            ),
+            theme::dim(),
+        ));
+    }
     match &s.last_usage {
         Some(u) => out.push(Line::raw(format!(
             "cached {} of {}",

@@ -44,6 +44,9 @@ pub enum AppEvent {
     },
     /// A session (or the pending new one) was loaded or refreshed.
     Loaded(Box<SessionView>),
+    /// The turn moved to another phase (compressing, connecting,
+    /// streaming, done).
+    Phase(crate::conversation::Phase),
     /// A reply started streaming.
     StreamStarted {
         /// When, unix ms.
@@ -178,6 +181,11 @@ pub struct ContextSnapshot {
     pub report: Vec<ReportEntry>,
     /// Input tokens of the prepared request, when it can be prepared.
     pub prepared_tokens: Option<u64>,
+    /// The pre-limit estimate the compression trigger uses, when the
+    /// request can be prepared.
+    pub prelimit_tokens: Option<u64>,
+    /// The stored history's tokens as a request.
+    pub stored_tokens: u64,
     /// Why the next request cannot be prepared, if it cannot.
     pub prepare_error: Option<String>,
     /// The last request's usage.

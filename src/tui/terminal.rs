@@ -87,10 +87,6 @@ pub fn translate(event: Event) -> Option<AppEvent> {
     }
 }
 
-fn now_ms() -> i64 {
-    jiff::Timestamp::now().as_millisecond()
-}
-
 async fn event_loop(
     terminal: &mut ratatui::DefaultTerminal,
     launch: Launch,
@@ -151,7 +147,7 @@ async fn event_loop(
                 None => return Ok(()),
             },
             e = rx.recv() => e,
-            _ = tick.tick() => Some(AppEvent::Tick { now_ms: now_ms() }),
+            _ = tick.tick() => Some(AppEvent::Tick { now_ms: crate::runtime::now_ms() }),
         };
         if let Some(e) = event {
             pending.extend(app.handle(e));

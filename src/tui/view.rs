@@ -6,6 +6,7 @@
 
 use super::app::App;
 use super::{context_pane, fmt, overlay, slash, theme};
+use crate::conversation::Phase;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -135,10 +136,15 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
             .as_ref()
             .and_then(|s| s.rate(app.now_ms))
             .map_or_else(String::new, |r| format!(" {r:.0} tok/s"));
-        spans.push(Span::raw(format!(
-            " {} streaming{rate} ",
-            SPINNER[app.spinner % SPINNER.len()]
-        )));
+        let spinner = SPINNER[app.spinner % SPINNER.len()];
+        let label = match app.phase {
+            Some((Phase::Compressing(_), since)) => format!("compressing {}", elapsed(app.now_ms, since)),
+            Some((Phase::Connecting, since)) => {
+                format!("waiting for the model {}", elapsed(app.now_ms, since))
+            }
+            _ => format!("streaming{rate}"),
+        };
+        spans.push(Span::raw(format!(" {spinner} {label} ")));
     } else {
         spans.push(Span::raw(" idle "));
     }
@@ -184,4 +190,9 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
         &Line::from(spans).style(theme::status()),
         area.width,
     );
+}
+
+/// Seconds from `since` to `now` (unix ms), as `12s`.
+fn elapsed(now_ms: i64, since_ms: i64) -> String {
+    format!("{}s", (now_ms - since_ms).max(0) / 1_000)
 }

@@ -198,10 +198,6 @@ async fn run_worker(
     }
 }
 
-fn now_ms() -> i64 {
-    jiff::Timestamp::now().as_millisecond()
-}
-
 impl Worker {
     fn emit(&self, e: AppEvent) {
         let _ = self.events.send(e);
@@ -395,17 +391,20 @@ impl Worker {
             conversation.attach(part, ttl);
         }
         let events = self.events.clone();
-        let _ = events.send(AppEvent::StreamStarted { now_ms: now_ms() });
+        let _ = events.send(AppEvent::StreamStarted {
+            now_ms: crate::runtime::now_ms(),
+        });
         let mut out = |o: ChatOutput<'_>| {
             let e = match o {
                 ChatOutput::Delta(t) => AppEvent::Delta {
                     text: t.to_owned(),
-                    now_ms: now_ms(),
+                    now_ms: crate::runtime::now_ms(),
                 },
                 ChatOutput::Usage(u) => AppEvent::Usage(u.clone()),
                 ChatOutput::Error(m) => AppEvent::Error(m.to_owned()),
                 ChatOutput::Notice(m) => AppEvent::Notice(m.to_owned()),
                 ChatOutput::Compressed(c) => AppEvent::Notice(c.feedback.clone()),
+                ChatOutput::Phase(phase) => AppEvent::Phase(phase),
             };
             let _ = events.send(e);
         };

@@ -115,6 +115,8 @@ pub fn context(messages: &[Message]) -> ContextSnapshot {
         budget,
         report: Vec::new(),
         prepared_tokens: Some(counts.iter().map(|c| u64::from(*c)).sum::<u64>() + 45),
+        prelimit_tokens: Some(counts.iter().map(|c| u64::from(*c)).sum::<u64>() + 45),
+        stored_tokens: counts.iter().map(|c| u64::from(*c)).sum::<u64>() + 45,
         prepare_error: None,
         last_usage: None,
         last_compaction: None,

@@ -193,6 +193,8 @@ impl Printer<'_> {
                 "estimated": u.prompt_tokens.is_none(),
             })),
             ChatOutput::Error(message) => self.json_line(json!({"type": "error", "message": message})),
+            // The terminal shows progress as it arrives; phases are for the app.
+            ChatOutput::Phase(_) => {}
             ChatOutput::Notice(message) => {
                 if self.json {
                     self.json_line(json!({"type": "notice", "message": message}));

@@ -51,11 +51,22 @@ pub fn context(env: &Env, args: &ContextArgs) -> anyhow::Result<()> {
     }
     writeln!(
         out,
-        "next request: {approx}{} input tokens · calibrated to the provider's counts: {approx}{} (×{:.3})",
+        "next request (as sent): {approx}{} input tokens · calibrated to the provider's counts: {approx}{} (×{:.3})",
         thousands(report.input_tokens),
         thousands(report.calibrated_input_tokens),
         report.calibration_ratio
     )?;
+    let prelimit = report
+        .prelimit_tokens
+        .map_or_else(|| "–".to_owned(), |t| format!("{approx}{}", thousands(t)));
+    writeln!(
+        out,
+        "before the limit: {prelimit} (what the compression threshold is compared with) · stored history: {approx}{}",
+        thousands(report.stored_tokens)
+    )?;
+    if let Some(why) = &report.prepare_error {
+        writeln!(out, "the next request cannot be prepared: {why}")?;
+    }
     writeln!(
         out,
         "threshold: requested {approx}{} · effective {approx}{} · cache boundary after {approx}{} tokens",

@@ -12,10 +12,12 @@ struct PartialCall {
     arguments: String,
 }
 
-/// State of one streaming reply.
+/// State of one streaming reply (one model request of a turn).
 #[derive(Debug)]
-pub(super) struct Turn {
+pub(super) struct Reply {
     pub message_id: MessageId,
+    /// The stored row's `seq`, once the store reported it.
+    pub seq: i64,
     pub started_at_ms: i64,
     pub first_output_ms: Option<i64>,
     pub estimate: u64,
@@ -26,10 +28,11 @@ pub(super) struct Turn {
     flushed_at_ms: i64,
 }
 
-impl Turn {
+impl Reply {
     pub fn new(message_id: MessageId, now_ms: i64, estimate: u64) -> Self {
         Self {
             message_id,
+            seq: 0,
             started_at_ms: now_ms,
             first_output_ms: None,
             estimate,

@@ -1,0 +1,436 @@
+//! The turn's transitions: submit, preflight, send, stream, overflow retry,
+//! after-response compression, cancel, and the one `TurnFinished` that ends
+//! every turn. [`Active`] is the state of the turn in progress.
+
+use super::reply::Reply;
+use super::{Compacted, Conversation, Effect, FailureKind, Phase};
+use crate::compress::{Decision, Trigger};
+use crate::domain::{Message, MessageId, MessageKind, MessageStatus, ProviderUsage, Role, StreamEvent};
+use crate::pipeline::Prepared;
+
+/// A compression in flight.
+#[derive(Clone, Copy, Debug)]
+struct Compressing {
+    trigger: Trigger,
+}
+
+/// How the turn's last request ended, for `TurnFinished`.
+#[derive(Clone, Copy, Debug)]
+struct Ended {
+    message_id: MessageId,
+    status: MessageStatus,
+    usage: Option<ProviderUsage>,
+    estimate: u64,
+}
+
+/// The turn in progress.
+#[derive(Debug)]
+pub(super) struct Active {
+    /// The reply of the request in flight.
+    reply: Option<Reply>,
+    /// The compression in flight.
+    compressing: Option<Compressing>,
+    /// The current request already had its overflow retry.
+    overflow_retried: bool,
+    /// The overflow error that started the compression in flight: the
+    /// turn ends with it when the compression changes nothing.
+    overflow_error: Option<String>,
+    /// The last finished request.
+    ended: Option<Ended>,
+}
+
+impl Active {
+    fn new() -> Self {
+        Self {
+            reply: None,
+            compressing: None,
+            overflow_retried: false,
+            overflow_error: None,
+            ended: None,
+        }
+    }
+
+    pub(super) fn has_output(&self) -> bool {
+        self.reply.as_ref().is_some_and(Reply::has_output)
+    }
+
+    /// Records the stored `seq` of the reply in flight.
+    pub(super) fn saved(&mut self, id: MessageId, seq: i64) {
+        if let Some(reply) = self.reply.as_mut().filter(|r| r.message_id == id) {
+            reply.seq = seq;
+        }
+    }
+
+    /// The reply that is streaming now (none while compressing).
+    fn streaming(&mut self) -> Option<&mut Reply> {
+        if self.compressing.is_some() {
+            return None;
+        }
+        self.reply.as_mut()
+    }
+}
+
+impl Conversation {
+    pub(super) fn submit(&mut self, text: String, now_ms: i64) -> Vec<Effect> {
+        if self.active.is_some() {
+            return vec![Effect::Busy];
+        }
+        let user = Message::new(self.session.id, Role::User, text, now_ms);
+        self.messages.push(user.clone());
+        let mut effects = vec![Effect::SaveMessage(user)];
+        for (text, ttl) in std::mem::take(&mut self.parts) {
+            let mut part = Message::new(self.session.id, Role::User, text, now_ms);
+            part.kind = MessageKind::Synthetic;
+            part.ephemeral_ttl = ttl;
+            self.messages.push(part.clone());
+            effects.push(Effect::SaveMessage(part));
+        }
+        self.active = Some(Active::new());
+        effects.extend(self.request(true, now_ms));
+        effects
+    }
+
+    /// Starts the turn's next model request: preflight (when `preflight`),
+    /// then the request itself.
+    fn request(&mut self, preflight: bool, now_ms: i64) -> Vec<Effect> {
+        let prepared = match self.prepare() {
+            Ok(p) => p,
+            // The user's words are kept; nothing is sent. Compressing cannot
+            // help: the fixed part or the must-keep messages do not fit.
+            Err(e) => return self.fail_request(e.to_string(), now_ms),
+        };
+        if preflight
+            && self.wants_compression(Trigger::Preflight, prepared.prelimit_tokens, &prepared, now_ms)
+        {
+            return self.start_compression(Trigger::Preflight);
+        }
+        self.send(prepared, now_ms)
+    }
+
+    /// Whether `trigger` should compress now at `estimate` tokens: the
+    /// engine's rules (threshold, deferral, strikes, lockout, cooldown),
+    /// and something outside the protected head and tail to compress.
+    fn wants_compression(
+        &mut self,
+        trigger: Trigger,
+        estimate: u64,
+        prepared: &Prepared,
+        now_ms: i64,
+    ) -> bool {
+        if self.engine.should_compress(trigger, estimate, now_ms) != Decision::Compress {
+            return false;
+        }
+        let counts = &prepared.prelimit_counts;
+        let history: u64 = counts.iter().map(|&t| u64::from(t)).sum();
+        let fixed = prepared.prelimit_tokens.saturating_sub(history);
+        self.engine.worth_compressing(&self.messages, counts, fixed)
+    }
+
+    fn start_compression(&mut self, trigger: Trigger) -> Vec<Effect> {
+        if let Some(active) = self.active.as_mut() {
+            active.compressing = Some(Compressing { trigger });
+        }
+        vec![
+            Effect::Phase(Phase::Compressing(trigger)),
+            Effect::Compress { trigger },
+        ]
+    }
+
+    /// Sends `prepared`: a new reply slot, or the same one again for the
+    /// overflow retry.
+    fn send(&mut self, prepared: Prepared, now_ms: i64) -> Vec<Effect> {
+        let estimate = prepared.prepared_tokens;
+        let Some(active) = self.active.as_mut() else {
+            return Vec::new();
+        };
+        let mut effects = Vec::new();
+        match active.reply.as_mut() {
+            Some(reply) => {
+                let seq = reply.seq;
+                *reply = Reply::new(reply.message_id, now_ms, estimate);
+                reply.seq = seq;
+            }
+            None => {
+                let mut assistant = Message::new(self.session.id, Role::Assistant, "", now_ms);
+                assistant.status = MessageStatus::Streaming;
+                active.reply = Some(Reply::new(assistant.id, now_ms, estimate));
+                effects.push(Effect::SaveMessage(assistant));
+            }
+        }
+        effects.push(Effect::Phase(Phase::Connecting));
+        effects.push(Effect::SendRequest(prepared.request));
+        effects
+    }
+
+    pub(super) fn compressed(&mut self, compacted: Option<Compacted>, now_ms: i64) -> Vec<Effect> {
+        let Some(Compressing { trigger }) = self.active.as_mut().and_then(|a| a.compressing.take()) else {
+            return Vec::new();
+        };
+        let changed = compacted.is_some();
+        let more = match compacted {
+            Some(Compacted { plan, prompt }) => {
+                let more = trigger == Trigger::Preflight && self.engine.continue_preflight(&plan);
+                self.replace_history(prompt, plan.messages);
+                more
+            }
+            None => false,
+        };
+        let mut effects = vec![Effect::SaveEngineState(self.engine.state())];
+        effects.extend(match trigger {
+            Trigger::Preflight if more => self.start_compression(Trigger::Preflight),
+            Trigger::Preflight | Trigger::Manual => self.request(false, now_ms),
+            Trigger::Overflow => {
+                let error = self.active.as_mut().and_then(|a| a.overflow_error.take());
+                match (changed, error) {
+                    (true, _) => self.request(false, now_ms),
+                    (false, error) => self.fail_reply(
+                        error.unwrap_or_else(|| {
+                            "the request is too long for the model's context window".into()
+                        }),
+                        now_ms,
+                    ),
+                }
+            }
+            Trigger::AfterResponse => self.end_turn(),
+        });
+        effects
+    }
+
+    pub(super) fn stream(&mut self, event: StreamEvent, now_ms: i64) -> Vec<Effect> {
+        let max_tokens = self.max_tokens;
+        let Some(reply) = self.active.as_mut().and_then(Active::streaming) else {
+            return Vec::new();
+        };
+        let first = reply.first_output_ms.is_none();
+        let mut effects = Vec::new();
+        match event {
+            StreamEvent::TextDelta { text } => {
+                reply.push_text(&text, now_ms);
+                effects.push(Effect::ShowDelta(text));
+                if reply.should_flush(now_ms) {
+                    effects.push(reply.flush(now_ms));
+                }
+            }
+            StreamEvent::ReasoningDelta { .. } => reply.mark_output(now_ms),
+            StreamEvent::ToolCallDelta {
+                index,
+                id,
+                name,
+                arguments,
+            } => reply.push_tool_call(index, id, name, &arguments, now_ms),
+            StreamEvent::Usage(usage) => {
+                reply.usage = Some(usage);
+                return effects;
+            }
+            StreamEvent::Done { finish_reason } => {
+                // A reply cut by the output limit is complete as far as the
+                // provider is concerned, but the user must know it stopped.
+                let cut = matches!(finish_reason.as_deref(), Some("length" | "max_tokens")).then(|| {
+                    format!(
+                        "the reply stopped at the output limit ({max_tokens} tokens); ask to continue, or raise [model] max_tokens"
+                    )
+                });
+                let mut done = self.finish_reply(MessageStatus::Complete, cut, now_ms);
+                done.extend(self.after_response(now_ms));
+                return done;
+            }
+        }
+        if first {
+            effects.insert(0, Effect::Phase(Phase::Streaming));
+        }
+        effects
+    }
+
+    pub(super) fn failed(&mut self, kind: FailureKind, message: String, now_ms: i64) -> Vec<Effect> {
+        let Some(active) = self.active.as_mut() else {
+            return Vec::new();
+        };
+        if active.streaming().is_none() {
+            return Vec::new();
+        }
+        if kind == FailureKind::Overflow && !active.has_output() && !active.overflow_retried {
+            active.overflow_retried = true;
+            if self.engine.should_compress(Trigger::Overflow, 0, now_ms) == Decision::Compress {
+                if let Some(active) = self.active.as_mut() {
+                    active.overflow_error = Some(message);
+                }
+                return self.start_compression(Trigger::Overflow);
+            }
+        }
+        self.fail_reply(message, now_ms)
+    }
+
+    pub(super) fn stream_ended(&mut self, now_ms: i64) -> Vec<Effect> {
+        let Some(reply) = self.active.as_mut().and_then(Active::streaming) else {
+            return Vec::new();
+        };
+        if reply.has_output() {
+            let mut effects = self.finish_reply(
+                MessageStatus::Interrupted,
+                Some("the reply was cut off before it ended".into()),
+                now_ms,
+            );
+            effects.extend(self.end_turn());
+            effects
+        } else {
+            self.fail_reply(
+                "the provider ended the reply without sending anything; try again".into(),
+                now_ms,
+            )
+        }
+    }
+
+    pub(super) fn tick(&mut self, now_ms: i64) -> Vec<Effect> {
+        match self.active.as_mut().and_then(Active::streaming) {
+            Some(reply) if reply.should_flush(now_ms) => vec![reply.flush(now_ms)],
+            _ => Vec::new(),
+        }
+    }
+
+    /// Cancel: a compression in flight is abandoned (the runtime drops it;
+    /// nothing was stored), a streaming reply keeps its text, marked
+    /// interrupted; the user's message stays either way.
+    pub(super) fn cancel(&mut self, now_ms: i64) -> Vec<Effect> {
+        let Some(active) = self.active.as_mut() else {
+            return Vec::new();
+        };
+        active.compressing = None;
+        active.overflow_error = None;
+        let mut effects = if active.reply.is_some() {
+            self.finish_reply(MessageStatus::Interrupted, None, now_ms)
+        } else {
+            Vec::new()
+        };
+        if self.active.as_ref().is_some_and(|a| a.ended.is_none()) {
+            // Cancelled before any request was sent.
+            effects.push(Effect::SaveEngineState(self.engine.state()));
+            effects.push(Effect::Phase(Phase::Done));
+            effects.push(Effect::TurnFinished {
+                message_id: None,
+                status: MessageStatus::Interrupted,
+                usage: None,
+                estimated_prompt_tokens: 0,
+            });
+            self.active = None;
+            return effects;
+        }
+        effects.extend(self.end_turn());
+        effects
+    }
+
+    /// After a finished request: the provider's reading goes to the engine,
+    /// and a reading at or over the threshold compresses before the turn
+    /// ends.
+    fn after_response(&mut self, now_ms: i64) -> Vec<Effect> {
+        let reading = self
+            .active
+            .as_ref()
+            .and_then(|a| a.ended)
+            .and_then(|e| Some((e.usage?.prompt_tokens?, e.estimate)));
+        if let Some((prompt_tokens, estimate)) = reading {
+            self.engine.on_usage(prompt_tokens, estimate);
+            // The next request as the pipeline would prepare it decides
+            // whether compressing is worth it; one that cannot be prepared
+            // is the next request's error, not this turn's.
+            if let Ok(next) = self.prepare()
+                && self.wants_compression(Trigger::AfterResponse, prompt_tokens, &next, now_ms)
+            {
+                return self.start_compression(Trigger::AfterResponse);
+            }
+        }
+        self.end_turn()
+    }
+
+    /// The request failed before it could be sent (the pipeline refused
+    /// it): the turn ends with the error.
+    fn fail_request(&mut self, message: String, now_ms: i64) -> Vec<Effect> {
+        if self.active.as_ref().is_some_and(|a| a.reply.is_some()) {
+            return self.fail_reply(message, now_ms);
+        }
+        let mut effects = vec![Effect::ShowError(message)];
+        effects.push(Effect::SaveEngineState(self.engine.state()));
+        effects.push(Effect::Phase(Phase::Done));
+        effects.push(Effect::TurnFinished {
+            message_id: None,
+            status: MessageStatus::Error,
+            usage: None,
+            estimated_prompt_tokens: 0,
+        });
+        self.active = None;
+        effects
+    }
+
+    /// The request in flight failed: its reply is finalised (interrupted
+    /// when it had output, else error) and the turn ends.
+    fn fail_reply(&mut self, message: String, now_ms: i64) -> Vec<Effect> {
+        let status = if self.active.as_ref().is_some_and(Active::has_output) {
+            MessageStatus::Interrupted
+        } else {
+            MessageStatus::Error
+        };
+        let mut effects = self.finish_reply(status, Some(message), now_ms);
+        effects.extend(self.end_turn());
+        effects
+    }
+
+    /// Finalises the reply in flight: stored with `status`, added to the
+    /// history, its usage recorded.
+    fn finish_reply(&mut self, status: MessageStatus, error: Option<String>, now_ms: i64) -> Vec<Effect> {
+        let Some(reply) = self.active.as_mut().and_then(|a| a.reply.take()) else {
+            return Vec::new();
+        };
+        let mut assistant = Message::new(
+            self.session.id,
+            Role::Assistant,
+            reply.text.clone(),
+            reply.started_at_ms,
+        );
+        assistant.id = reply.message_id;
+        assistant.seq = reply.seq;
+        assistant.tool_calls = reply.tool_calls();
+        assistant.status = status;
+        let mut effects = vec![Effect::UpdateMessage {
+            id: reply.message_id,
+            content: reply.text.clone(),
+            tool_calls: assistant.tool_calls.clone(),
+            status,
+        }];
+        self.messages.push(assistant);
+        if let Some(actual) = reply.usage.and_then(|u| u.prompt_tokens) {
+            self.calibration.observe(reply.estimate, actual);
+        }
+        if reply.usage.is_some() || status == MessageStatus::Complete {
+            effects.push(Effect::RecordUsage(reply.usage_row(&self.session, now_ms)));
+        }
+        if let Some(message) = error {
+            effects.push(Effect::ShowError(message));
+        }
+        if let Some(active) = self.active.as_mut() {
+            active.ended = Some(Ended {
+                message_id: reply.message_id,
+                status,
+                usage: reply.usage,
+                estimate: reply.estimate,
+            });
+        }
+        effects
+    }
+
+    /// Ends the turn after its last request.
+    fn end_turn(&mut self) -> Vec<Effect> {
+        let Some(active) = self.active.take() else {
+            return Vec::new();
+        };
+        let ended = active.ended;
+        vec![
+            Effect::SaveEngineState(self.engine.state()),
+            Effect::Phase(Phase::Done),
+            Effect::TurnFinished {
+                message_id: ended.map(|e| e.message_id),
+                status: ended.map_or(MessageStatus::Interrupted, |e| e.status),
+                usage: ended.and_then(|e| e.usage),
+                estimated_prompt_tokens: ended.map_or(0, |e| e.estimate),
+            },
+        ]
+    }
+}
