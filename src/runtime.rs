@@ -14,6 +14,7 @@ pub mod doctor;
 mod import;
 mod prompt_build;
 mod providers;
+pub mod service;
 mod session;
 mod session_ops;
 mod transcript;

@@ -13,22 +13,19 @@
 //! provider or the store from the UI task.
 
 mod app;
-mod background;
 mod chat;
-mod commands;
 mod context_pane;
 mod event;
 mod fmt;
 mod keymap;
 mod overlay;
 mod slash;
-mod snapshot;
 mod terminal;
 mod theme;
 mod view;
-mod watch;
 mod worker;
 
+pub use crate::runtime::service::{EnvLookup, Launch};
 pub use app::{App, Notice};
 pub use chat::{badges, message_lines};
 pub use event::{AppEvent, ContextSnapshot, Effect, ExportFormat, Opening, RequestView, SessionView};
@@ -37,7 +34,7 @@ pub use overlay::{Overlay, Picker};
 pub use slash::{SlashCommand, SlashError};
 pub use terminal::{MAX_FPS, run, translate};
 pub use view::draw;
-pub use worker::{Driver, EnvLookup, Launch};
+pub use worker::Driver;
 
 impl App {
     /// Opens the session picker (as `--resume` without an id does).

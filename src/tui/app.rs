@@ -256,6 +256,25 @@ impl App {
                 self.context = view.context;
                 Vec::new()
             }
+            AppEvent::Message(m) => {
+                match m.role {
+                    crate::domain::Role::User => self.chat.pending_user = None,
+                    crate::domain::Role::Assistant if m.status != MessageStatus::Streaming => {
+                        self.chat.streaming = None;
+                    }
+                    _ => {}
+                }
+                self.chat.upsert(*m);
+                Vec::new()
+            }
+            AppEvent::Context(c) => {
+                self.chat.set_report(c.report.clone());
+                if c.last_usage.is_some() {
+                    self.last_usage.clone_from(&c.last_usage);
+                }
+                self.context = Some(*c);
+                Vec::new()
+            }
             AppEvent::Phase(phase) => {
                 self.phase = Some((phase, self.now_ms));
                 Vec::new()

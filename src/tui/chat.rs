@@ -187,6 +187,30 @@ impl ChatPane {
         self.request_highlights();
     }
 
+    /// Replaces the message with `message`'s id, or appends it (the
+    /// service's delta for a stored or finished message).
+    pub fn upsert(&mut self, message: Message) {
+        let id = message.id;
+        match self.messages.iter().rposition(|m| m.id == id) {
+            Some(i) => self.messages[i] = message,
+            None => self.messages.push(message),
+        }
+        if let (Some(h), Some(m)) = (
+            self.highlighter.as_mut(),
+            self.messages.iter().rev().find(|m| m.id == id),
+        ) && m.status != MessageStatus::Streaming
+            && is_markdown(m)
+            && self.requested.insert(id)
+        {
+            h.request_markdown(&m.content);
+        }
+    }
+
+    /// Replaces the pipeline report (badges follow at the next frame).
+    pub fn set_report(&mut self, report: Vec<ReportEntry>) {
+        self.report = report.into_iter().map(|r| (r.message_id, r)).collect();
+    }
+
     /// Gives the pane a highlighter and asks it for the code of the
     /// messages already shown.
     pub fn set_highlighter(&mut self, highlighter: Highlighter) {

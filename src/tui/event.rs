@@ -3,11 +3,7 @@
 //! everything the app asks the driver to do. Background results carry the
 //! data the app shows; the app never reads the store or a provider itself.
 
-use crate::domain::{
-    Compaction, LayerName, Message, MessageStatus, Session, SessionId, SessionSummary, SystemPrompt, Usage,
-};
-use crate::pipeline::ReportEntry;
-use crate::tokens::Budget;
+use crate::domain::{LayerName, Message, MessageStatus, SessionSummary, Usage};
 use crossterm::event::KeyEvent;
 
 /// Input to [`App::handle`](super::App::handle).
@@ -44,6 +40,11 @@ pub enum AppEvent {
     },
     /// A session (or the pending new one) was loaded or refreshed.
     Loaded(Box<SessionView>),
+    /// A message of the open session was stored or changed: replaces the
+    /// one with its id, or is appended.
+    Message(Box<Message>),
+    /// The context of the open session's next request.
+    Context(Box<ContextSnapshot>),
     /// The turn moved to another phase (compressing, connecting,
     /// streaming, done).
     Phase(crate::conversation::Phase),
@@ -147,83 +148,6 @@ pub enum Effect {
     Quit,
 }
 
-/// `/export` formats.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ExportFormat {
-    /// Markdown transcript.
-    Markdown,
-    /// JSON (`strata export --format json`).
-    Json,
-}
-
-/// A session as the app shows it.
-#[derive(Clone, Debug, Default)]
-pub struct SessionView {
-    /// The session; `None` until the first message of a new one is sent.
-    pub session: Option<Session>,
-    /// Its messages, oldest first, archived ones included (they are shown
-    /// only on request).
-    pub messages: Vec<Message>,
-    /// The context pane's data.
-    pub context: Option<ContextSnapshot>,
-}
-
-/// Everything the context pane and the prompt inspector show, computed off
-/// the UI task.
-#[derive(Clone, Debug)]
-pub struct ContextSnapshot {
-    /// The frozen prompt (or, before the first message, the one a new
-    /// session would get).
-    pub prompt: SystemPrompt,
-    /// Where the window goes.
-    pub budget: Budget,
-    /// What the pipeline will do to each message of the next request.
-    pub report: Vec<ReportEntry>,
-    /// Input tokens of the prepared request, when it can be prepared.
-    pub prepared_tokens: Option<u64>,
-    /// The pre-limit estimate the compression trigger uses, when the
-    /// request can be prepared.
-    pub prelimit_tokens: Option<u64>,
-    /// The stored history's tokens as a request.
-    pub stored_tokens: u64,
-    /// Why the next request cannot be prepared, if it cannot.
-    pub prepare_error: Option<String>,
-    /// The last request's usage.
-    pub last_usage: Option<Usage>,
-    /// The last compaction of the session.
-    pub last_compaction: Option<Compaction>,
-    /// Why automatic compression is blocked, if it is.
-    pub blocked_reason: Option<String>,
-}
-
-/// The request inspector's content.
-#[derive(Clone, Debug)]
-pub struct RequestView {
-    /// The prepared request as it goes over the wire: the provider's JSON
-    /// body, pretty-printed, or the ChatML text fed to the embedded model.
-    pub json: String,
-    /// What the pipeline did to each message.
-    pub report: Vec<ReportEntry>,
-    /// Estimated input tokens.
-    pub prepared_tokens: u64,
-}
-
-/// Which session a launch opens.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub enum Opening {
-    /// A new session.
-    #[default]
-    New,
-    /// The session with this id or unique prefix.
-    Resume(String),
-    /// The picker, over every session.
-    Picker,
-    /// The latest session of the workspace (a new one when there is none).
-    Continue,
-}
-
-/// Id of a session as shown in lists (first 8 characters).
-#[must_use]
-pub fn short_id(id: SessionId) -> String {
-    id.to_string().chars().take(8).collect()
-}
+pub use crate::runtime::service::{
+    ContextSnapshot, ExportFormat, Opening, RequestView, SessionView, short_id,
+};

@@ -8,8 +8,9 @@ use super::app::App;
 use super::event::{AppEvent, Effect, Opening};
 use super::keymap::KeyMap;
 use super::view;
-use super::worker::{Driver, Launch};
+use super::worker::Driver;
 use crate::render::{Highlighter, HighlighterOptions};
+use crate::runtime::service::Launch;
 use crossterm::event::{
     DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture, Event, EventStream,
     KeyboardEnhancementFlags, MouseEventKind, PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,

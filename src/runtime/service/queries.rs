@@ -1,35 +1,33 @@
-//! The two small background threads beside the session worker:
+//! The two small background threads beside the session service:
 //! - the query thread owns a second, read-mostly store connection for the
 //!   session picker, so searching works while a reply streams;
 //! - the counting thread counts the draft's tokens with the connected
 //!   provider's counter.
 //!
 //! Both skip requests that a newer one replaced before they got to them,
-//! and answer on the app's event channel (never blocking).
+//! and answer through the service's [`Sink`] (never blocking).
 
-use super::event::AppEvent;
+use super::{ServiceEvent, Sink};
 use crate::store::{SessionQuery, Store};
 use crate::tokens::TokenCounter;
 use std::path::PathBuf;
 use std::sync::{Arc, mpsc as std_mpsc};
-use tokio::sync::mpsc;
 
 /// A job for the counting thread.
-pub(super) enum CountJob {
+pub enum CountJob {
     /// Count with this counter from now on (sent when a provider connects).
     Counter(Arc<dyn TokenCounter>),
-    /// Count this draft; the ticket is echoed in [`AppEvent::DraftTokens`].
+    /// Count this draft; the ticket is echoed in [`ServiceEvent::DraftTokens`].
     Count(u64, String),
 }
 
 /// Most picker rows asked of the store at once.
 const PICKER_ROWS: usize = 500;
 
-/// Starts the query thread; send it `(ticket, search text)`.
-pub(super) fn spawn_queries(
-    db: PathBuf,
-    events: mpsc::UnboundedSender<AppEvent>,
-) -> std_mpsc::Sender<(u64, String)> {
+/// Starts the query thread (its own store connection, opened on first
+/// use); send it `(ticket, search text)`.
+#[must_use]
+pub fn spawn_queries(db: PathBuf, events: Sink) -> std_mpsc::Sender<(u64, String)> {
     let (tx, rx) = std_mpsc::channel::<(u64, String)>();
     std::thread::Builder::new()
         .name("strata-queries".into())
@@ -43,7 +41,7 @@ pub(super) fn spawn_queries(
                     match Store::open(&db) {
                         Ok(s) => store = Some(s),
                         Err(e) => {
-                            let _ = events.send(AppEvent::Error(e.to_string()));
+                            events(ServiceEvent::Error(e.to_string()));
                             continue;
                         }
                     }
@@ -56,10 +54,10 @@ pub(super) fn spawn_queries(
                 };
                 match s.list_sessions(&query) {
                     Ok(rows) => {
-                        let _ = events.send(AppEvent::Sessions { ticket: job.0, rows });
+                        events(ServiceEvent::Sessions { ticket: job.0, rows });
                     }
                     Err(e) => {
-                        let _ = events.send(AppEvent::Error(e.to_string()));
+                        events(ServiceEvent::Error(e.to_string()));
                     }
                 }
             }
@@ -69,7 +67,8 @@ pub(super) fn spawn_queries(
 }
 
 /// Starts the counting thread.
-pub(super) fn spawn_counter(events: mpsc::UnboundedSender<AppEvent>) -> std_mpsc::Sender<CountJob> {
+#[must_use]
+pub fn spawn_counter(events: Sink) -> std_mpsc::Sender<CountJob> {
     let (tx, rx) = std_mpsc::channel::<CountJob>();
     std::thread::Builder::new()
         .name("strata-count".into())
@@ -87,7 +86,7 @@ pub(super) fn spawn_counter(events: mpsc::UnboundedSender<AppEvent>) -> std_mpsc
                 }
                 if let (Some(c), Some((ticket, text))) = (&counter, pending.take()) {
                     let tokens = c.count(&text) as u64;
-                    let _ = events.send(AppEvent::DraftTokens { ticket, tokens });
+                    events(ServiceEvent::DraftTokens { ticket, tokens });
                 }
             }
         })

@@ -2,24 +2,23 @@
 //! [`WorkspaceWatcher`] for the session's current frozen prompt, restarted
 //! when the session or its prompt changes, dropped while no session is
 //! stored. Changed layers accumulate into one set that is posted whole as
-//! [`AppEvent::Stale`] after every batch; `/reload`, `/new` and switching
+//! [`ServiceEvent::Stale`] after every batch; `/reload`, `/new` and switching
 //! sessions reset it (and post an empty one). Watcher failures are posted
 //! as notices.
 //!
 //! Invariant: once a watch is reset or replaced, its sink posts nothing
 //! more, and every event it did post is on the channel before the reset's
-//! empty [`AppEvent::Stale`] (the set is closed under the same lock the
+//! empty [`ServiceEvent::Stale`] (the set is closed under the same lock the
 //! sink sends under).
 //!
-//! Owned by the session worker (`worker`); nothing else calls it.
+//! Owned by the session service; nothing else calls it.
 
-use super::event::AppEvent;
+use super::{ServiceEvent, Sink};
 use crate::domain::{LayerName, PromptId, Session, SessionId, SystemPrompt};
 use crate::workspace::{WatchDirs, WatchEvent, WatchPlan, WorkspaceWatcher};
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use tokio::sync::mpsc;
 
 /// Layers seen changed so far; `None` once the watch is closed.
 type StaleSet = Arc<Mutex<Option<BTreeSet<LayerName>>>>;
@@ -33,7 +32,7 @@ struct Active {
 
 /// The watch of the open session's prompt (none until a session is stored).
 pub struct PromptWatch {
-    events: mpsc::UnboundedSender<AppEvent>,
+    events: Sink,
     config_dir: PathBuf,
     active: Option<Active>,
 }
@@ -41,7 +40,8 @@ pub struct PromptWatch {
 impl PromptWatch {
     /// No watch yet; events go to `events`, config files are looked for in
     /// `config_dir`.
-    pub fn new(events: mpsc::UnboundedSender<AppEvent>, config_dir: PathBuf) -> Self {
+    #[must_use]
+    pub fn new(events: Sink, config_dir: PathBuf) -> Self {
         Self {
             events,
             config_dir,
@@ -78,7 +78,7 @@ impl PromptWatch {
         );
         let stale: StaleSet = Arc::new(Mutex::new(Some(BTreeSet::new())));
         let sink_stale = Arc::clone(&stale);
-        let events = self.events.clone();
+        let events = Arc::clone(&self.events);
         let started = WorkspaceWatcher::start(plan, move |event| {
             let Ok(mut guard) = sink_stale.lock() else {
                 return;
@@ -89,17 +89,17 @@ impl PromptWatch {
             let e = match event {
                 WatchEvent::Changed(change) => {
                     set.extend(change.layers);
-                    AppEvent::Stale(set.iter().copied().collect())
+                    ServiceEvent::Stale(set.iter().copied().collect())
                 }
-                WatchEvent::Failed(line) => AppEvent::Notice(line),
+                WatchEvent::Failed(line) => ServiceEvent::Notice(line),
             };
             // Sent under the lock: see the module invariant.
-            let _ = events.send(e);
+            events(e);
         });
         let watcher = match started {
             Ok(w) => Some(w),
             Err(e) => {
-                let _ = self.events.send(AppEvent::Notice(e.to_string()));
+                (self.events)(ServiceEvent::Notice(e.to_string()));
                 None
             }
         };
@@ -118,7 +118,7 @@ impl PromptWatch {
             set.clear();
         }
         // Under the lock, so no batch slips in between.
-        let _ = self.events.send(AppEvent::Stale(Vec::new()));
+        (self.events)(ServiceEvent::Stale(Vec::new()));
         drop(guard);
     }
 
@@ -129,7 +129,7 @@ impl PromptWatch {
         if let Some(g) = guard.as_mut() {
             **g = None;
         }
-        let _ = self.events.send(AppEvent::Stale(Vec::new()));
+        (self.events)(ServiceEvent::Stale(Vec::new()));
         drop(guard);
     }
 }

@@ -1,8 +1,8 @@
-//! File-writing commands run on the session worker: `/memory` appends to
+//! File-writing commands of the session service: `/memory` appends to
 //! `MEMORY.md` in the config directory, `/export` writes a transcript into
 //! the workspace.
 
-use super::event::{ExportFormat, short_id};
+use super::{ExportFormat, short_id};
 use crate::config::Paths;
 use crate::domain::Session;
 use crate::runtime::{Runtime, export_json, export_markdown};

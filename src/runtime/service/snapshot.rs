@@ -1,9 +1,9 @@
-//! Building what the app shows of a session, on the session worker: its
+//! Building what clients show of a session, on the service's thread: its
 //! messages, the budget and pipeline report of the next request, the last
 //! usage and compaction; and for a session not stored yet, the budget of
 //! the prompt a new session here would get.
 
-use super::event::{ContextSnapshot, SessionView};
+use super::{ContextSnapshot, SessionView};
 use crate::config::ModelChoice;
 use crate::domain::{PromptMode, Session, SessionId};
 use crate::prompt::EnvFacts;

@@ -1,0 +1,102 @@
+//! The session service: one object that owns an open session — its row,
+//! frozen prompt, conversation, token counter, provider connection and an
+//! up-to-date context snapshot — and answers its clients with small
+//! [`ServiceEvent`]s (a message appended or updated, usage, the context,
+//! a notice, the turn's phase). The full-screen app is such a client: it
+//! renders what arrives and never touches the store, a provider, the
+//! workspace readers or the config itself.
+//!
+//! Besides the [`SessionService`] itself: the picker's query thread and the
+//! draft-counting thread ([`queries`]), the watch of the open session's
+//! prompt sources ([`watch`]), and the files a command writes ([`files`]).
+
+pub mod files;
+pub mod queries;
+mod session;
+mod snapshot;
+pub mod view;
+pub mod watch;
+
+pub use session::{Command, EnvLookup, Launch, SessionService};
+pub use view::{ContextSnapshot, ExportFormat, Opening, RequestView, SessionView, short_id};
+
+use crate::conversation::Phase;
+use crate::domain::{LayerName, Message, MessageStatus, SessionSummary, Usage};
+use std::sync::Arc;
+
+/// What the service tells its client. Sent in order, never blocking.
+#[derive(Clone, Debug)]
+pub enum ServiceEvent {
+    /// A step of a slow start (pulling the embedded model, loading it).
+    Progress(String),
+    /// The provider is ready.
+    Connected {
+        /// Provider name (`openai`, `anthropic`, `local`).
+        provider: String,
+        /// Model name.
+        model: String,
+        /// Whether it is the embedded model.
+        embedded: bool,
+    },
+    /// A session (or the pending new one) was loaded whole: on opening,
+    /// switching sessions, or after a change that rewrote its history.
+    Loaded(Box<SessionView>),
+    /// A message of the open session was stored or changed (the user's
+    /// message, a finished reply); clients replace the one with its id or
+    /// append it.
+    Message(Box<Message>),
+    /// The context of the open session's next request, recomputed from
+    /// what the service holds.
+    Context(Box<ContextSnapshot>),
+    /// A reply started streaming.
+    StreamStarted {
+        /// When, unix ms.
+        now_ms: i64,
+    },
+    /// Reply text arrived.
+    Delta {
+        /// The text.
+        text: String,
+        /// When, unix ms.
+        now_ms: i64,
+    },
+    /// The turn moved to another phase.
+    Phase(Phase),
+    /// The provider's usage of the request just finished.
+    Usage(Usage),
+    /// A message could not be sent and nothing was stored; its text goes
+    /// back to the composer.
+    Unsent(String),
+    /// The turn ended.
+    TurnDone {
+        /// Complete, interrupted or error.
+        status: MessageStatus,
+    },
+    /// The draft's token count (the ticket of its request).
+    DraftTokens {
+        /// Which request this answers.
+        ticket: u64,
+        /// Tokens of the draft.
+        tokens: u64,
+    },
+    /// Rows for the session picker.
+    Sessions {
+        /// Which request this answers.
+        ticket: u64,
+        /// Matching sessions, newest first.
+        rows: Vec<SessionSummary>,
+    },
+    /// The prepared request for the request inspector.
+    Request(Box<RequestView>),
+    /// Layers whose sources changed on disk since the prompt was frozen
+    /// (all of them so far; empty after `/reload` or `/new`).
+    Stale(Vec<LayerName>),
+    /// A one-line notice (feedback of a command).
+    Notice(String),
+    /// A one-line problem.
+    Error(String),
+}
+
+/// Where the service's events go (e.g. a channel's `send`); called on the
+/// service's threads, so it must not block.
+pub type Sink = Arc<dyn Fn(ServiceEvent) + Send + Sync>;

@@ -1,0 +1,533 @@
+//! The [`SessionService`]: the open session and everything a client asks
+//! of it — start (resume, continue or a pending new session), send a
+//! message (one turn, cancellable), and the commands of [`Command`] — run
+//! in order on the caller's task. Results and progress go to the client as
+//! [`ServiceEvent`]s through its [`Sink`]; errors are returned as one
+//! sentence each and change nothing.
+
+use super::queries::CountJob;
+use super::watch::PromptWatch;
+use super::{ExportFormat, Opening, ServiceEvent, Sink, files, snapshot};
+use crate::config::{Config, ModelChoice, Paths, SelectionRequest, select_model};
+use crate::conversation::Conversation;
+use crate::domain::{Message, PromptMode, Role, Session, SessionId};
+use crate::runtime::{ChatOutput, Connected, NewSession, Runtime, connect, resolve_mode, title_from};
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, mpsc as std_mpsc};
+
+/// Reads an environment variable (injected so tests need not touch the
+/// process environment).
+pub type EnvLookup = Arc<dyn Fn(&str) -> Option<String> + Send + Sync>;
+
+/// What a client starts the service with.
+pub struct Launch {
+    /// strata's directories.
+    pub paths: Paths,
+    /// The loaded config.
+    pub config: Config,
+    /// `--provider`.
+    pub provider: Option<String>,
+    /// `--model`.
+    pub model: Option<String>,
+    /// `--prompt-mode`.
+    pub prompt_mode: Option<PromptMode>,
+    /// Which session to open.
+    pub opening: Opening,
+    /// The working directory (its workspace root names the workspace).
+    pub cwd: PathBuf,
+    /// Environment lookup for API keys and base URLs.
+    pub env: EnvLookup,
+}
+
+/// A command of a client, run by [`SessionService::run`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Start a new session (created when its first message is sent).
+    NewSession,
+    /// Resume a session by id or unique id prefix.
+    Resume(String),
+    /// Rename the current session.
+    Rename(String),
+    /// Fork the current session.
+    Fork,
+    /// Compress the history, with an optional focus topic.
+    Compress(Option<String>),
+    /// Undo the last compression.
+    UndoCompress,
+    /// Apply changed instruction files, memory and skills.
+    Reload,
+    /// Switch the session's model.
+    Model(String),
+    /// Append a line to `MEMORY.md`.
+    Memory(String),
+    /// Load a skill into the next message.
+    Skill(String),
+    /// Export the session to a file in the workspace.
+    Export(ExportFormat),
+    /// Prepare the next request for the request inspector.
+    InspectRequest,
+}
+
+/// The open session (or the pending new one) of one client.
+pub struct SessionService {
+    runtime: Runtime,
+    cwd: PathBuf,
+    env: EnvLookup,
+    explicit: (Option<String>, Option<String>),
+    prompt_mode: Option<PromptMode>,
+    choice: Option<ModelChoice>,
+    connected: Option<Connected>,
+    session: Option<Session>,
+    conversation: Option<Conversation>,
+    /// Parts for the next message (`/skill`), as for `Conversation::attach`.
+    parts: Vec<(String, Option<u32>)>,
+    sink: Sink,
+    counts: Option<std_mpsc::Sender<CountJob>>,
+    /// Marks layers stale when their files change on disk.
+    watch: PromptWatch,
+}
+
+impl SessionService {
+    /// Opens the store and makes a service with nothing open yet; events go
+    /// to `sink`, and a connected provider's counter to `counts` (the
+    /// draft-counting thread), when given. Call [`SessionService::start`]
+    /// with `launch.opening` next.
+    ///
+    /// # Errors
+    /// [`RuntimeError`](crate::runtime::RuntimeError) when the database
+    /// cannot be opened.
+    pub fn open(
+        launch: Launch,
+        sink: Sink,
+        counts: Option<std_mpsc::Sender<CountJob>>,
+    ) -> Result<Self, crate::runtime::RuntimeError> {
+        let runtime = Runtime::open(launch.paths, launch.config)?;
+        let watch = PromptWatch::new(Arc::clone(&sink), runtime.paths.config_dir.clone());
+        Ok(Self {
+            watch,
+            runtime,
+            cwd: launch.cwd,
+            env: launch.env,
+            explicit: (launch.provider, launch.model),
+            prompt_mode: launch.prompt_mode,
+            choice: None,
+            connected: None,
+            session: None,
+            conversation: None,
+            parts: Vec::new(),
+            sink,
+            counts,
+        })
+    }
+
+    /// The store file, for a client's own read-only connection (the
+    /// picker's query thread).
+    #[must_use]
+    pub fn database_path(&self) -> PathBuf {
+        self.runtime.paths.database()
+    }
+
+    /// Runs one command.
+    ///
+    /// # Errors
+    /// One sentence saying what went wrong and what to do; nothing changed.
+    pub async fn run(&mut self, command: Command) -> anyhow::Result<()> {
+        match command {
+            Command::Compress(topic) => self.compress(topic).await,
+            other => self.command(other),
+        }
+    }
+
+    fn emit(&self, e: ServiceEvent) {
+        (self.sink)(e);
+    }
+
+    fn select(&self, provider: Option<&str>, model: Option<&str>) -> anyhow::Result<ModelChoice> {
+        let env = |name: &str| (self.env)(name);
+        Ok(select_model(&SelectionRequest {
+            provider,
+            model,
+            config: &self.runtime.config,
+            env: &env,
+        })?)
+    }
+
+    fn mode(&self, choice: &ModelChoice) -> PromptMode {
+        resolve_mode(self.prompt_mode, &self.runtime.config, choice.context_window)
+    }
+
+    /// Connects `choice` unless it is already the connected one.
+    fn ensure_connected(&mut self, choice: ModelChoice) -> anyhow::Result<()> {
+        let same = self
+            .choice
+            .as_ref()
+            .is_some_and(|c| c.provider == choice.provider && c.model == choice.model);
+        if same && self.connected.is_some() {
+            return Ok(());
+        }
+        self.connected = None;
+        self.conversation = None;
+        self.choice = Some(choice.clone());
+        let env = |name: &str| (self.env)(name);
+        let sink = Arc::clone(&self.sink);
+        let mut progress = |line: &str| sink(ServiceEvent::Progress(line.to_owned()));
+        if choice.provider == crate::config::ProviderKind::Local {
+            progress("loading the embedded model…");
+        }
+        let connected = connect(
+            &choice,
+            &self.runtime.paths,
+            &self.runtime.config,
+            &env,
+            &mut progress,
+        )?;
+        if let Some(counts) = &self.counts {
+            let _ = counts.send(CountJob::Counter(Arc::clone(&connected.counter)));
+        }
+        self.connected = Some(connected);
+        self.emit(ServiceEvent::Connected {
+            provider: choice.provider.as_str().to_owned(),
+            model: choice.model.clone(),
+            embedded: choice.provider == crate::config::ProviderKind::Local,
+        });
+        Ok(())
+    }
+
+    /// The choice for a session: its own provider and model unless the
+    /// command line named others.
+    fn choice_for(&self, session: Option<&Session>) -> anyhow::Result<ModelChoice> {
+        match (session, &self.explicit) {
+            (Some(s), (None, None)) => self.select(Some(&s.provider), Some(&s.model)),
+            _ => self.select(self.explicit.0.as_deref(), self.explicit.1.as_deref()),
+        }
+    }
+
+    /// Opens what `opening` names (the stored session is shown before the
+    /// possibly slow connection), then connects its provider.
+    ///
+    /// # Errors
+    /// One sentence: the session cannot be found, or the provider cannot
+    /// be connected.
+    pub fn start(&mut self, opening: Opening) -> anyhow::Result<()> {
+        let root = crate::workspace::workspace_root(&self.cwd)
+            .to_string_lossy()
+            .into_owned();
+        let session = match opening {
+            Opening::Resume(id) => Some(self.runtime.store.find_session(&id)?),
+            Opening::Continue => self.runtime.store.latest_session(&root)?,
+            Opening::New | Opening::Picker => None,
+        };
+        let choice = self.choice_for(session.as_ref())?;
+        self.choice = Some(choice.clone());
+        self.session = session;
+        // Show what is stored before the (possibly slow) connection.
+        self.refresh()?;
+        self.ensure_connected(choice)?;
+        self.refresh()
+    }
+
+    fn choice(&self) -> anyhow::Result<ModelChoice> {
+        self.choice
+            .clone()
+            .ok_or_else(|| anyhow::anyhow!("no model is selected; check the config or pass --model"))
+    }
+
+    /// Sends the current session (or the pending new one) to the app.
+    fn refresh(&mut self) -> anyhow::Result<()> {
+        let choice = self.choice()?;
+        let mode = self.mode(&choice);
+        let view = match &self.session {
+            Some(s) => {
+                let session = self.runtime.store.session(s.id)?.unwrap_or_else(|| s.clone());
+                self.session = Some(session.clone());
+                snapshot::session_view(&mut self.runtime, &session, &choice)?
+            }
+            None => snapshot::pending_view(&self.runtime, &choice, mode, &self.cwd)?,
+        };
+        // A new session, another session or a rebuilt prompt restarts the
+        // watch; a session not stored yet is built from the files as they
+        // are when it is sent, so nothing is watched.
+        let prompt = view.context.as_ref().map(|c| &c.prompt);
+        self.watch.follow(view.session.as_ref(), prompt, &self.cwd);
+        self.emit(ServiceEvent::Loaded(Box::new(view)));
+        Ok(())
+    }
+
+    fn open_conversation(&mut self) -> anyhow::Result<()> {
+        if self.conversation.is_some() {
+            return Ok(());
+        }
+        let choice = self.choice()?;
+        let mode = self.mode(&choice);
+        let Some(session) = self.session.clone() else {
+            return Ok(());
+        };
+        let Some(connected) = &self.connected else {
+            anyhow::bail!("no provider is connected; check the key or the model, then try again");
+        };
+        let counter = Arc::clone(&connected.counter);
+        self.conversation = Some(self.runtime.open_conversation(&session, &choice, mode, counter)?);
+        Ok(())
+    }
+
+    /// Sends `text` as the user's next message: connects and creates the
+    /// session when needed, runs the turn until it ends or `cancel`
+    /// resolves. When nothing could be stored, the text comes back as
+    /// [`ServiceEvent::Unsent`]. [`ServiceEvent::TurnDone`] always follows.
+    ///
+    /// # Errors
+    /// One sentence, when the turn could not start or the store failed.
+    pub async fn send(&mut self, text: String, cancel: impl Future<Output = ()>) -> anyhow::Result<()> {
+        if let Err(e) = self.ready_for_turn(&text) {
+            // Nothing was stored: the text goes back to the composer.
+            self.emit(ServiceEvent::Unsent(text));
+            self.emit(ServiceEvent::TurnDone {
+                status: crate::domain::MessageStatus::Error,
+            });
+            return Err(e);
+        }
+        let result = self.turn(text, cancel).await;
+        let status = match &result {
+            Ok(s) => *s,
+            Err(_) => crate::domain::MessageStatus::Error,
+        };
+        if let Err(e) = self.refresh() {
+            self.emit(ServiceEvent::Error(e.to_string()));
+        }
+        self.emit(ServiceEvent::TurnDone { status });
+        result.map(|_| ())
+    }
+
+    /// Connects, creates the session (titled after `text`) when there is
+    /// none, and opens its conversation.
+    fn ready_for_turn(&mut self, text: &str) -> anyhow::Result<()> {
+        let choice = self.choice()?;
+        if self.connected.is_none() {
+            self.ensure_connected(choice.clone())?;
+        }
+        if self.session.is_none() {
+            let mode = self.mode(&choice);
+            let title = title_from(&[Message::new(SessionId::new(), Role::User, text, 0)]);
+            let (session, _, _) = self.runtime.create_session(NewSession {
+                cwd: &self.cwd,
+                choice: &choice,
+                mode,
+                title,
+                now: &jiff::Zoned::now(),
+                interactive: true,
+                env: crate::prompt::EnvFacts::from_process(),
+            })?;
+            self.session = Some(session);
+            self.conversation = None;
+        }
+        self.open_conversation()
+    }
+
+    async fn turn(
+        &mut self,
+        text: String,
+        cancel: impl Future<Output = ()>,
+    ) -> anyhow::Result<crate::domain::MessageStatus> {
+        let (Some(conversation), Some(connected)) = (self.conversation.as_mut(), self.connected.as_ref())
+        else {
+            anyhow::bail!("no provider is connected; check the key or the model, then try again");
+        };
+        for (part, ttl) in std::mem::take(&mut self.parts) {
+            conversation.attach(part, ttl);
+        }
+        let sink = Arc::clone(&self.sink);
+        sink(ServiceEvent::StreamStarted {
+            now_ms: crate::runtime::now_ms(),
+        });
+        let mut out = |o: ChatOutput<'_>| {
+            let e = match o {
+                ChatOutput::Delta(t) => ServiceEvent::Delta {
+                    text: t.to_owned(),
+                    now_ms: crate::runtime::now_ms(),
+                },
+                ChatOutput::Usage(u) => ServiceEvent::Usage(u.clone()),
+                ChatOutput::Error(m) => ServiceEvent::Error(m.to_owned()),
+                ChatOutput::Notice(m) => ServiceEvent::Notice(m.to_owned()),
+                ChatOutput::Compressed(c) => ServiceEvent::Notice(c.feedback.clone()),
+                ChatOutput::Phase(phase) => ServiceEvent::Phase(phase),
+            };
+            sink(e);
+        };
+        let outcome = self
+            .runtime
+            .chat_turn(conversation, connected.provider.as_ref(), text, cancel, &mut out)
+            .await;
+        Ok(outcome?.status)
+    }
+
+    /// `/compress [topic]`: a manual compression with the session's
+    /// summariser (the connected provider when it is a model); the feedback
+    /// line goes to the status bar and the summary appears in the chat.
+    async fn compress(&mut self, topic: Option<String>) -> anyhow::Result<()> {
+        let Some(session) = self.session.clone() else {
+            anyhow::bail!("this session is empty; there is nothing to compress yet");
+        };
+        let choice = self.choice()?;
+        let request = crate::runtime::CompressRequest {
+            trigger: crate::compress::Trigger::Manual,
+            topic,
+            summarizer: crate::runtime::SummarizerArg::Config,
+            dry_run: false,
+            choice: &choice,
+            provider: self.connected.as_ref().map(|c| c.provider.as_ref()),
+        };
+        let outcome = self.runtime.compress(&session, &request).await?;
+        self.conversation = None;
+        self.refresh()?;
+        let line = if outcome.noop {
+            outcome.reason.unwrap_or(outcome.feedback)
+        } else {
+            outcome.feedback
+        };
+        self.emit(ServiceEvent::Notice(line));
+        Ok(())
+    }
+
+    fn command(&mut self, command: Command) -> anyhow::Result<()> {
+        match command {
+            Command::NewSession => {
+                self.session = None;
+                self.conversation = None;
+                self.refresh()?;
+                self.emit(ServiceEvent::Notice(
+                    "new session; it is stored when you send the first message".into(),
+                ));
+            }
+            Command::Resume(id) => {
+                let session = self.runtime.store.find_session(&id)?;
+                let choice = self.choice_for(Some(&session))?;
+                self.session = Some(session);
+                self.conversation = None;
+                self.ensure_connected(choice)?;
+                self.refresh()?;
+            }
+            Command::Rename(title) => {
+                let Some(s) = &self.session else {
+                    anyhow::bail!("this session is not stored yet; send a message first, then rename it");
+                };
+                self.runtime.store.rename_session(s.id, &title)?;
+                self.refresh()?;
+                self.emit(ServiceEvent::Notice(format!("renamed to {title}")));
+            }
+            Command::Memory(text) => {
+                let path = files::append_memory(&self.runtime.paths, &text)?;
+                self.emit(ServiceEvent::Notice(format!(
+                    "saved to {}; /reload applies it to this session, new sessions include it",
+                    path.display()
+                )));
+            }
+            Command::Export(format) => {
+                let Some(s) = self.session.clone() else {
+                    anyhow::bail!("this session is empty; send a message before exporting it");
+                };
+                let path = files::export(&self.runtime, &s, format, &self.cwd)?;
+                self.emit(ServiceEvent::Notice(format!("exported to {}", path.display())));
+            }
+            Command::Model(name) => {
+                let provider = self.choice.as_ref().map(|c| c.provider.as_str().to_owned());
+                let choice = self.select(provider.as_deref(), Some(&name))?;
+                // For this session (and new ones from it); a resumed session
+                // keeps its own model.
+                self.ensure_connected(choice)?;
+                // The prompt version for the new model is built now, so the
+                // pane's numbers and the stored session are right at once.
+                self.open_conversation()?;
+                self.refresh()?;
+            }
+            Command::InspectRequest => {
+                self.open_conversation()?;
+                let Some(c) = self.conversation.as_mut() else {
+                    anyhow::bail!(
+                        "this session is empty; the first request is prepared when you send a message"
+                    );
+                };
+                let prepared = c.prepare()?;
+                let wire = match self.choice()?.provider {
+                    crate::config::ProviderKind::OpenAi => serde_json::to_string_pretty(
+                        &crate::provider::openai::request_body(&prepared.request),
+                    )?,
+                    crate::config::ProviderKind::Anthropic => serde_json::to_string_pretty(
+                        &crate::provider::anthropic::request_body(&prepared.request),
+                    )?,
+                    crate::config::ProviderKind::Local => {
+                        crate::provider::local::chatml::render(&prepared.request).to_text()
+                    }
+                };
+                self.emit(ServiceEvent::Request(Box::new(super::RequestView {
+                    json: wire,
+                    report: prepared.report,
+                    prepared_tokens: prepared.prepared_tokens,
+                })));
+            }
+            Command::UndoCompress => {
+                let Some(s) = self.session.clone() else {
+                    anyhow::bail!("this session is empty; there is no compression to undo");
+                };
+                let undone = self.runtime.undo_compress(&s)?;
+                self.conversation = None;
+                self.refresh()?;
+                self.emit(ServiceEvent::Notice(format!(
+                    "compression undone: {} messages active, prompt version {}",
+                    undone.messages, undone.prompt_version
+                )));
+            }
+            Command::Fork => {
+                let Some(s) = self.session.clone() else {
+                    anyhow::bail!("this session is empty; send a message before forking it");
+                };
+                let fork = self.runtime.fork_session(&s)?;
+                let title = fork.title.clone();
+                self.session = Some(fork);
+                self.conversation = None;
+                self.refresh()?;
+                self.emit(ServiceEvent::Notice(format!(
+                    "now in the fork \"{title}\"; the original session is unchanged (/sessions)"
+                )));
+            }
+            Command::Skill(name) => {
+                let root = match &self.session {
+                    Some(s) => PathBuf::from(&s.workspace),
+                    None => crate::workspace::workspace_root(&self.cwd),
+                };
+                let part = self.runtime.skill_part(&root, &name)?;
+                self.parts.push((part, None));
+                self.emit(ServiceEvent::Notice(format!(
+                    "the skill {name} goes with your next message"
+                )));
+            }
+            Command::Reload => {
+                let Some(s) = self.session.clone() else {
+                    anyhow::bail!(
+                        "this session is empty; its prompt is built from the current files when you send"
+                    );
+                };
+                let choice = self.choice()?;
+                let reloaded = self.runtime.reload_prompt(&s, &choice)?;
+                // The prompt now matches the files: nothing is stale.
+                self.watch.reset();
+                match reloaded {
+                    crate::runtime::Reloaded::Unchanged(_) => self.emit(ServiceEvent::Notice(
+                        "the instruction files, memory and skills give the same prompt; nothing changed"
+                            .into(),
+                    )),
+                    crate::runtime::Reloaded::NewVersion(p) => {
+                        self.conversation = None;
+                        self.refresh()?;
+                        self.emit(ServiceEvent::Notice(format!(
+                            "system prompt rebuilt as version {}; the provider's prompt cache starts over",
+                            p.version
+                        )));
+                    }
+                }
+            }
+            Command::Compress(_) => {}
+        }
+        Ok(())
+    }
+}
