@@ -98,6 +98,7 @@ impl Runtime {
     /// # Errors
     /// [`RuntimeError::Store`] when the store fails; provider failures are
     /// not errors here but end the turn with status `error` or `interrupted`.
+    #[tracing::instrument(name = "turn", skip_all, fields(session = %conversation.session().id))]
     pub async fn chat_turn(
         &mut self,
         conversation: &mut Conversation,
@@ -165,6 +166,12 @@ impl Runtime {
                         estimated_prompt_tokens,
                         ..
                     } => {
+                        tracing::info!(
+                            ?status,
+                            estimated_prompt_tokens,
+                            prompt_tokens = usage.and_then(|u| u.prompt_tokens),
+                            "turn finished"
+                        );
                         if let Some(prompt_tokens) = usage.and_then(|u| u.prompt_tokens) {
                             self.after_response(
                                 conversation,
