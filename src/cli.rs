@@ -4,6 +4,7 @@
 
 mod args;
 mod commands;
+mod log;
 mod output;
 
 use args::{Cli, Command};
@@ -20,10 +21,21 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
-    match run(cli) {
+    // One log for every command, the full-screen app included; without a
+    // home there is nowhere to write it (and the command says why).
+    let logging = strata::config::Paths::from_env()
+        .ok()
+        .map(|paths| log::init(&paths.logs_dir()));
+    tracing::info!(
+        version = env!("CARGO_PKG_VERSION"),
+        command = command_name(cli.command.as_ref()),
+        "strata started"
+    );
+    match run(cli, logging.as_ref()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
+            tracing::error!(error = %output::sentence(&e), "command failed");
             eprintln!("strata: {}", output::sentence(&e));
             ExitCode::from(if is_usage_error(&e) { 2 } else { 1 })
         }
@@ -50,10 +62,29 @@ fn is_usage_error(e: &anyhow::Error) -> bool {
         || matches!(e.downcast_ref::<RuntimeError>(), Some(RuntimeError::Store(s)) if bad_id(s))
 }
 
-fn run(cli: Cli) -> anyhow::Result<()> {
+/// The subcommand's name for the log (never its arguments: they may hold
+/// a message).
+fn command_name(command: Option<&Command>) -> &'static str {
+    match command {
+        None => "app",
+        Some(Command::Prompt(_)) => "prompt",
+        Some(Command::Import(_)) => "import",
+        Some(Command::Sessions(_)) => "sessions",
+        Some(Command::Show(_)) => "show",
+        Some(Command::Export(_)) => "export",
+        Some(Command::Context(_)) => "context",
+        Some(Command::Compress(_)) => "compress",
+        Some(Command::UndoCompress(_)) => "undo-compress",
+        Some(Command::Chat(_)) => "chat",
+        Some(Command::Doctor(_)) => "doctor",
+        Some(Command::Model(_)) => "model",
+    }
+}
+
+fn run(cli: Cli, logging: Option<&log::Logging>) -> anyhow::Result<()> {
     if let Some(Command::Doctor(a)) = &cli.command {
         // The doctor reports a broken config as a check instead of stopping at it.
-        return commands::doctor(&commands::Env::load_for_doctor(&cli.global)?, a);
+        return commands::doctor(&commands::Env::load_for_doctor(&cli.global)?, a, logging);
     }
     let env = commands::Env::load(&cli.global)?;
     match cli.command {

@@ -7,7 +7,8 @@ use std::path::{Path, PathBuf};
 ///
 /// - `config_dir`: `config.toml`, `SOUL.md`, `IDENTITY.md`, `TOOLS.md`,
 ///   `USER.md`, `MEMORY.md`, `BOOTSTRAP.md`, `skills/`.
-/// - `data_dir`: the database `strata.db`, downloaded models, caches.
+/// - `data_dir`: the database `strata.db`, downloaded models, caches, the
+///   log files in `logs/`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Paths {
     /// The configuration directory.
@@ -64,6 +65,12 @@ impl Paths {
     pub fn models_dir(&self) -> PathBuf {
         self.data_dir.join("models")
     }
+
+    /// `data_dir/logs`: the daily log files `strata.log.YYYY-MM-DD`.
+    #[must_use]
+    pub fn logs_dir(&self) -> PathBuf {
+        self.data_dir.join("logs")
+    }
 }
 
 #[cfg(test)]
@@ -76,5 +83,6 @@ mod tests {
         assert_eq!(p.config_file(), Path::new("/x/home/config.toml"));
         assert_eq!(p.database(), Path::new("/x/home/data/strata.db"));
         assert_eq!(p.models_dir(), Path::new("/x/home/data/models"));
+        assert_eq!(p.logs_dir(), Path::new("/x/home/data/logs"));
     }
 }

@@ -157,19 +157,25 @@ impl Provider for AnthropicProvider {
         let body = Bytes::from(body.to_string());
         let this = self.clone();
         let idle = self.timeouts.idle;
-        retry::drive::<decode::AnthropicDecoder, _, _>(self.endpoint.clone(), self.retry, idle, move || {
-            let mut builder = this
-                .client
-                .post(&this.endpoint.url)
-                .header(header::CONTENT_TYPE, "application/json")
-                .header(header::ACCEPT, "text/event-stream")
-                .header("anthropic-version", API_VERSION)
-                .body(body.clone());
-            if let Some(key) = &this.api_key {
-                builder = builder.header("x-api-key", key.clone());
-            }
-            let endpoint = this.endpoint.clone();
-            async move { http::open_stream(&endpoint, builder, idle).await }
-        })
+        retry::drive::<decode::AnthropicDecoder, _, _>(
+            self.endpoint.clone(),
+            self.retry,
+            idle,
+            &request,
+            move || {
+                let mut builder = this
+                    .client
+                    .post(&this.endpoint.url)
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .header(header::ACCEPT, "text/event-stream")
+                    .header("anthropic-version", API_VERSION)
+                    .body(body.clone());
+                if let Some(key) = &this.api_key {
+                    builder = builder.header("x-api-key", key.clone());
+                }
+                let endpoint = this.endpoint.clone();
+                async move { http::open_stream(&endpoint, builder, idle).await }
+            },
+        )
     }
 }

@@ -151,6 +151,7 @@ impl LocalProvider {
     /// `ProviderError::Local` when the file is missing or not a GGUF
     /// llama.cpp can run, or the context cannot be created.
     pub fn load(config: &LocalConfig) -> Result<Self, ProviderError> {
+        let started = Instant::now();
         let loaded = load_model(&config.model_path)?;
         let backend = backend()?;
         let trained = loaded.model.n_ctx_train();
@@ -200,6 +201,13 @@ impl LocalProvider {
             .recv()
             .map_err(|_| local("the model thread stopped while loading"))??;
 
+        tracing::info!(
+            model = loaded.name.as_str(),
+            context_window,
+            threads,
+            load_ms = started.elapsed().as_millis(),
+            "local model loaded"
+        );
         Ok(Self {
             jobs,
             tokenizer,
@@ -256,6 +264,15 @@ impl Provider for LocalProvider {
     /// fails.
     fn stream(&self, request: ChatRequest) -> EventStream {
         let (events, stream) = futures::channel::mpsc::unbounded();
+        // The engine thread enters this span (a child of the caller's) for the job's log lines.
+        let span = tracing::info_span!("request", provider = "local", model = self.model_name.as_str());
+        span.in_scope(|| {
+            tracing::info!(
+                messages = request.messages.len(),
+                max_tokens = request.max_tokens,
+                "request"
+            );
+        });
         let job = Job {
             prompt: chatml::render(&request),
             max_tokens: request.max_tokens,
@@ -265,6 +282,7 @@ impl Provider for LocalProvider {
             },
             submitted_at: Instant::now(),
             events,
+            span,
         };
         if let Err(mpsc::SendError(job)) = self.jobs.send(job) {
             let _ = job

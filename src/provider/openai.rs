@@ -154,18 +154,24 @@ impl Provider for OpenAiProvider {
         let body = Bytes::from(wire::request_body(&request).to_string());
         let this = self.clone();
         let idle = self.timeouts.idle;
-        retry::drive::<decode::OpenAiDecoder, _, _>(self.endpoint.clone(), self.retry, idle, move || {
-            let mut builder = this
-                .client
-                .post(&this.endpoint.url)
-                .header(header::CONTENT_TYPE, "application/json")
-                .header(header::ACCEPT, "text/event-stream")
-                .body(body.clone());
-            if let Some(authorization) = &this.authorization {
-                builder = builder.header(header::AUTHORIZATION, authorization.clone());
-            }
-            let endpoint = this.endpoint.clone();
-            async move { http::open_stream(&endpoint, builder, idle).await }
-        })
+        retry::drive::<decode::OpenAiDecoder, _, _>(
+            self.endpoint.clone(),
+            self.retry,
+            idle,
+            &request,
+            move || {
+                let mut builder = this
+                    .client
+                    .post(&this.endpoint.url)
+                    .header(header::CONTENT_TYPE, "application/json")
+                    .header(header::ACCEPT, "text/event-stream")
+                    .body(body.clone());
+                if let Some(authorization) = &this.authorization {
+                    builder = builder.header(header::AUTHORIZATION, authorization.clone());
+                }
+                let endpoint = this.endpoint.clone();
+                async move { http::open_stream(&endpoint, builder, idle).await }
+            },
+        )
     }
 }

@@ -8,13 +8,18 @@
 //! caller, so output is never duplicated. Dropping the stream drops the
 //! response body, which closes the connection. Only the provider adapters
 //! call this.
+//!
+//! Each request is a `request{provider, model}` span in the log with its
+//! phases (connecting, connected, first token, done or failed or
+//! cancelled), timings, retries and errors; never its body or reply text.
 
 use super::http::{ByteStream, Endpoint};
 use super::{EventStream, ProviderError};
-use crate::domain::StreamEvent;
+use crate::domain::{ChatRequest, ProviderUsage, StreamEvent};
 use std::collections::VecDeque;
 use std::future::Future;
-use std::time::Duration;
+use std::time::{Duration, Instant};
+use tracing::Instrument as _;
 
 /// When and how often a failed request is tried again.
 ///
@@ -143,15 +148,108 @@ struct Driver<D, F> {
     queue: VecDeque<Result<StreamEvent, ProviderError>>,
     retries: u32,
     yielded: bool,
+    log: RequestLog,
+}
+
+/// What the log says about one request.
+struct RequestLog {
+    /// `request{provider, model}`, a child of the caller's span.
+    span: tracing::Span,
+    started: Instant,
+    /// Time to the first reply event (text, reasoning or tool call).
+    first_token: Option<Duration>,
+    usage: Option<ProviderUsage>,
+    /// Done or failed was logged; otherwise dropping means cancelled.
+    ended: bool,
+}
+
+impl RequestLog {
+    fn start(endpoint: &Endpoint, request: &ChatRequest) -> Self {
+        let span = tracing::info_span!(
+            "request",
+            provider = endpoint.provider,
+            model = request.model.as_str()
+        );
+        span.in_scope(|| {
+            tracing::info!(
+                messages = request.messages.len(),
+                tools = request.tools.len(),
+                max_tokens = request.max_tokens,
+                "request"
+            );
+        });
+        Self {
+            span,
+            started: Instant::now(),
+            first_token: None,
+            usage: None,
+            ended: false,
+        }
+    }
+
+    fn elapsed_ms(&self) -> u128 {
+        self.started.elapsed().as_millis()
+    }
+
+    /// Notes an event on its way to the caller.
+    fn event(&mut self, event: &StreamEvent) {
+        match event {
+            StreamEvent::TextDelta { .. }
+            | StreamEvent::ReasoningDelta { .. }
+            | StreamEvent::ToolCallDelta { .. } => {
+                if self.first_token.is_none() {
+                    let ttft = self.started.elapsed();
+                    self.first_token = Some(ttft);
+                    tracing::info!(ttft_ms = ttft.as_millis(), "first token");
+                }
+            }
+            StreamEvent::Usage(usage) => self.usage = Some(*usage),
+            StreamEvent::Done { finish_reason } => {
+                self.ended = true;
+                let usage = self.usage.unwrap_or_default();
+                tracing::info!(
+                    duration_ms = self.elapsed_ms(),
+                    ttft_ms = self.first_token.map(|t| t.as_millis()),
+                    finish_reason = finish_reason.as_deref(),
+                    prompt_tokens = usage.prompt_tokens,
+                    completion_tokens = usage.completion_tokens,
+                    cache_read_tokens = usage.cache_read_tokens,
+                    "done"
+                );
+            }
+        }
+    }
+
+    /// Notes the error that ends the request.
+    fn failed(&mut self, error: &ProviderError, retries: u32) {
+        self.ended = true;
+        let duration_ms = self.elapsed_ms();
+        if error.is_overflow() {
+            tracing::warn!(duration_ms, retries, %error, "failed");
+        } else {
+            tracing::error!(duration_ms, retries, %error, "failed");
+        }
+    }
+}
+
+impl<D, F> Drop for Driver<D, F> {
+    fn drop(&mut self) {
+        if !self.log.ended {
+            let _entered = self.log.span.enter();
+            tracing::info!(duration_ms = self.log.elapsed_ms(), "cancelled");
+        }
+    }
 }
 
 /// The stream of one logical request: `open` sends an attempt and returns
 /// its body, `D` decodes it, and retryable failures before the first
-/// yielded event start a new attempt after the policy's wait.
+/// yielded event start a new attempt after the policy's wait. `request`
+/// only names the request in the log.
 pub(crate) fn drive<D, F, Fut>(
     endpoint: Endpoint,
     policy: RetryPolicy,
     idle: Duration,
+    request: &ChatRequest,
     open: F,
 ) -> EventStream
 where
@@ -159,6 +257,7 @@ where
     F: Fn() -> Fut + Send + 'static,
     Fut: Future<Output = Result<ByteStream, ProviderError>> + Send,
 {
+    let log = RequestLog::start(&endpoint, request);
     let driver = Driver {
         endpoint,
         policy,
@@ -169,9 +268,11 @@ where
         queue: VecDeque::new(),
         retries: 0,
         yielded: false,
+        log,
     };
     Box::pin(futures::stream::unfold(driver, |mut driver| async move {
-        let item = driver.next().await?;
+        let span = driver.log.span.clone();
+        let item = driver.next().instrument(span).await?;
         Some((item, driver))
     }))
 }
@@ -187,6 +288,7 @@ where
             match self.queue.pop_front() {
                 Some(Ok(event)) => {
                     self.yielded = true;
+                    self.log.event(&event);
                     return Some(Ok(event));
                 }
                 Some(Err(error)) => {
@@ -194,25 +296,39 @@ where
                     self.phase = Phase::Finished;
                     match self.retry_wait(&error) {
                         Some(wait) => {
+                            tracing::warn!(
+                                retry = self.retries + 1,
+                                max_retries = self.policy.max_retries,
+                                wait_ms = wait.as_millis(),
+                                %error,
+                                "retrying"
+                            );
                             tokio::time::sleep(wait).await;
                             self.retries += 1;
                             self.phase = Phase::Connect;
                             continue;
                         }
-                        None => return Some(Err(error)),
+                        None => {
+                            self.log.failed(&error, self.retries);
+                            return Some(Err(error));
+                        }
                     }
                 }
                 None => {}
             }
             match &mut self.phase {
                 Phase::Finished => return None,
-                Phase::Connect => match (self.open)().await {
-                    Ok(body) => {
-                        self.decoder = D::default();
-                        self.phase = Phase::Read(Box::new(eventsource_stream::EventStream::new(body)));
+                Phase::Connect => {
+                    tracing::info!(attempt = self.retries + 1, "connecting");
+                    match (self.open)().await {
+                        Ok(body) => {
+                            tracing::info!(elapsed_ms = self.log.elapsed_ms(), "connected");
+                            self.decoder = D::default();
+                            self.phase = Phase::Read(Box::new(eventsource_stream::EventStream::new(body)));
+                        }
+                        Err(error) => self.queue.push_back(Err(error)),
                     }
-                    Err(error) => self.queue.push_back(Err(error)),
-                },
+                }
                 Phase::Read(sse) => {
                     let next = tokio::time::timeout(self.idle, futures::StreamExt::next(sse.as_mut())).await;
                     self.read(next);

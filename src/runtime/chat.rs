@@ -100,6 +100,7 @@ impl Runtime {
     /// # Errors
     /// [`RuntimeError::Store`] when the store fails; provider failures are
     /// not errors here but end the turn with status `error` or `interrupted`.
+    #[tracing::instrument(name = "turn", skip_all, fields(session = %conversation.session().id))]
     pub async fn chat_turn(
         &mut self,
         conversation: &mut Conversation,
@@ -157,7 +158,18 @@ impl Runtime {
                         out(ChatOutput::Error(&text));
                         message = Some(text);
                     }
-                    Effect::TurnFinished { status, .. } => {
+                    Effect::TurnFinished {
+                        status,
+                        usage,
+                        estimated_prompt_tokens,
+                        ..
+                    } => {
+                        tracing::info!(
+                            ?status,
+                            estimated_prompt_tokens,
+                            prompt_tokens = usage.and_then(|u| u.prompt_tokens),
+                            "turn finished"
+                        );
                         return Ok(TurnOutcome {
                             session_id,
                             status,

@@ -296,10 +296,48 @@ impl Runtime {
     /// outcome with `noop` set and no plan, not an error. A reply still
     /// streaming is left out of the compression.
     ///
+    /// Logged as a `compress{session, trigger}` span (the summariser's
+    /// request inside it) with a start and an end line: sizes, summariser
+    /// and duration, never the summary.
+    ///
     /// # Errors
     /// [`RuntimeError::Compress`] when the summariser failed to connect or
     /// authenticate (nothing changed); [`RuntimeError::Store`].
     pub(super) async fn compress_planned(
+        &mut self,
+        session: &Session,
+        engine: &mut dyn CompressionEngine,
+        snapshot: &Snapshot,
+        req: &CompressRequest<'_>,
+    ) -> Result<(CompressOutcome, Option<(CompressionPlan, SystemPrompt)>), RuntimeError> {
+        use tracing::Instrument as _;
+        let span = tracing::info_span!("compress", session = %session.id, trigger = ?req.trigger);
+        let started = std::time::Instant::now();
+        span.in_scope(|| tracing::info!(dry_run = req.dry_run, "compression started"));
+        let result = self
+            .plan_and_persist(session, engine, snapshot, req)
+            .instrument(span.clone())
+            .await;
+        let _entered = span.enter();
+        let duration_ms = started.elapsed().as_millis();
+        match &result {
+            Ok((o, _)) => tracing::info!(
+                duration_ms,
+                noop = o.noop,
+                messages_before = o.messages_before,
+                messages_after = o.messages_after,
+                tokens_before = o.tokens_before,
+                tokens_after = o.tokens_after,
+                summarizer = o.summarizer.as_deref(),
+                "compression finished"
+            ),
+            Err(error) => tracing::warn!(duration_ms, %error, "compression failed"),
+        }
+        result
+    }
+
+    /// [`Runtime::compress_planned`] without its log lines.
+    async fn plan_and_persist(
         &mut self,
         session: &Session,
         engine: &mut dyn CompressionEngine,

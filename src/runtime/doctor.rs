@@ -25,7 +25,7 @@ pub enum CheckStatus {
 /// One check: what was looked at, the verdict and a sentence.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Check {
-    /// Short name: `config`, `data`, `database`, `provider`, `model`.
+    /// Short name: `config`, `data`, `database`, `log`, `provider`, `model`.
     pub name: &'static str,
     /// Verdict.
     pub status: CheckStatus,
@@ -99,6 +99,30 @@ pub fn database_checks(paths: &Paths) -> Vec<Check> {
                 integrity,
             ]
         }
+    }
+}
+
+/// The log directory, the filter in use (`level`, from `STRATA_LOG`) and,
+/// when the log could not be opened, why (`error`).
+#[must_use]
+pub fn log_check(dir: &std::path::Path, level: &str, error: Option<&str>) -> Check {
+    match error {
+        None => check(
+            "log",
+            CheckStatus::Ok,
+            format!(
+                "{} holds the daily log files strata.log.YYYY-MM-DD (level {level}; set STRATA_LOG to change it)",
+                dir.display()
+            ),
+        ),
+        Some(why) => check(
+            "log",
+            CheckStatus::Warn,
+            format!(
+                "no log is written to {} ({why}); make the data directory writable",
+                dir.display()
+            ),
+        ),
     }
 }
 

@@ -2,10 +2,11 @@
 
 use super::{Env, print_json};
 use crate::cli::args::DoctorArgs;
+use crate::cli::log::Logging;
 use std::io::Write;
 use strata::runtime::doctor::{self, CheckStatus};
 
-pub fn doctor(env: &Env, args: &DoctorArgs) -> anyhow::Result<()> {
+pub fn doctor(env: &Env, args: &DoctorArgs, logging: Option<&Logging>) -> anyhow::Result<()> {
     let mut checks = vec![match &env.config_error {
         Some(error) => doctor::Check {
             name: "config",
@@ -15,6 +16,10 @@ pub fn doctor(env: &Env, args: &DoctorArgs) -> anyhow::Result<()> {
         None => doctor::config_check(&env.paths, &env.config_warnings),
     }];
     checks.extend(doctor::database_checks(&env.paths));
+    checks.push(match logging {
+        Some(l) => doctor::log_check(&l.dir, &l.level, l.error.as_deref()),
+        None => doctor::log_check(&env.paths.logs_dir(), "info", Some("it was not set up")),
+    });
     let lookup = |name: &str| std::env::var(name).ok();
     match env.choice() {
         Ok(choice) => {

@@ -10,6 +10,10 @@
 //! prompt keeps the longest common prefix with it, removes the rest from the
 //! cache and prefills only the remainder (prefix re-use, DESIGN §8). After
 //! any llama.cpp failure the cache is cleared, so the invariant holds again.
+//!
+//! Each job logs, in its request's span, the prefill (prompt and re-used
+//! tokens), the first token and the end with its timings and speeds, or
+//! its error; never the prompt or the reply text.
 
 use super::chatml::ChatmlPrompt;
 use super::tokenizer::LocalTokenizer;
@@ -48,6 +52,8 @@ pub(super) struct Job {
     pub submitted_at: Instant,
     /// Where events go; closed when the caller dropped the stream.
     pub events: UnboundedSender<Result<StreamEvent, ProviderError>>,
+    /// The request's log span (`request{provider="local", model}`).
+    pub span: tracing::Span,
 }
 
 /// What the engine thread owns.
@@ -102,7 +108,9 @@ impl<'m> Engine<'m> {
     /// reported as an error on the job's stream and the cache is cleared, so
     /// the engine keeps serving.
     pub(super) fn run(&mut self, job: &Job) {
+        let _entered = job.span.enter();
         if job.events.is_closed() {
+            tracing::info!("cancelled before it started");
             return;
         }
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.generate(job)));
@@ -114,6 +122,12 @@ impl<'m> Engine<'m> {
                 local("the model thread failed unexpectedly; the cache was cleared, try again")
             }
         };
+        let duration_ms = job.submitted_at.elapsed().as_millis();
+        if error.is_overflow() {
+            tracing::warn!(duration_ms, %error, "failed");
+        } else {
+            tracing::error!(duration_ms, %error, "failed");
+        }
         let _ = job.events.unbounded_send(Err(error));
     }
 
@@ -135,13 +149,19 @@ impl<'m> Engine<'m> {
 
         let reused = self.keep_prefix(&tokens);
         stats.reused_tokens = reused;
+        tracing::info!(
+            prompt_tokens = tokens.len(),
+            reused_tokens = reused,
+            queued_ms = job.submitted_at.elapsed().as_millis(),
+            "prefill"
+        );
         let prefill_started = Instant::now();
         for chunk in tokens[reused..].chunks(self.chunk) {
             if job.events.is_closed() {
                 stats.prefill = prefill_started.elapsed();
                 stats.kv_tokens = self.cached.len();
                 stats.finish_reason = Some("cancelled");
-                self.publish(stats);
+                self.publish(job, stats);
                 return Ok(());
             }
             let last_chunk = self.cached.len() + chunk.len() == tokens.len();
@@ -158,7 +178,7 @@ impl<'m> Engine<'m> {
             Outcome::Finished(reason) => reason,
             Outcome::Cancelled => {
                 stats.finish_reason = Some("cancelled");
-                self.publish(stats);
+                self.publish(job, stats);
                 return Ok(());
             }
         };
@@ -170,7 +190,7 @@ impl<'m> Engine<'m> {
             cache_write_tokens: None,
             reasoning_tokens: None,
         };
-        self.publish(stats);
+        self.publish(job, stats);
         let _ = job.events.unbounded_send(Ok(StreamEvent::Usage(usage)));
         let _ = job.events.unbounded_send(Ok(StreamEvent::Done {
             finish_reason: Some(finish_reason.to_owned()),
@@ -201,7 +221,9 @@ impl<'m> Engine<'m> {
             let text = carry.push(&piece);
             if !text.is_empty() {
                 if stats.first_token.is_none() {
-                    stats.first_token = Some(job.submitted_at.elapsed());
+                    let ttft = job.submitted_at.elapsed();
+                    stats.first_token = Some(ttft);
+                    tracing::info!(ttft_ms = ttft.as_millis(), "first token");
                 }
                 if job
                     .events
@@ -283,7 +305,27 @@ impl<'m> Engine<'m> {
         self.cached.clear();
     }
 
-    fn publish(&self, stats: LocalStats) {
+    /// Makes `stats` the last request's and logs how the request ended.
+    fn publish(&self, job: &Job, stats: LocalStats) {
+        let finish_reason = stats.finish_reason.unwrap_or("stop");
+        let message = if finish_reason == "cancelled" {
+            "cancelled"
+        } else {
+            "done"
+        };
+        tracing::info!(
+            duration_ms = job.submitted_at.elapsed().as_millis(),
+            prefill_ms = stats.prefill.as_millis(),
+            generation_ms = stats.generation.as_millis(),
+            ttft_ms = stats.first_token.map(|t| t.as_millis()),
+            finish_reason,
+            prompt_tokens = stats.prompt_tokens,
+            reused_tokens = stats.reused_tokens,
+            completion_tokens = stats.completion_tokens,
+            prefill_tokens_per_s = format_args!("{:.1}", stats.prefill_rate()),
+            decode_tokens_per_s = format_args!("{:.1}", stats.decode_rate()),
+            "{message}"
+        );
         *self.stats.lock().unwrap_or_else(PoisonError::into_inner) = Some(stats);
     }
 }
