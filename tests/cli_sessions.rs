@@ -273,3 +273,66 @@ fn an_import_file_starting_with_a_byte_order_mark_is_read() {
     let show = sb.json(&["show", &id, "--json"]);
     assert_eq!(show["messages"].as_array().unwrap().len(), 5);
 }
+
+/// `strata --resume ID` run without a terminal (stdin, stdout and stderr
+/// are pipes): a bad id must fail before the app would need one.
+fn resume(sb: &Sandbox, id: &str) -> std::process::Output {
+    sb.cmd(&["--resume", id])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap()
+}
+
+#[test]
+fn resume_with_an_unknown_or_ambiguous_id_exits_two_before_the_app_opens() {
+    let sb = Sandbox::new();
+    // No database yet: the lookup does not create one.
+    let out = resume(&sb, "nosuchid");
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(
+        one_line_error(&out),
+        "strata: no session matches 'nosuchid'; run `strata sessions` to list them"
+    );
+    assert!(out.stdout.is_empty(), "the screen was touched: {:?}", out.stdout);
+    assert!(!sb.db().exists());
+
+    let a = sb.import(SMALL);
+    let b = sb.import(SMALL);
+    let before = file_digest(&sb.db());
+    let shared: String = a
+        .chars()
+        .zip(b.chars())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x)
+        .collect();
+    assert!(
+        shared.len() >= 4,
+        "ids made together share their time prefix: {a} {b}"
+    );
+    let cases = [
+        ("0000ffff", "no session matches '0000ffff'"),
+        (shared.as_str(), "matches 2 sessions"),
+        ("ab", "is too short"),
+    ];
+    for (id, says) in cases {
+        let out = resume(&sb, id);
+        assert_eq!(out.status.code(), Some(2), "{id}");
+        let err = one_line_error(&out);
+        assert!(err.contains(says), "{id}: {err}");
+        assert!(out.stdout.is_empty(), "{id}: the screen was touched");
+    }
+    assert_eq!(before, file_digest(&sb.db()));
+}
+
+#[test]
+fn an_unknown_provider_stops_the_app_before_it_opens() {
+    let sb = Sandbox::new();
+    let out = sb
+        .cmd(&["--provider", "gemini"])
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    assert!(one_line_error(&out).contains("gemini"));
+    assert!(out.stdout.is_empty());
+}

@@ -14,9 +14,9 @@ use std::sync::Arc;
 use std::time::Duration;
 use strata::config::{Config, Paths};
 use strata::domain::{MessageStatus, Role};
-use strata::tui::{App, AppEvent, Driver, Effect, KeyMap, Launch, Opening, Overlay};
+use strata::tui::{App, AppEvent, Driver, Effect, EnvLookup, KeyMap, Launch, Opening, Overlay};
 use tokio::sync::mpsc;
-use tui_support::{ctrl, key, type_text};
+use tui_support::{ctrl, draw, key, type_text};
 
 fn sse(deltas: &[&str]) -> String {
     let mut body = String::new();
@@ -53,6 +53,11 @@ impl Harness {
     }
 
     fn from_config(text: &str) -> Self {
+        Self::launch(text, Opening::New, Arc::new(|_: &str| None))
+    }
+
+    /// The app on `opening`, with `config` and the environment `env`.
+    fn launch(text: &str, opening: Opening, env: EnvLookup) -> Self {
         let home = tempfile::tempdir().unwrap();
         let ws = tempfile::tempdir().unwrap();
         std::fs::create_dir(ws.path().join(".git")).unwrap();
@@ -65,9 +70,9 @@ impl Harness {
                 provider: None,
                 model: None,
                 prompt_mode: None,
-                opening: Opening::New,
+                opening,
                 cwd: ws.path().to_path_buf(),
-                env: Arc::new(|_: &str| None),
+                env,
             },
             tx,
         );
@@ -488,4 +493,152 @@ async fn model_switches_this_session_at_once_and_a_resumed_session_keeps_its_own
     })
     .await;
     assert_eq!(h.app.session().unwrap().model, second.model);
+}
+
+/// The status bar (last row) and the header (first row) of the app drawn at 120×36.
+fn header_and_status(app: &App) -> (String, String) {
+    let screen = draw(app, 120, 36);
+    let rows: Vec<&str> = screen.lines().collect();
+    (rows[0].to_owned(), rows[rows.len() - 1].to_owned())
+}
+
+/// A notice the status bar shows whole, as one sentence on one line.
+fn assert_one_sentence_shown(app: &App) -> String {
+    let n = app.notice().unwrap();
+    assert!(n.error, "{n:?}");
+    assert!(
+        !n.text.contains(". ") && !n.text.contains('\n'),
+        "not one sentence: {n:?}"
+    );
+    let (_, status) = header_and_status(app);
+    assert!(status.contains(&n.text), "cut off in the status bar: {status}");
+    n.text.clone()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_model_that_cannot_connect_leaves_the_session_on_its_own_model_and_working() {
+    let server = Server::start(vec![Reply::sse(sse(&["one"])), Reply::sse(sse(&["two"]))]).await;
+    // The server is reached through OPENAI_BASE_URL; once that is gone, a
+    // new openai connection has neither a base URL nor a key, and fails.
+    let base_url = Arc::new(std::sync::Mutex::new(Some(format!("{}/v1", server.base_url()))));
+    let read = Arc::clone(&base_url);
+    let env: EnvLookup = Arc::new(move |name: &str| {
+        (name == "OPENAI_BASE_URL")
+            .then(|| read.lock().unwrap().clone())
+            .flatten()
+    });
+    let mut h = Harness::launch(
+        "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n",
+        Opening::New,
+        env,
+    );
+    h.until("the connection", |a| a.context().is_some()).await;
+    h.send("first").await;
+    *base_url.lock().unwrap() = None;
+
+    h.command("/model gpt-4.1-nano");
+    h.until("the refusal", |a| a.notice().is_some_and(|n| n.error))
+        .await;
+    let text = assert_one_sentence_shown(&h.app);
+    assert!(
+        text.contains("gpt-4.1-nano") && text.contains("OPENAI_API_KEY"),
+        "{text}"
+    );
+    let (header, _) = header_and_status(&h.app);
+    assert!(header.contains("gpt-4o-mini · openai"), "{header}");
+    assert!(!header.contains("nano"), "{header}");
+
+    // The previous connection and conversation answer the next message.
+    h.send("still there?").await;
+    let last = h.app.messages().last().unwrap();
+    assert_eq!(
+        (last.content.as_str(), last.status),
+        ("two", MessageStatus::Complete),
+        "notice: {:?}",
+        h.app.notice()
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    assert_eq!(requests[1].json()["model"], "gpt-4o-mini");
+    assert_eq!(
+        requests[1].json()["messages"][0],
+        requests[0].json()["messages"][0],
+        "the same prompt bytes"
+    );
+    assert_eq!(h.app.session().unwrap().model, "gpt-4o-mini");
+
+    // /reload builds from the model the session is on: nothing to change.
+    h.command("/reload");
+    h.until("the reload", |a| {
+        a.notice().is_some_and(|n| n.text.contains("nothing changed"))
+    })
+    .await;
+    let prompt = &h.app.context().unwrap().prompt;
+    assert_eq!(prompt.version, 1);
+    assert!(!prompt.text.contains("gpt-4.1-nano"));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_embedded_model_refuses_a_hosted_model_in_one_sentence_and_new_still_works() {
+    // The configured GGUF is missing: the start cannot connect.
+    let missing = tempfile::tempdir().unwrap();
+    let gguf = missing.path().join("gone.gguf");
+    let mut h = Harness::from_config(&format!(
+        "[model]\nprovider = \"local\"\n[providers.local]\nmodel_path = \"{}\"\n",
+        gguf.display()
+    ));
+    h.until("the failed start", |a| a.notice().is_some_and(|n| n.error))
+        .await;
+    assert!(h.app.notice().unwrap().text.contains("gone.gguf"));
+
+    h.command("/model gpt-4o");
+    h.until("the refusal", |a| {
+        a.notice().is_some_and(|n| n.text.contains("gpt-4o"))
+    })
+    .await;
+    let text = assert_one_sentence_shown(&h.app);
+    assert_eq!(
+        text,
+        "the embedded model cannot run gpt-4o; use /model FILE.gguf, or set OPENAI_API_KEY and use --provider openai"
+    );
+    h.command(&format!("/model {}", gguf.display()));
+    h.until("the second refusal", |a| {
+        a.notice().is_some_and(|n| n.text.contains("does not exist"))
+    })
+    .await;
+    assert_one_sentence_shown(&h.app);
+
+    h.command("/new");
+    h.until("the new session", |a| {
+        a.notice().is_some_and(|n| n.text.starts_with("new session"))
+    })
+    .await;
+    assert!(h.app.context().is_some());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_that_cannot_be_found_opens_a_new_one_that_works() {
+    let server = Server::start(vec![Reply::sse(sse(&["hello back"]))]).await;
+    let mut h = Harness::launch(
+        &format!(
+            "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n",
+            server.base_url()
+        ),
+        Opening::Resume("nosuchid".into()),
+        Arc::new(|_: &str| None),
+    );
+    h.until("the connection", |a| {
+        header_and_status(a).0.contains("gpt-4o-mini · openai")
+    })
+    .await;
+    let n = h.app.notice().unwrap();
+    assert!(
+        n.error && n.text.contains("no session matches 'nosuchid'"),
+        "{n:?}"
+    );
+    assert!(h.app.context().is_some());
+    h.send("hello").await;
+    let last = h.app.messages().last().unwrap();
+    assert_eq!(last.content, "hello back", "notice: {:?}", h.app.notice());
+    assert_eq!(h.app.session().unwrap().title, "hello");
 }

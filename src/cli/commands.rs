@@ -142,11 +142,16 @@ impl Env {
 /// `strata` with no subcommand: the full-screen app, on a new session, the
 /// session `--resume ID` names, the picker (`--resume` alone) or the latest
 /// session of the workspace (`--continue`).
+///
+/// What can be checked without a terminal is checked before the app opens
+/// (the screen is never switched for a bad argument): the provider named
+/// by `--provider` or the config, and the session `--resume ID` names.
 pub fn app(env: &Env, resume: Option<String>, continue_latest: bool) -> anyhow::Result<()> {
     use strata::tui::Opening;
+    env.choice()?;
     let opening = match (resume, continue_latest) {
         (Some(id), _) if id.trim().is_empty() => Opening::Picker,
-        (Some(id), _) => Opening::Resume(id),
+        (Some(id), _) => Opening::Resume(resume_target(env, &id)?.to_string()),
         (None, true) => Opening::Continue,
         (None, false) => Opening::New,
     };
@@ -161,6 +166,28 @@ pub fn app(env: &Env, resume: Option<String>, continue_latest: bool) -> anyhow::
         cwd,
         env: std::sync::Arc::new(|name: &str| std::env::var(name).ok()),
     })
+}
+
+/// The session `--resume ID` names. An id that matches no session (or
+/// several, or is too short to look up) is a usage error, exit code 2; the
+/// database is not created for it.
+fn resume_target(env: &Env, id: &str) -> anyhow::Result<strata::domain::SessionId> {
+    use strata::store::StoreError;
+    let found = match env.existing_runtime()? {
+        Some(runtime) => runtime.store.find_session(id),
+        None => Err(StoreError::SessionNotFound {
+            id: id.trim().to_owned(),
+        }),
+    };
+    match found {
+        Ok(session) => Ok(session.id),
+        Err(
+            e @ (StoreError::SessionNotFound { .. }
+            | StoreError::IdTooShort { .. }
+            | StoreError::AmbiguousSession { .. }),
+        ) => Err(UsageError(e.to_string()).into()),
+        Err(e) => Err(e.into()),
+    }
 }
 
 /// The working directory to use: `dir` when given (it must be a directory), else the current one.

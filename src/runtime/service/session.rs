@@ -8,12 +8,13 @@
 use super::queries::CountJob;
 use super::watch::PromptWatch;
 use super::{ExportFormat, Opening, ServiceEvent, Sink, files, snapshot};
-use crate::config::{Config, ModelChoice, Paths, SelectionRequest, select_model};
+use crate::config::{Config, ModelChoice, Paths, ProviderKind, SelectionRequest, select_model};
 use crate::conversation::Conversation;
 use crate::domain::{Message, PromptMode, Role, Session, SessionId};
+use crate::provider::ProviderError;
 use crate::runtime::{ChatOutput, Connected, NewSession, Runtime, connect, resolve_mode, title_from};
 use std::future::Future;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, mpsc as std_mpsc};
 
 /// Reads an environment variable (injected so tests need not touch the
@@ -88,6 +89,46 @@ pub struct SessionService {
     watch: PromptWatch,
 }
 
+/// Why `/model` could not switch to `choice`, as one sentence short enough
+/// for the status bar that says what would work (the session stays on its
+/// model).
+fn switch_failed(choice: &ModelChoice, e: &ProviderError) -> String {
+    let model = &choice.model;
+    let gguf = Path::new(model)
+        .extension()
+        .is_some_and(|x| x.eq_ignore_ascii_case("gguf"));
+    match e {
+        ProviderError::Local { .. } if gguf && !Path::new(model).is_file() => {
+            format!("the model file {model} does not exist; use /model with an existing .gguf file")
+        }
+        ProviderError::Local { .. } if !gguf && model != crate::config::LOCAL_MODEL_NAME => {
+            match hosted_provider(model).and_then(|p| Some((p.as_str(), p.default_key_env()?))) {
+                Some((provider, key)) => format!(
+                    "the embedded model cannot run {model}; use /model FILE.gguf, or set {key} and use --provider {provider}"
+                ),
+                None => format!(
+                    "the embedded model cannot run {model}; use /model FILE.gguf, or start strata with another --provider"
+                ),
+            }
+        }
+        ProviderError::NoKey { provider, key_env } => {
+            format!("{key_env} is not set, so {provider} cannot run {model}; export it and restart strata")
+        }
+        other => format!("cannot switch to {model}: {other}"),
+    }
+}
+
+/// The hosted provider that serves a well-known model (`claude-*` on
+/// Anthropic, the GPT and o-series on OpenAI), if any.
+fn hosted_provider(model: &str) -> Option<ProviderKind> {
+    crate::tokens::context_window_for(ProviderKind::OpenAi.as_str(), model)?;
+    Some(if model.to_ascii_lowercase().starts_with("claude") {
+        ProviderKind::Anthropic
+    } else {
+        ProviderKind::OpenAi
+    })
+}
+
 impl SessionService {
     /// Opens the store and makes a service with nothing open yet; events go
     /// to `sink`, and a connected provider's counter to `counts` (the
@@ -157,8 +198,11 @@ impl SessionService {
         resolve_mode(self.prompt_mode, &self.runtime.config, choice.context_window)
     }
 
-    /// Connects `choice` unless it is already the connected one.
-    fn ensure_connected(&mut self, choice: ModelChoice) -> anyhow::Result<()> {
+    /// Connects `choice` unless it is already the connected one. The
+    /// current choice, connection and conversation change only once the
+    /// new connection stands; on failure they stay as they were and the
+    /// client is told so again (see [`SessionService::announce`]).
+    fn ensure_connected(&mut self, choice: ModelChoice) -> Result<(), ProviderError> {
         let same = self
             .choice
             .as_ref()
@@ -166,32 +210,49 @@ impl SessionService {
         if same && self.connected.is_some() {
             return Ok(());
         }
-        self.connected = None;
-        self.conversation = None;
-        self.choice = Some(choice.clone());
         let env = |name: &str| (self.env)(name);
         let sink = Arc::clone(&self.sink);
         let mut progress = |line: &str| sink(ServiceEvent::Progress(line.to_owned()));
-        if choice.provider == crate::config::ProviderKind::Local {
+        if choice.provider == ProviderKind::Local {
             progress("loading the embedded model…");
         }
-        let connected = connect(
+        let connected = match connect(
             &choice,
             &self.runtime.paths,
             &self.runtime.config,
             &env,
             &mut progress,
-        )?;
+        ) {
+            Ok(c) => c,
+            Err(e) => {
+                self.announce();
+                return Err(e);
+            }
+        };
         if let Some(counts) = &self.counts {
             let _ = counts.send(CountJob::Counter(Arc::clone(&connected.counter)));
         }
+        self.conversation = None;
         self.connected = Some(connected);
-        self.emit(ServiceEvent::Connected {
-            provider: choice.provider.as_str().to_owned(),
-            model: choice.model.clone(),
-            embedded: choice.provider == crate::config::ProviderKind::Local,
-        });
+        self.choice = Some(choice);
+        self.announce();
         Ok(())
+    }
+
+    /// Tells the client what is connected: the provider and model, or
+    /// (after a failed first connection) a status line saying how to go on;
+    /// either replaces the progress line of an attempt.
+    fn announce(&self) {
+        match (&self.choice, &self.connected) {
+            (Some(choice), Some(_)) => self.emit(ServiceEvent::Connected {
+                provider: choice.provider.as_str().to_owned(),
+                model: choice.model.clone(),
+                embedded: choice.provider == ProviderKind::Local,
+            }),
+            _ => self.emit(ServiceEvent::Progress(
+                "not connected; send a message to try again, or choose a model with /model".into(),
+            )),
+        }
     }
 
     /// The choice for a session: its own provider and model unless the
@@ -210,13 +271,17 @@ impl SessionService {
     /// One sentence: the session cannot be found, or the provider cannot
     /// be connected.
     pub fn start(&mut self, opening: Opening) -> anyhow::Result<()> {
-        let root = crate::workspace::workspace_root(&self.cwd)
-            .to_string_lossy()
-            .into_owned();
-        let session = match opening {
-            Opening::Resume(id) => Some(self.runtime.store.find_session(&id)?),
-            Opening::Continue => self.runtime.store.latest_session(&root)?,
-            Opening::New | Opening::Picker => None,
+        // A session that cannot be found opens a new one instead (the
+        // command line checks `--resume` before the app starts), so the
+        // client is usable whatever happened; a model that cannot connect
+        // leaves the session shown, to retry on the next message or switch
+        // with `/model`.
+        let session = match self.opening_session(opening) {
+            Ok(session) => session,
+            Err(e) => {
+                self.emit(ServiceEvent::Error(e.to_string()));
+                None
+            }
         };
         let choice = self.choice_for(session.as_ref())?;
         self.choice = Some(choice.clone());
@@ -225,6 +290,17 @@ impl SessionService {
         self.refresh()?;
         self.ensure_connected(choice)?;
         self.refresh()
+    }
+
+    fn opening_session(&self, opening: Opening) -> anyhow::Result<Option<Session>> {
+        let root = crate::workspace::workspace_root(&self.cwd)
+            .to_string_lossy()
+            .into_owned();
+        Ok(match opening {
+            Opening::Resume(id) => Some(self.runtime.store.find_session(&id)?),
+            Opening::Continue => self.runtime.store.latest_session(&root)?,
+            Opening::New | Opening::Picker => None,
+        })
     }
 
     fn choice(&self) -> anyhow::Result<ModelChoice> {
@@ -392,6 +468,10 @@ impl SessionService {
     fn command(&mut self, command: Command) -> anyhow::Result<()> {
         match command {
             Command::NewSession => {
+                if self.choice.is_none() {
+                    // The opening failed before a model was chosen.
+                    self.choice = Some(self.choice_for(None)?);
+                }
                 self.session = None;
                 self.conversation = None;
                 self.refresh()?;
@@ -402,9 +482,12 @@ impl SessionService {
             Command::Resume(id) => {
                 let session = self.runtime.store.find_session(&id)?;
                 let choice = self.choice_for(Some(&session))?;
+                // The current session stays open until the other's model is connected.
+                let model = choice.model.clone();
+                self.ensure_connected(choice)
+                    .map_err(|e| anyhow::anyhow!("cannot resume the session on {model}: {e}"))?;
                 self.session = Some(session);
                 self.conversation = None;
-                self.ensure_connected(choice)?;
                 self.refresh()?;
             }
             Command::Rename(title) => {
@@ -430,11 +513,13 @@ impl SessionService {
                 self.emit(ServiceEvent::Notice(format!("exported to {}", path.display())));
             }
             Command::Model(name) => {
-                let provider = self.choice.as_ref().map(|c| c.provider.as_str().to_owned());
-                let choice = self.select(provider.as_deref(), Some(&name))?;
+                let provider = self.choice.as_ref().map(|c| c.provider.as_str());
+                let choice = self.select(provider, Some(&name))?;
                 // For this session (and new ones from it); a resumed session
-                // keeps its own model.
-                self.ensure_connected(choice)?;
+                // keeps its own model. A model that cannot connect changes nothing.
+                let wanted = choice.clone();
+                self.ensure_connected(choice)
+                    .map_err(|e| anyhow::anyhow!(switch_failed(&wanted, &e)))?;
                 // The prompt version for the new model is built now, so the
                 // pane's numbers and the stored session are right at once.
                 self.open_conversation()?;
