@@ -24,10 +24,12 @@ pub use chat::{ChatOutput, TurnOutcome};
 pub use compress::{
     CompressOutcome, CompressRequest, MAX_TOPIC_CHARS, Snapshot, SummarizerArg, UndoOutcome, compress_topic,
 };
-pub use context::ContextReport;
+pub use context::{ContextReport, LiveContext};
 pub use import::{ImportError, ImportOutcome, parse_openai_messages};
 pub use prompt_build::{PromptPreview, fingerprint, recent_entry, resolve_mode, to_system_prompt};
-pub use providers::{Connected, connect, ensure_local_model, local_model_file, session_counter};
+pub use providers::{
+    Connected, connect, counters_built, ensure_local_model, local_model_file, session_counter,
+};
 pub use session::{Imported, NewSession, Runtime, RuntimeError, title_from};
 pub use session_ops::{Reloaded, SKILL_MAX_CHARS};
 pub use transcript::{export_json, export_markdown};

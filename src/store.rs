@@ -52,6 +52,9 @@ pub struct Store {
     conn: Connection,
     /// The database file, or `None` for an in-memory database.
     path: Option<PathBuf>,
+    /// Message rows read by this connection so far (see
+    /// [`Store::message_rows_read`]).
+    rows_read: std::sync::atomic::AtomicU64,
 }
 
 impl Store {
@@ -124,7 +127,11 @@ impl Store {
             known: KNOWN_VERSION,
             reason,
         })?;
-        Ok(Self { conn, path })
+        Ok(Self {
+            conn,
+            path,
+            rows_read: std::sync::atomic::AtomicU64::new(0),
+        })
     }
 
     /// The database file, `None` when in memory.

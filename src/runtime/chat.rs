@@ -35,6 +35,9 @@ pub enum ChatOutput<'a> {
     Compressed(&'a CompressOutcome),
     /// The turn moved to another phase.
     Phase(Phase),
+    /// A message was stored in its final form (the user's message and its
+    /// parts; a reply once finished).
+    Stored(&'a crate::domain::Message),
 }
 
 /// How a turn ended.
@@ -78,11 +81,32 @@ impl Runtime {
         let now = jiff::Zoned::now();
         let prompt = self.frozen_prompt(session, choice, mode, &now, EnvFacts::from_process())?;
         let session = self.store.session(session.id)?.unwrap_or_else(|| session.clone());
-        let messages = super::session::settled(self.store.messages(session.id, false)?);
-        let calibration = self.calibration(session.id)?;
+        let messages = self.store.messages(session.id, false)?;
+        let usage = self.store.usage(session.id)?;
+        self.conversation_from(session, prompt, messages, &usage, choice, counter)
+    }
+
+    /// A conversation over rows the caller already holds: `messages` (the
+    /// session's messages; archived ones and a reply still streaming are
+    /// left out) and its `usage` rows (for the calibration), with `prompt`
+    /// as the prompt in force. Reads only the compression engine's state.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`] when the engine's state cannot be read.
+    pub fn conversation_from(
+        &self,
+        session: Session,
+        prompt: crate::domain::SystemPrompt,
+        messages: Vec<crate::domain::Message>,
+        usage: &[Usage],
+        choice: &ModelChoice,
+        counter: Arc<dyn TokenCounter>,
+    ) -> Result<Conversation, RuntimeError> {
+        let active = super::session::settled(messages.into_iter().filter(|m| m.archived_by.is_none()));
+        let calibration = super::context::calibration_of(usage);
         let engine = self.compression_engine(&session, choice, super::SummarizerArg::Config)?;
         Ok(
-            Conversation::new(session, prompt, messages, counter, choice.max_tokens)
+            Conversation::new(session, prompt, active, counter, choice.max_tokens)
                 .with_window(choice.context_window)
                 .with_max_messages(self.config.history.max_messages)
                 .with_calibration(calibration)
@@ -134,13 +158,23 @@ impl Runtime {
                     Effect::SaveMessage(mut m) => {
                         self.store.append_message(&mut m)?;
                         conversation.saved(m.id, m.seq);
+                        if m.status != MessageStatus::Streaming {
+                            out(ChatOutput::Stored(&m));
+                        }
                     }
                     Effect::UpdateMessage {
                         id,
                         content,
                         tool_calls,
                         status,
-                    } => self.store.update_message(id, &content, &tool_calls, status)?,
+                    } => {
+                        self.store.update_message(id, &content, &tool_calls, status)?;
+                        if status != MessageStatus::Streaming
+                            && let Some(m) = conversation.messages().iter().rev().find(|m| m.id == id)
+                        {
+                            out(ChatOutput::Stored(m));
+                        }
+                    }
                     Effect::StoreTokenCounts(counts) => self.store.set_message_tokens(&counts)?,
                     Effect::SendRequest(request) => {
                         error = None;

@@ -183,18 +183,7 @@ impl Runtime {
         history_tokens: Vec<u32>,
         choice: &ModelChoice,
     ) -> Snapshot {
-        let budget = Budget::compute(BudgetInput {
-            layers: &prompt.layers,
-            boundary_offset: prompt.boundary_offset,
-            history: &messages,
-            history_tokens: &history_tokens,
-            tools: &[],
-            window: choice.context_window,
-            reserved_output: choice.max_tokens,
-            threshold: self.threshold_settings(),
-            tokenizer: counter.id(),
-            exact: counter.exact(),
-        });
+        let budget = self.budget_of(&prompt, counter.as_ref(), &messages, &history_tokens, choice);
         Snapshot {
             prompt,
             counter,
@@ -202,6 +191,31 @@ impl Runtime {
             history_tokens,
             budget,
         }
+    }
+
+    /// The budget of a request holding `messages` at `tokens` each (their
+    /// stored counts, or their size in the prepared request) with `prompt`,
+    /// under `choice`'s window and output reserve.
+    pub(super) fn budget_of(
+        &self,
+        prompt: &SystemPrompt,
+        counter: &dyn TokenCounter,
+        messages: &[Message],
+        tokens: &[u32],
+        choice: &ModelChoice,
+    ) -> Budget {
+        Budget::compute(BudgetInput {
+            layers: &prompt.layers,
+            boundary_offset: prompt.boundary_offset,
+            history: messages,
+            history_tokens: tokens,
+            tools: &[],
+            window: choice.context_window,
+            reserved_output: choice.max_tokens,
+            threshold: self.threshold_settings(),
+            tokenizer: counter.id(),
+            exact: counter.exact(),
+        })
     }
 
     pub(super) fn threshold_settings(&self) -> ThresholdSettings {

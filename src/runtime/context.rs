@@ -54,6 +54,28 @@ pub struct ContextReport {
     pub compression: CompressionStatus,
 }
 
+/// [`Runtime::live_context`]: the next request of an open conversation.
+#[derive(Clone, Debug)]
+pub struct LiveContext {
+    /// The prompt in force.
+    pub prompt: crate::domain::SystemPrompt,
+    /// The prepared request's budget (the stored one when it cannot be
+    /// prepared).
+    pub budget: Budget,
+    /// What the pipeline does to each message.
+    pub report: Vec<ReportEntry>,
+    /// Input tokens of the prepared request.
+    pub prepared_tokens: Option<u64>,
+    /// The pre-limit estimate.
+    pub prelimit_tokens: Option<u64>,
+    /// The stored history's tokens as a request.
+    pub stored_tokens: u64,
+    /// Why the request cannot be prepared.
+    pub prepare_error: Option<String>,
+    /// Why automatic compression is blocked.
+    pub blocked_reason: Option<String>,
+}
+
 /// `compression` in `strata context --json`.
 #[derive(Clone, Debug, Serialize)]
 pub struct CompressionStatus {
@@ -72,6 +94,16 @@ pub struct CompressionStatus {
     pub last_compaction: Option<Compaction>,
 }
 
+/// The calibration learned from `usage` rows, oldest first (requests where
+/// the provider reported `prompt_tokens`).
+pub(super) fn calibration_of(usage: &[crate::domain::Usage]) -> Calibration {
+    Calibration::from_history(
+        usage
+            .iter()
+            .filter_map(|u| u.prompt_tokens.map(|actual| (u.estimated_prompt_tokens, actual))),
+    )
+}
+
 impl Runtime {
     /// The session's estimate calibration, learned from its usage rows
     /// (requests where the provider reported `prompt_tokens`).
@@ -79,12 +111,7 @@ impl Runtime {
     /// # Errors
     /// [`RuntimeError::Store`] when reading fails.
     pub fn calibration(&self, session: crate::domain::SessionId) -> Result<Calibration, RuntimeError> {
-        Ok(Calibration::from_history(
-            self.store
-                .usage(session)?
-                .into_iter()
-                .filter_map(|u| u.prompt_tokens.map(|actual| (u.estimated_prompt_tokens, actual))),
-        ))
+        Ok(calibration_of(&self.store.usage(session)?))
     }
 
     /// The session's messages with token counts under the session's
@@ -195,6 +222,60 @@ impl Runtime {
         })
     }
 
+    /// Why automatic compression does not run, given the engine's lockout
+    /// reason: off in the config, or locked; `None` when it may run.
+    #[must_use]
+    pub fn blocked_reason(&self, locked: Option<String>) -> Option<String> {
+        if self.config.compression.enabled {
+            locked
+        } else {
+            Some("Automatic compression is off in the config ([compression] enabled = false); /compress still works.".to_owned())
+        }
+    }
+
+    /// The context of the next request of `conversation` under `choice`,
+    /// from what it holds (nothing is read from the store): the prepared
+    /// request's budget and report, the pre-limit and stored figures.
+    pub fn live_context(
+        &self,
+        conversation: &mut crate::conversation::Conversation,
+        choice: &ModelChoice,
+    ) -> LiveContext {
+        let stored = conversation.history_tokens();
+        let prepared = conversation.prepare();
+        let counter = std::sync::Arc::clone(conversation.counter());
+        let prompt = conversation.prompt().clone();
+        let messages = conversation.messages();
+        let stored_budget = self.budget_of(&prompt, counter.as_ref(), messages, &stored, choice);
+        let stored_tokens = stored_budget.input_tokens();
+        let (budget, report, prepared_tokens, prelimit_tokens, prepare_error) = match prepared {
+            Ok(p) => {
+                let sent: Vec<u32> = p.report.iter().map(|r| r.tokens_after).collect();
+                let budget = self
+                    .budget_of(&prompt, counter.as_ref(), messages, &sent, choice)
+                    .fitted_to(p.prepared_tokens);
+                (
+                    budget,
+                    p.report,
+                    Some(p.prepared_tokens),
+                    Some(p.prelimit_tokens),
+                    None,
+                )
+            }
+            Err(e) => (stored_budget, Vec::new(), None, None, Some(e.to_string())),
+        };
+        LiveContext {
+            prompt,
+            budget,
+            report,
+            prepared_tokens,
+            prelimit_tokens,
+            stored_tokens,
+            prepare_error,
+            blocked_reason: self.blocked_reason(conversation.engine().status().locked),
+        }
+    }
+
     /// Automatic compression's state for the session: on or off, strikes,
     /// why it is blocked, the cooldown, and the last compaction.
     ///
@@ -208,11 +289,7 @@ impl Runtime {
         let engine = self.compression_engine(session, choice, super::SummarizerArg::Config)?;
         let status = engine.status();
         let enabled = self.config.compression.enabled;
-        let blocked = if enabled {
-            status.locked
-        } else {
-            Some("Automatic compression is off in the config ([compression] enabled = false); /compress still works.".to_owned())
-        };
+        let blocked = self.blocked_reason(status.locked.clone());
         Ok(CompressionStatus {
             enabled,
             strikes: status.strikes,

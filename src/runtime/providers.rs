@@ -9,8 +9,10 @@ use crate::provider::{
     AnthropicConfig, AnthropicProvider, OpenAiConfig, OpenAiProvider, Provider, ProviderError,
 };
 use crate::tokens::{self, TokenCounter};
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
 
 /// A provider ready to answer, with the counter for its tokens.
 pub struct Connected {
@@ -169,16 +171,39 @@ pub fn connect(
 
 /// The counter for a stored session's tokens: the embedded model's own
 /// tokenizer when the session runs on it and its file is here, else tiktoken.
+/// Built once per process for each (provider, model, GGUF file) and shared
+/// afterwards: reading a GGUF vocabulary takes tens of milliseconds.
 #[must_use]
 pub fn session_counter(paths: &Paths, config: &Config, provider: &str, model: &str) -> Arc<dyn TokenCounter> {
-    if provider == ProviderKind::Local.as_str() {
-        let file = explicit_gguf(model).or_else(|| local_model_file(paths, config));
-        if let Some(tokenizer) = file.and_then(|p| load_tokenizer(&p)) {
-            return Arc::new(tokenizer);
-        }
+    let file = (provider == ProviderKind::Local.as_str())
+        .then(|| explicit_gguf(model).or_else(|| local_model_file(paths, config)))
+        .flatten();
+    let key = (provider.to_owned(), model.to_owned(), file.clone());
+    let cache = COUNTERS.get_or_init(Mutex::default);
+    if let Some(counter) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
+        return counter;
     }
-    Arc::new(tokens::counter_for(provider, model))
+    let counter: Arc<dyn TokenCounter> = match file.as_deref().and_then(load_tokenizer) {
+        Some(tokenizer) => Arc::new(tokenizer),
+        None => Arc::new(tokens::counter_for(provider, model)),
+    };
+    COUNTERS_BUILT.fetch_add(1, Ordering::Relaxed);
+    if let Ok(mut c) = cache.lock() {
+        c.insert(key, Arc::clone(&counter));
+    }
+    counter
 }
+
+/// How many counters [`session_counter`] built in this process (each
+/// (provider, model, file) once), for diagnostics and tests.
+#[must_use]
+pub fn counters_built() -> usize {
+    COUNTERS_BUILT.load(Ordering::Relaxed)
+}
+
+type CounterKey = (String, String, Option<PathBuf>);
+static COUNTERS: OnceLock<Mutex<HashMap<CounterKey, Arc<dyn TokenCounter>>>> = OnceLock::new();
+static COUNTERS_BUILT: AtomicUsize = AtomicUsize::new(0);
 
 fn load_tokenizer(path: &Path) -> Option<LocalTokenizer> {
     LocalTokenizer::load(path).ok()

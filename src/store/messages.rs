@@ -292,6 +292,16 @@ impl Store {
             .prepare_cached(&sql)?
             .query_map([session.to_string()], message_row)?
             .collect::<Result<Vec<_>, _>>()?;
+        self.rows_read
+            .fetch_add(rows.len() as u64, std::sync::atomic::Ordering::Relaxed);
         Ok(rows)
+    }
+
+    /// How many message rows [`Store::messages`] returned on this
+    /// connection so far: what the session service's "read each row once"
+    /// rule is checked with.
+    #[must_use]
+    pub fn message_rows_read(&self) -> u64 {
+        self.rows_read.load(std::sync::atomic::Ordering::Relaxed)
     }
 }

@@ -87,6 +87,29 @@ pub struct SessionService {
     counts: Option<std_mpsc::Sender<CountJob>>,
     /// Marks layers stale when their files change on disk.
     watch: PromptWatch,
+    /// The open session's rows as last read, kept up to date by its turns.
+    rows: Option<Rows>,
+}
+
+/// A stored session's rows the service holds, so a turn reads none again.
+struct Rows {
+    session: SessionId,
+    /// Every message, archived ones included, in order.
+    messages: Vec<Message>,
+    /// Usage rows, oldest first.
+    usage: Vec<crate::domain::Usage>,
+    /// The latest compaction still in force.
+    last_compaction: Option<crate::domain::Compaction>,
+}
+
+impl Rows {
+    /// Replaces the message with `m`'s id, or appends it.
+    fn upsert(&mut self, m: &Message) {
+        match self.messages.iter().rposition(|x| x.id == m.id) {
+            Some(i) => self.messages[i] = m.clone(),
+            None => self.messages.push(m.clone()),
+        }
+    }
 }
 
 /// Why `/model` could not switch to `choice`, as one sentence short enough
@@ -159,6 +182,7 @@ impl SessionService {
             parts: Vec::new(),
             sink,
             counts,
+            rows: None,
         })
     }
 
@@ -232,7 +256,10 @@ impl SessionService {
         if let Some(counts) = &self.counts {
             let _ = counts.send(CountJob::Counter(Arc::clone(&connected.counter)));
         }
-        self.conversation = None;
+        if !same {
+            // Another model: its window, reserve and prompt differ.
+            self.conversation = None;
+        }
         self.connected = Some(connected);
         self.choice = Some(choice);
         self.announce();
@@ -309,15 +336,24 @@ impl SessionService {
             .ok_or_else(|| anyhow::anyhow!("no model is selected; check the config or pass --model"))
     }
 
-    /// Sends the current session (or the pending new one) to the app.
+    /// Sends the current session (or the pending new one) to the client,
+    /// whole. The session's rows are read only when the service does not
+    /// hold them (another session, or a change that rewrote the history).
     fn refresh(&mut self) -> anyhow::Result<()> {
         let choice = self.choice()?;
         let mode = self.mode(&choice);
-        let view = match &self.session {
+        let view = match self.session.clone() {
             Some(s) => {
-                let session = self.runtime.store.session(s.id)?.unwrap_or_else(|| s.clone());
+                let session = self.runtime.store.session(s.id)?.unwrap_or(s);
                 self.session = Some(session.clone());
-                snapshot::session_view(&mut self.runtime, &session, &choice)?
+                self.conversation_for(&session, &choice, false)?;
+                let context = self.context_now(&choice);
+                let messages = self.rows.as_ref().map(|r| r.messages.clone()).unwrap_or_default();
+                super::SessionView {
+                    session: Some(session),
+                    messages,
+                    context,
+                }
             }
             None => snapshot::pending_view(&self.runtime, &choice, mode, &self.cwd)?,
         };
@@ -330,21 +366,132 @@ impl SessionService {
         Ok(())
     }
 
-    fn open_conversation(&mut self) -> anyhow::Result<()> {
-        if self.conversation.is_some() {
+    /// The counter for `session`'s tokens: the connected provider's, else
+    /// the process's shared one for the session's model.
+    fn counter_for(&self, session: &Session) -> Arc<dyn crate::tokens::TokenCounter> {
+        match &self.connected {
+            Some(c) => Arc::clone(&c.counter),
+            None => crate::runtime::session_counter(
+                &self.runtime.paths,
+                &self.runtime.config,
+                &session.provider,
+                &session.model,
+            ),
+        }
+    }
+
+    /// Makes sure the service holds `session`'s rows and a conversation
+    /// over them with the current counter. With `freeze`, the prompt is
+    /// the one `choice` needs (a new version is stored when the provider,
+    /// model or mode changed its fingerprint); without, the stored one is
+    /// shown as it is.
+    fn conversation_for(
+        &mut self,
+        session: &Session,
+        choice: &ModelChoice,
+        freeze: bool,
+    ) -> anyhow::Result<()> {
+        if self.rows.as_ref().is_none_or(|r| r.session != session.id) {
+            let store = &self.runtime.store;
+            let last_compaction = store
+                .compactions(session.id)?
+                .into_iter()
+                .rev()
+                .find(|c| c.undone_at.is_none());
+            self.rows = Some(Rows {
+                session: session.id,
+                messages: store.messages(session.id, true)?,
+                usage: store.usage(session.id)?,
+                last_compaction,
+            });
+            self.conversation = None;
+        }
+        let counter = self.counter_for(session);
+        let mode = self.mode(choice);
+        let wanted = crate::runtime::fingerprint(choice, mode);
+        let keep = self.conversation.as_ref().is_some_and(|c| {
+            c.session().id == session.id
+                && c.counter().id() == counter.id()
+                && (!freeze || c.prompt().fingerprint == wanted)
+        });
+        if keep {
             return Ok(());
         }
+        let (session, prompt) = if freeze {
+            let prompt = self.runtime.frozen_prompt(
+                session,
+                choice,
+                mode,
+                &jiff::Zoned::now(),
+                crate::prompt::EnvFacts::from_process(),
+            )?;
+            let session = self
+                .runtime
+                .store
+                .session(session.id)?
+                .unwrap_or_else(|| session.clone());
+            (session, prompt)
+        } else {
+            let prompt = self.runtime.store.current_prompt(session.id)?.ok_or_else(|| {
+                anyhow::anyhow!(
+                    "session {} has no stored system prompt; the database may be damaged",
+                    session.id
+                )
+            })?;
+            (session.clone(), prompt)
+        };
+        let Some(rows) = &self.rows else {
+            return Ok(());
+        };
+        self.conversation = Some(self.runtime.conversation_from(
+            session,
+            prompt,
+            rows.messages.clone(),
+            &rows.usage,
+            choice,
+            counter,
+        )?);
+        Ok(())
+    }
+
+    /// The context snapshot of the open conversation, from what the
+    /// service holds.
+    fn context_now(&mut self, choice: &ModelChoice) -> Option<super::ContextSnapshot> {
+        let conversation = self.conversation.as_mut()?;
+        let live = self.runtime.live_context(conversation, choice);
+        let rows = self.rows.as_ref();
+        Some(super::ContextSnapshot {
+            prompt: live.prompt,
+            budget: live.budget,
+            report: live.report,
+            prepared_tokens: live.prepared_tokens,
+            prelimit_tokens: live.prelimit_tokens,
+            stored_tokens: live.stored_tokens,
+            prepare_error: live.prepare_error,
+            last_usage: rows.and_then(|r| r.usage.last().cloned()),
+            last_compaction: rows.and_then(|r| r.last_compaction.clone()),
+            blocked_reason: live.blocked_reason,
+        })
+    }
+
+    /// Drops the rows and conversation held: the stored history changed
+    /// (or another session is open), so the next refresh reads it again.
+    fn forget_history(&mut self) {
+        self.rows = None;
+        self.conversation = None;
+    }
+
+    /// Opens the conversation of the current session for a request: its
+    /// prompt frozen for the current choice.
+    fn open_conversation(&mut self) -> anyhow::Result<()> {
         let choice = self.choice()?;
-        let mode = self.mode(&choice);
         let Some(session) = self.session.clone() else {
             return Ok(());
         };
-        let Some(connected) = &self.connected else {
+        if self.connected.is_none() {
             anyhow::bail!("no provider is connected; check the key or the model, then try again");
-        };
-        let counter = Arc::clone(&connected.counter);
-        self.conversation = Some(self.runtime.open_conversation(&session, &choice, mode, counter)?);
-        Ok(())
+        }
+        self.conversation_for(&session, &choice, true)
     }
 
     /// Sends `text` as the user's next message: connects and creates the
@@ -365,11 +512,22 @@ impl SessionService {
         }
         let result = self.turn(text, cancel).await;
         let status = match &result {
-            Ok(s) => *s,
+            Ok((s, _)) => *s,
             Err(_) => crate::domain::MessageStatus::Error,
         };
-        if let Err(e) = self.refresh() {
-            self.emit(ServiceEvent::Error(e.to_string()));
+        // A compaction rewrote the stored history: show it whole. Otherwise
+        // the turn's messages went out as they were stored, and the
+        // context follows from what the service holds.
+        let rewritten = !matches!(result, Ok((_, false)));
+        if rewritten {
+            self.rows = None;
+            if let Err(e) = self.refresh() {
+                self.emit(ServiceEvent::Error(e.to_string()));
+            }
+        } else if let Ok(choice) = self.choice()
+            && let Some(context) = self.context_now(&choice)
+        {
+            self.emit(ServiceEvent::Context(Box::new(context)));
         }
         self.emit(ServiceEvent::TurnDone { status });
         result.map(|_| ())
@@ -395,7 +553,9 @@ impl SessionService {
                 env: crate::prompt::EnvFacts::from_process(),
             })?;
             self.session = Some(session);
-            self.conversation = None;
+            self.forget_history();
+            // The client learns the session (title, id) and the watch starts.
+            self.refresh()?;
         }
         self.open_conversation()
     }
@@ -404,7 +564,7 @@ impl SessionService {
         &mut self,
         text: String,
         cancel: impl Future<Output = ()>,
-    ) -> anyhow::Result<crate::domain::MessageStatus> {
+    ) -> anyhow::Result<(crate::domain::MessageStatus, bool)> {
         let (Some(conversation), Some(connected)) = (self.conversation.as_mut(), self.connected.as_ref())
         else {
             anyhow::bail!("no provider is connected; check the key or the model, then try again");
@@ -416,16 +576,32 @@ impl SessionService {
         sink(ServiceEvent::StreamStarted {
             now_ms: crate::runtime::now_ms(),
         });
+        let rows = &mut self.rows;
+        let mut compacted = false;
         let mut out = |o: ChatOutput<'_>| {
             let e = match o {
+                ChatOutput::Stored(m) => {
+                    if let Some(rows) = rows.as_mut() {
+                        rows.upsert(m);
+                    }
+                    ServiceEvent::Message(Box::new(m.clone()))
+                }
                 ChatOutput::Delta(t) => ServiceEvent::Delta {
                     text: t.to_owned(),
                     now_ms: crate::runtime::now_ms(),
                 },
-                ChatOutput::Usage(u) => ServiceEvent::Usage(u.clone()),
+                ChatOutput::Usage(u) => {
+                    if let Some(rows) = rows.as_mut() {
+                        rows.usage.push(u.clone());
+                    }
+                    ServiceEvent::Usage(u.clone())
+                }
                 ChatOutput::Error(m) => ServiceEvent::Error(m.to_owned()),
                 ChatOutput::Notice(m) => ServiceEvent::Notice(m.to_owned()),
-                ChatOutput::Compressed(c) => ServiceEvent::Notice(c.feedback.clone()),
+                ChatOutput::Compressed(c) => {
+                    compacted |= !c.noop;
+                    ServiceEvent::Notice(c.feedback.clone())
+                }
                 ChatOutput::Phase(phase) => ServiceEvent::Phase(phase),
             };
             sink(e);
@@ -434,7 +610,7 @@ impl SessionService {
             .runtime
             .chat_turn(conversation, connected.provider.as_ref(), text, cancel, &mut out)
             .await;
-        Ok(outcome?.status)
+        Ok((outcome?.status, compacted))
     }
 
     /// `/compress [topic]`: a manual compression with the session's
@@ -454,7 +630,7 @@ impl SessionService {
             provider: self.connected.as_ref().map(|c| c.provider.as_ref()),
         };
         let outcome = self.runtime.compress(&session, &request).await?;
-        self.conversation = None;
+        self.forget_history();
         self.refresh()?;
         let line = if outcome.noop {
             outcome.reason.unwrap_or(outcome.feedback)
@@ -473,7 +649,7 @@ impl SessionService {
                     self.choice = Some(self.choice_for(None)?);
                 }
                 self.session = None;
-                self.conversation = None;
+                self.forget_history();
                 self.refresh()?;
                 self.emit(ServiceEvent::Notice(
                     "new session; it is stored when you send the first message".into(),
@@ -487,7 +663,7 @@ impl SessionService {
                 self.ensure_connected(choice)
                     .map_err(|e| anyhow::anyhow!("cannot resume the session on {model}: {e}"))?;
                 self.session = Some(session);
-                self.conversation = None;
+                self.forget_history();
                 self.refresh()?;
             }
             Command::Rename(title) => {
@@ -555,7 +731,7 @@ impl SessionService {
                     anyhow::bail!("this session is empty; there is no compression to undo");
                 };
                 let undone = self.runtime.undo_compress(&s)?;
-                self.conversation = None;
+                self.forget_history();
                 self.refresh()?;
                 self.emit(ServiceEvent::Notice(format!(
                     "compression undone: {} messages active, prompt version {}",
@@ -569,7 +745,7 @@ impl SessionService {
                 let fork = self.runtime.fork_session(&s)?;
                 let title = fork.title.clone();
                 self.session = Some(fork);
-                self.conversation = None;
+                self.forget_history();
                 self.refresh()?;
                 self.emit(ServiceEvent::Notice(format!(
                     "now in the fork \"{title}\"; the original session is unchanged (/sessions)"
@@ -602,7 +778,7 @@ impl SessionService {
                             .into(),
                     )),
                     crate::runtime::Reloaded::NewVersion(p) => {
-                        self.conversation = None;
+                        self.forget_history();
                         self.refresh()?;
                         self.emit(ServiceEvent::Notice(format!(
                             "system prompt rebuilt as version {}; the provider's prompt cache starts over",

@@ -5,46 +5,11 @@
 
 use super::{ContextSnapshot, SessionView};
 use crate::config::ModelChoice;
-use crate::domain::{PromptMode, Session, SessionId};
+use crate::domain::{PromptMode, SessionId};
 use crate::prompt::EnvFacts;
 use crate::runtime::{PromptPreview, Runtime, fingerprint, session_counter, to_system_prompt};
 use crate::tokens::{Budget, BudgetInput, ThresholdSettings};
 use std::path::Path;
-
-/// A stored session with every message (archived ones included) and its
-/// context snapshot.
-///
-/// # Errors
-/// When the store cannot be read.
-pub fn session_view(
-    runtime: &mut Runtime,
-    session: &Session,
-    choice: &ModelChoice,
-) -> anyhow::Result<SessionView> {
-    let report = runtime.context_report(session, choice)?;
-    let prompt = runtime
-        .store
-        .current_prompt(session.id)?
-        .ok_or_else(|| anyhow::anyhow!("session {} has no stored system prompt", session.id))?;
-    let messages = runtime.store.messages(session.id, true)?;
-    let last_usage = runtime.store.usage(session.id)?.pop();
-    Ok(SessionView {
-        session: Some(session.clone()),
-        messages,
-        context: Some(ContextSnapshot {
-            prompt,
-            budget: report.budget,
-            report: report.report,
-            prepared_tokens: report.prepared_tokens,
-            prelimit_tokens: report.prelimit_tokens,
-            stored_tokens: report.stored_tokens,
-            prepare_error: report.prepare_error,
-            last_usage,
-            last_compaction: report.compression.last_compaction,
-            blocked_reason: report.compression.blocked,
-        }),
-    })
-}
 
 /// The view of a new session before its first message: no messages, the
 /// budget of the prompt it would get.
