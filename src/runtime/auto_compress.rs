@@ -75,6 +75,15 @@ impl Runtime {
             out(ChatOutput::Notice(w));
         }
         out(ChatOutput::Compressed(&outcome));
-        Ok(stored.map(|(plan, prompt)| Box::new(Compacted { plan, prompt })))
+        Ok(stored.map(|stored| {
+            out(ChatOutput::Compacted {
+                compaction: &stored.compaction,
+                plan: &stored.plan,
+            });
+            Box::new(Compacted {
+                plan: stored.plan,
+                prompt: stored.prompt,
+            })
+        }))
     }
 }

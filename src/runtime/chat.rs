@@ -38,6 +38,14 @@ pub enum ChatOutput<'a> {
     /// A message was stored in its final form (the user's message and its
     /// parts; a reply once finished).
     Stored(&'a crate::domain::Message),
+    /// A compaction was stored: its row and the plan applied (the
+    /// originals it archived, the messages it inserted).
+    Compacted {
+        /// The compaction row.
+        compaction: &'a crate::domain::Compaction,
+        /// What it did.
+        plan: &'a crate::compress::CompressionPlan,
+    },
 }
 
 /// How a turn ended.

@@ -56,6 +56,14 @@ impl Snapshot {
     }
 }
 
+/// A compaction as stored: the plan applied, the prompt version made
+/// current with it, and its row.
+pub(super) struct StoredCompaction {
+    pub plan: CompressionPlan,
+    pub prompt: SystemPrompt,
+    pub compaction: Compaction,
+}
+
 /// Who writes the summary, as asked on the command line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SummarizerArg {
@@ -323,7 +331,7 @@ impl Runtime {
         engine: &mut dyn CompressionEngine,
         snapshot: &Snapshot,
         req: &CompressRequest<'_>,
-    ) -> Result<(CompressOutcome, Option<(CompressionPlan, SystemPrompt)>), RuntimeError> {
+    ) -> Result<(CompressOutcome, Option<StoredCompaction>), RuntimeError> {
         use tracing::Instrument as _;
         let span = tracing::info_span!("compress", session = %session.id, trigger = ?req.trigger);
         let started = std::time::Instant::now();
@@ -357,7 +365,7 @@ impl Runtime {
         engine: &mut dyn CompressionEngine,
         snapshot: &Snapshot,
         req: &CompressRequest<'_>,
-    ) -> Result<(CompressOutcome, Option<(CompressionPlan, SystemPrompt)>), RuntimeError> {
+    ) -> Result<(CompressOutcome, Option<StoredCompaction>), RuntimeError> {
         let settled = super::session::settled(snapshot.messages.iter().cloned());
         // The topic is typed by the user and goes to the summariser and the
         // record: it is redacted like the history.
@@ -411,7 +419,15 @@ impl Runtime {
             return Ok((outcome_of(&plan, None, true), None));
         }
         let (compaction, prompt) = self.persist(session, snapshot, &plan, req, now)?;
-        Ok((outcome_of(&plan, Some(compaction), false), Some((plan, prompt))))
+        let outcome = outcome_of(&plan, Some(compaction.id), false);
+        Ok((
+            outcome,
+            Some(StoredCompaction {
+                plan,
+                prompt,
+                compaction,
+            }),
+        ))
     }
 
     /// `strata compress`: a manual compression with the session's engine,
@@ -456,7 +472,7 @@ impl Runtime {
         plan: &CompressionPlan,
         req: &CompressRequest<'_>,
         now: i64,
-    ) -> Result<(CompactionId, SystemPrompt), RuntimeError> {
+    ) -> Result<(Compaction, SystemPrompt), RuntimeError> {
         let before = &snapshot.prompt;
         let prompt = self.rebuilt_prompt(session, before, req.choice)?;
         let mut archived: Vec<(i64, MessageId)> = snapshot
@@ -492,7 +508,7 @@ impl Runtime {
             inserted: &inserted,
             prompt: Some(&prompt),
         })?;
-        Ok((compaction.id, prompt))
+        Ok((compaction, prompt))
     }
 
     /// The next prompt version of `session`, built afresh from the

@@ -194,7 +194,7 @@ impl Printer<'_> {
             })),
             ChatOutput::Error(message) => self.json_line(json!({"type": "error", "message": message})),
             // The terminal shows progress as it arrives; phases are for the app.
-            ChatOutput::Phase(_) | ChatOutput::Stored(_) => {}
+            ChatOutput::Phase(_) | ChatOutput::Stored(_) | ChatOutput::Compacted { .. } => {}
             ChatOutput::Notice(message) => {
                 if self.json {
                     self.json_line(json!({"type": "notice", "message": message}));

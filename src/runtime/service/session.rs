@@ -103,6 +103,21 @@ struct Rows {
 }
 
 impl Rows {
+    /// Applies a compaction as the store did: its originals archived by
+    /// it, its summary and rewritten copies inserted at their `seq` (after
+    /// the originals of the same `seq`, as rows inserted later sort).
+    fn compact(&mut self, compaction: &crate::domain::Compaction, plan: &crate::compress::CompressionPlan) {
+        let archived: std::collections::HashSet<_> = plan.archived.iter().copied().collect();
+        for m in self.messages.iter_mut().filter(|m| archived.contains(&m.id)) {
+            m.archived_by = Some(compaction.id);
+        }
+        self.messages.push(plan.summary.clone());
+        self.messages
+            .extend(plan.rewritten.iter().map(|(_, copy)| copy.clone()));
+        self.messages.sort_by_key(|m| m.seq);
+        self.last_compaction = Some(compaction.clone());
+    }
+
     /// Replaces the message with `m`'s id, or appends it.
     fn upsert(&mut self, m: &Message) {
         match self.messages.iter().rposition(|x| x.id == m.id) {
@@ -191,6 +206,13 @@ impl SessionService {
     #[must_use]
     pub fn database_path(&self) -> PathBuf {
         self.runtime.paths.database()
+    }
+
+    /// Message rows the service has read from the store so far (each
+    /// open session's rows once; a turn reads none).
+    #[must_use]
+    pub fn message_rows_read(&self) -> u64 {
+        self.runtime.store.message_rows_read()
     }
 
     /// Runs one command.
@@ -515,12 +537,15 @@ impl SessionService {
             Ok((s, _)) => *s,
             Err(_) => crate::domain::MessageStatus::Error,
         };
-        // A compaction rewrote the stored history: show it whole. Otherwise
-        // the turn's messages went out as they were stored, and the
-        // context follows from what the service holds.
-        let rewritten = !matches!(result, Ok((_, false)));
-        if rewritten {
+        // The turn's messages went out as they were stored; a compaction
+        // rewrote the history the service holds, which goes out whole (from
+        // memory); a failed turn is read back from the store.
+        let reread = result.is_err();
+        let compacted = matches!(result, Ok((_, true)));
+        if reread {
             self.rows = None;
+        }
+        if reread || compacted {
             if let Err(e) = self.refresh() {
                 self.emit(ServiceEvent::Error(e.to_string()));
             }
@@ -598,9 +623,13 @@ impl SessionService {
                 }
                 ChatOutput::Error(m) => ServiceEvent::Error(m.to_owned()),
                 ChatOutput::Notice(m) => ServiceEvent::Notice(m.to_owned()),
-                ChatOutput::Compressed(c) => {
-                    compacted |= !c.noop;
-                    ServiceEvent::Notice(c.feedback.clone())
+                ChatOutput::Compressed(c) => ServiceEvent::Notice(c.feedback.clone()),
+                ChatOutput::Compacted { compaction, plan } => {
+                    compacted = true;
+                    if let Some(rows) = rows.as_mut() {
+                        rows.compact(compaction, plan);
+                    }
+                    return;
                 }
                 ChatOutput::Phase(phase) => ServiceEvent::Phase(phase),
             };
