@@ -45,7 +45,7 @@ pub use engine::{
 pub use extractive::{ExtractiveInput, extractive_summary};
 pub use feedback::feedback_line;
 pub use input::{SummaryRequest, summary_input, summary_request, target_summary_tokens};
-pub use prune::{Pruner, Pruning, free_prune};
+pub use prune::Pruner;
 pub use redact::redact;
 
 use crate::domain::{CompactionTrigger, Message, MessageId, MessageKind, Role};

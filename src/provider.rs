@@ -13,10 +13,10 @@ pub mod local;
 pub mod openai;
 mod retry;
 
-pub use anthropic::{AnthropicConfig, AnthropicProvider};
+pub use anthropic::AnthropicProvider;
 pub use error::ProviderError;
-pub use http::Timeouts;
-pub use openai::{OpenAiConfig, OpenAiProvider};
+pub use http::{HttpProviderConfig, Timeouts, Wire};
+pub use openai::OpenAiProvider;
 pub use retry::RetryPolicy;
 
 use crate::domain::{ChatRequest, StreamEvent};

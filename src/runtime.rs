@@ -12,6 +12,7 @@ mod compress;
 mod context;
 pub mod doctor;
 mod import;
+mod lookup;
 mod prompt_build;
 mod providers;
 pub mod service;

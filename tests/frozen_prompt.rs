@@ -8,6 +8,7 @@ use strata::config::{Config, ModelChoice, Paths, ProviderKind};
 use strata::domain::PromptMode;
 use strata::prompt::EnvFacts;
 use strata::runtime::{NewSession, Runtime};
+use strata::store::Store;
 
 fn choice(model: &str) -> ModelChoice {
     ModelChoice {
@@ -70,10 +71,14 @@ fn prompt_is_frozen_until_the_fingerprint_changes() {
     assert_eq!(v2.version, 2);
     assert_ne!(v2.id, v1.id);
     assert!(v2.text.contains("Always answer in German."));
-    let reloaded = rt.store.session(session.id).unwrap().unwrap();
+    let reloaded = rt.find_session(&session.id.to_string()).unwrap();
     assert_eq!(reloaded.model, "gpt-4.1");
     assert_eq!(reloaded.current_prompt_id, Some(v2.id));
-    assert_eq!(rt.store.prompt_versions(session.id).unwrap().len(), 2);
+    let versions = Store::open(paths.database())
+        .unwrap()
+        .prompt_versions(session.id)
+        .unwrap();
+    assert_eq!(versions.len(), 2);
 
     // And it stays at version 2 for that model.
     let same = rt

@@ -14,7 +14,7 @@ use server::{Recorded, Reply, Server};
 use strata::domain::{
     ChatRequest, ProviderUsage, RequestMessage, RequestSystem, Role, StreamEvent, ToolCall,
 };
-use strata::provider::{AnthropicConfig, AnthropicProvider, Provider, ProviderError};
+use strata::provider::{AnthropicProvider, HttpProviderConfig, Provider, ProviderError, Wire};
 
 const TEXT_WITH_PING: &str = include_str!("fixtures/sse/anthropic-text-with-ping.sse");
 const TOOL_USE: &str = include_str!("fixtures/sse/anthropic-tool-use.sse");
@@ -23,10 +23,10 @@ const FROZEN: &str =
     "# strata\nYou are a careful assistant. Ünïcode: 世界 🎉\n## Workspace\nsrc/main.rs changed";
 
 fn provider_for(server: &Server, key: Option<&str>) -> AnthropicProvider {
-    AnthropicProvider::new(AnthropicConfig {
+    AnthropicProvider::new(HttpProviderConfig {
         base_url: format!("{}/", server.base_url()),
         api_key: key.map(str::to_owned),
-        key_env: AnthropicConfig::KEY_ENV.to_owned(),
+        key_env: Wire::Anthropic.key_env().to_owned(),
         retry: fast_retry(),
         timeouts: timeouts(),
     })
@@ -384,13 +384,13 @@ fn config_reads_the_variables_the_sdks_read() {
         "ANTHROPIC_BASE_URL" => Some("http://127.0.0.1:4000".to_owned()),
         _ => None,
     };
-    let config = AnthropicConfig::from_env(AnthropicConfig::KEY_ENV, env);
+    let config = HttpProviderConfig::from_env(Wire::Anthropic, Wire::Anthropic.key_env(), env);
     assert_eq!(config.api_key.as_deref(), Some(KEY));
     assert!(!format!("{config:?}").contains(KEY));
     let provider = AnthropicProvider::new(config).unwrap();
     assert_eq!(provider.url(), "http://127.0.0.1:4000/v1/messages");
     assert_eq!(provider.name(), "anthropic");
-    let default = AnthropicConfig::from_env("ORG_ANTHROPIC_KEY", |_| None);
-    assert_eq!(default.base_url, AnthropicConfig::DEFAULT_BASE_URL);
+    let default = HttpProviderConfig::from_env(Wire::Anthropic, "ORG_ANTHROPIC_KEY", |_| None);
+    assert_eq!(default.base_url, Wire::Anthropic.default_base_url());
     assert_eq!(default.key_env, "ORG_ANTHROPIC_KEY");
 }

@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 use strata::domain::{
     ChatRequest, ProviderUsage, RequestMessage, RequestSystem, Role, StreamEvent, ToolCall,
 };
-use strata::provider::{OpenAiConfig, OpenAiProvider, Provider, ProviderError, RetryPolicy, Timeouts};
+use strata::provider::{
+    HttpProviderConfig, OpenAiProvider, Provider, ProviderError, RetryPolicy, Timeouts, Wire,
+};
 
 const LLAMA_SERVER: &str = include_str!("fixtures/sse/llamaserver-stream-include-usage.sse");
 const LLAMA_CPP_PYTHON_NO_USAGE: &str =
@@ -24,7 +26,7 @@ const LLAMA_CPP_PYTHON_TOOL: &str = include_str!("fixtures/sse/llamacpppython-st
 const KEY: &str = "sk-test-5f1d0c9a7b";
 
 fn provider_for(server: &Server, key: Option<&str>) -> OpenAiProvider {
-    OpenAiProvider::new(OpenAiConfig {
+    OpenAiProvider::new(HttpProviderConfig {
         base_url: format!("{}/v1/", server.base_url()),
         api_key: key.map(str::to_owned),
         key_env: "MY_OPENAI_KEY".to_owned(),
@@ -213,10 +215,10 @@ async fn disconnect_mid_reply_keeps_the_text_and_reports_a_cut_without_retrying(
 #[tokio::test]
 async fn clean_end_mid_reply_without_finish_reason_is_a_cut() {
     let server = Server::start(vec![Reply::sse(chunk("Half"))]).await;
-    let provider = OpenAiProvider::new(OpenAiConfig {
+    let provider = OpenAiProvider::new(HttpProviderConfig {
         base_url: server.base_url(),
         retry: RetryPolicy::never(),
-        ..OpenAiConfig::default()
+        ..HttpProviderConfig::new(Wire::OpenAi)
     })
     .unwrap();
     let (events, error) = collect(provider.stream(request())).await;
@@ -484,14 +486,14 @@ async fn dropping_the_stream_closes_the_connection() {
 #[tokio::test]
 async fn silence_longer_than_the_idle_timeout_is_a_network_error() {
     let server = Server::start(vec![Reply::sse_hold(chunk("then nothing"))]).await;
-    let provider = OpenAiProvider::new(OpenAiConfig {
+    let provider = OpenAiProvider::new(HttpProviderConfig {
         base_url: server.base_url(),
         retry: RetryPolicy::never(),
         timeouts: Timeouts {
             connect: Duration::from_secs(5),
             idle: Duration::from_millis(300),
         },
-        ..OpenAiConfig::default()
+        ..HttpProviderConfig::new(Wire::OpenAi)
     })
     .unwrap();
     let (events, error) = collect(provider.stream(request())).await;
@@ -503,10 +505,10 @@ async fn silence_longer_than_the_idle_timeout_is_a_network_error() {
 
 #[tokio::test]
 async fn unreachable_server_is_a_network_error_naming_the_url() {
-    let provider = OpenAiProvider::new(OpenAiConfig {
+    let provider = OpenAiProvider::new(HttpProviderConfig {
         base_url: "http://127.0.0.1:9/v1".to_owned(),
         retry: RetryPolicy::never(),
-        ..OpenAiConfig::default()
+        ..HttpProviderConfig::new(Wire::OpenAi)
     })
     .unwrap();
     let (_, error) = collect(provider.stream(request())).await;
@@ -528,15 +530,15 @@ fn config_reads_the_variables_the_sdks_read() {
         "OTHER_KEY" => Some(String::new()),
         _ => None,
     };
-    let config = OpenAiConfig::from_env(OpenAiConfig::KEY_ENV, env);
+    let config = HttpProviderConfig::from_env(Wire::OpenAi, Wire::OpenAi.key_env(), env);
     assert_eq!(config.base_url, "http://localhost:8080/v1");
     assert_eq!(config.api_key.as_deref(), Some(KEY));
     assert!(!format!("{config:?}").contains(KEY));
-    let other = OpenAiConfig::from_env("OTHER_KEY", |_| None);
-    assert_eq!(other.base_url, OpenAiConfig::DEFAULT_BASE_URL);
+    let other = HttpProviderConfig::from_env(Wire::OpenAi, "OTHER_KEY", |_| None);
+    assert_eq!(other.base_url, Wire::OpenAi.default_base_url());
     assert_eq!(other.api_key, None);
     assert_eq!(other.key_env, "OTHER_KEY");
-    let provider = OpenAiProvider::new(OpenAiConfig::from_env("OTHER_KEY", env)).unwrap();
+    let provider = OpenAiProvider::new(HttpProviderConfig::from_env(Wire::OpenAi, "OTHER_KEY", env)).unwrap();
     assert_eq!(provider.url(), "http://localhost:8080/v1/chat/completions");
     assert_eq!(provider.name(), "openai");
 }

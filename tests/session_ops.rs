@@ -10,6 +10,7 @@ use strata::config::{Config, ModelChoice, Paths, ProviderKind};
 use strata::domain::{Message, PromptMode, Role};
 use strata::prompt::EnvFacts;
 use strata::runtime::{NewSession, Reloaded, Runtime, RuntimeError};
+use strata::store::Store;
 
 fn choice() -> ModelChoice {
     ModelChoice {
@@ -57,37 +58,39 @@ fn open(f: &Fixture, interactive: bool) -> (Runtime, strata::domain::Session) {
 fn a_fork_copies_active_messages_and_the_prompt_bytes() {
     let f = fixture();
     let (mut rt, session) = open(&f, false);
+    // The conversation's own writes, through a second connection.
+    let mut store = Store::open(rt.paths.database()).unwrap();
     for (role, text) in [
         (Role::User, "hello"),
         (Role::Assistant, "hi"),
         (Role::User, "more"),
     ] {
         let mut m = Message::new(session.id, role, text, 1);
-        rt.store.append_message(&mut m).unwrap();
+        store.append_message(&mut m).unwrap();
     }
     let fork = rt.fork_session(&session).unwrap();
     assert_eq!(fork.parent_id, Some(session.id));
     assert_eq!(fork.title, "original (fork)");
-    let a = rt.store.messages(session.id, false).unwrap();
-    let b = rt.store.messages(fork.id, false).unwrap();
+    let a = rt.messages(session.id, false).unwrap();
+    let b = rt.messages(fork.id, false).unwrap();
     let text = |ms: &[Message]| ms.iter().map(|m| (m.role, m.content.clone())).collect::<Vec<_>>();
     assert_eq!(text(&a), text(&b));
     assert!(a.iter().zip(&b).all(|(x, y)| x.id != y.id));
-    let pa = rt.store.current_prompt(session.id).unwrap().unwrap();
-    let pb = rt.store.current_prompt(fork.id).unwrap().unwrap();
+    let pa = rt.current_prompt(session.id).unwrap().unwrap();
+    let pb = rt.current_prompt(fork.id).unwrap().unwrap();
     assert_eq!(pa.text.as_bytes(), pb.text.as_bytes());
     assert_eq!(pb.version, 1);
     // The fork grows on its own.
     let mut m = Message::new(fork.id, Role::Assistant, "only in the fork", 2);
-    rt.store.append_message(&mut m).unwrap();
-    assert_eq!(rt.store.messages(session.id, false).unwrap().len(), 3);
+    store.append_message(&mut m).unwrap();
+    assert_eq!(rt.messages(session.id, false).unwrap().len(), 3);
 }
 
 #[test]
 fn reload_stores_a_new_version_only_when_the_files_changed() {
     let f = fixture();
     let (mut rt, session) = open(&f, true);
-    let before = rt.store.current_prompt(session.id).unwrap().unwrap();
+    let before = rt.current_prompt(session.id).unwrap().unwrap();
     assert!(
         matches!(rt.reload_prompt(&session, &choice()).unwrap(), Reloaded::Unchanged(p) if p.id == before.id)
     );
@@ -97,7 +100,7 @@ fn reload_stores_a_new_version_only_when_the_files_changed() {
     };
     assert_eq!(after.version, 2);
     assert!(after.text.contains("Use spaces."));
-    assert_eq!(rt.store.current_prompt(session.id).unwrap().unwrap().id, after.id);
+    assert_eq!(rt.current_prompt(session.id).unwrap().unwrap().id, after.id);
     // Built for the app, rebuilt for the app: only the edited file differs.
     assert_eq!(
         before.text.replace("Use tabs.", "Use spaces."),

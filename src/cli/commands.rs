@@ -174,7 +174,7 @@ pub fn app(env: &Env, resume: Option<String>, continue_latest: bool) -> anyhow::
 fn resume_target(env: &Env, id: &str) -> anyhow::Result<strata::domain::SessionId> {
     use strata::store::StoreError;
     let found = match env.existing_runtime()? {
-        Some(runtime) => runtime.store.find_session(id),
+        Some(runtime) => runtime.find_session(id),
         None => Err(StoreError::SessionNotFound {
             id: id.trim().to_owned(),
         }),

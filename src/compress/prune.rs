@@ -6,9 +6,9 @@
 //! parsed JSON so they stay valid. Across the whole history, every image but
 //! the newest becomes a placeholder.
 //!
-//! Pinned messages are never rewritten. Nothing is changed in place: the
-//! result holds copies (new ids, the original's `seq`) next to the index of
-//! the original they replace.
+//! Pinned messages are never rewritten. Nothing is changed in place:
+//! [`Pruner::message`] lends the original when pruning leaves it alone and
+//! gives a copy (new id, the original's `seq`) when it rewrites it.
 
 use super::{cut_at, tail_of};
 use crate::domain::{Message, MessageId, Role};
@@ -29,31 +29,6 @@ pub const ARGUMENTS_MAX_CHARS: usize = 500;
 /// String leaves of shortened arguments keep this many chars.
 pub const ARGUMENT_STRING_KEEP_CHARS: usize = 200;
 
-/// The outcome of [`free_prune`]: one slot per message of the history,
-/// `Some(copy)` where the message was rewritten.
-#[derive(Clone, Debug, Default, PartialEq)]
-pub struct Pruning {
-    /// Aligned with the history given to [`free_prune`].
-    pub copies: Vec<Option<Message>>,
-}
-
-impl Pruning {
-    /// The message at `index` as pruning left it (the copy, else the original).
-    #[must_use]
-    pub fn message<'a>(&'a self, history: &'a [Message], index: usize) -> &'a Message {
-        self.copies
-            .get(index)
-            .and_then(Option::as_ref)
-            .unwrap_or(&history[index])
-    }
-
-    /// Number of rewritten messages.
-    #[must_use]
-    pub fn rewritten_count(&self) -> usize {
-        self.copies.iter().filter(|c| c.is_some()).count()
-    }
-}
-
 static IMAGE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"data:(image/[A-Za-z0-9.+\-]+);base64,([A-Za-z0-9+/=]+)|\[image(?:\]|:[^\]\n]{0,200}\])").ok()
 });
@@ -65,30 +40,14 @@ static ERROR_LINE: LazyLock<Option<Regex>> = LazyLock::new(|| {
     Regex::new(r"(?i)^\s*(?:error|fatal|panic|thread '.*' panicked|traceback|exception)\b").ok()
 });
 
-/// Rewrites old tool results, long tool-call arguments and old images of
-/// `history`; messages at `tail_start` and after are protected from all but
-/// image stripping. See the module doc for the rules. Every message is
-/// rewritten here; [`Pruner`] rewrites only the ones asked for.
-#[must_use]
-pub fn free_prune(history: &[Message], tail_start: usize) -> Pruning {
-    let pruner = Pruner::new(history, tail_start);
-    Pruning {
-        copies: (0..history.len())
-            .map(|i| match pruner.message(i) {
-                Cow::Owned(copy) => Some(copy),
-                Cow::Borrowed(_) => None,
-            })
-            .collect(),
-    }
-}
-
 /// Free pruning of one history, decided up front and applied per message
-/// on demand: [`Pruner::message`] gives a message as [`free_prune`] leaves
-/// it. What needs the whole history is settled in [`Pruner::new`] (which
-/// tool results are older copies of a later one, which message holds the
-/// newest image); rewriting a tool result into its one line, shortening
-/// arguments and stripping images are done per message, so a caller that
-/// reads only some of the messages pays only for those.
+/// on demand: [`Pruner::message`] gives a message as pruning leaves it
+/// (see the module doc for the rules). What needs the whole history is
+/// settled in [`Pruner::new`] (which tool results are older copies of a
+/// later one, which message holds the newest image); rewriting a tool
+/// result into its one line, shortening arguments and stripping images are
+/// done per message, so a caller that reads only some of the messages pays
+/// only for those.
 pub struct Pruner<'a> {
     history: &'a [Message],
     tail_start: usize,
@@ -471,6 +430,15 @@ mod tests {
     use super::*;
     use crate::domain::{SessionId, ToolCall};
 
+    /// The copy [`Pruner::message`] makes of message `i`, `None` when it
+    /// lends the original.
+    fn copy(pruner: &Pruner<'_>, i: usize) -> Option<Message> {
+        match pruner.message(i) {
+            Cow::Owned(copy) => Some(copy),
+            Cow::Borrowed(_) => None,
+        }
+    }
+
     #[test]
     fn read_and_shell_results_get_informative_lines() {
         let big = "x".repeat(12_400);
@@ -553,21 +521,20 @@ mod tests {
         let mut shot = Message::new(s, Role::Tool, format!("{png}\n{}", "pixels ".repeat(40)), 0);
         shot.tool_call_id = Some("c1".into());
         let history = vec![user, call, shot, Message::new(s, Role::Assistant, "done", 0)];
-        let p = free_prune(&history, 3);
-        let summary = &p.copies[2].as_ref().unwrap().content;
+        let p = Pruner::new(&history, 3);
+        let summary = copy(&p, 2).unwrap().content;
         assert!(
             summary.starts_with("[screenshot]") && !summary.contains("[image omitted"),
             "{summary}"
         );
         assert!(
-            p.copies[0].is_none(),
+            copy(&p, 0).is_none(),
             "the user's image is now the newest and stays"
         );
-        let kept_in_tail = free_prune(&history, 2);
-        assert!(kept_in_tail.copies[2].is_none(), "the newest image, in the tail");
+        let kept_in_tail = Pruner::new(&history, 2);
+        assert!(copy(&kept_in_tail, 2).is_none(), "the newest image, in the tail");
         assert!(
-            kept_in_tail.copies[0]
-                .as_ref()
+            copy(&kept_in_tail, 0)
                 .unwrap()
                 .content
                 .contains("[image omitted: image/png")
@@ -590,21 +557,12 @@ mod tests {
             history.push(a);
             history.push(t);
         }
-        let p = free_prune(&history, 6);
-        assert!(p.copies[1].as_ref().unwrap().content.contains("newest copy"));
-        assert!(p.copies[3].as_ref().unwrap().content.contains("newest copy"));
-        assert_eq!(
-            p.copies[5].as_ref().unwrap().content,
-            "[read_file] read a.rs (300 chars)"
-        );
-        let protected = free_prune(&history, 5);
-        assert!(protected.copies[5].is_none(), "the newest copy is in the tail");
-        assert!(
-            protected.copies[3]
-                .as_ref()
-                .unwrap()
-                .content
-                .contains("newest copy")
-        );
+        let p = Pruner::new(&history, 6);
+        assert!(copy(&p, 1).unwrap().content.contains("newest copy"));
+        assert!(copy(&p, 3).unwrap().content.contains("newest copy"));
+        assert_eq!(copy(&p, 5).unwrap().content, "[read_file] read a.rs (300 chars)");
+        let protected = Pruner::new(&history, 5);
+        assert!(copy(&protected, 5).is_none(), "the newest copy is in the tail");
+        assert!(copy(&protected, 3).unwrap().content.contains("newest copy"));
     }
 }

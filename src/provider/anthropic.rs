@@ -12,7 +12,7 @@ mod wire;
 /// The request body as it goes over the wire (also shown by the request inspector).
 pub use wire::request_body;
 
-use super::http::{self, Endpoint, Timeouts};
+use super::http::{self, Endpoint, HttpProviderConfig, Timeouts};
 use super::retry::{self, RetryPolicy};
 use super::{EventStream, Provider, ProviderError};
 use crate::domain::ChatRequest;
@@ -21,70 +21,6 @@ use reqwest::header::{self, HeaderValue};
 
 /// The API version strata speaks (`anthropic-version` header).
 pub const API_VERSION: &str = "2023-06-01";
-
-/// How to reach the Anthropic API.
-#[derive(Clone)]
-pub struct AnthropicConfig {
-    /// Base URL without the version, e.g. `https://api.anthropic.com`; a
-    /// trailing slash is ignored.
-    pub base_url: String,
-    /// API key sent as `x-api-key`; `None` sends none (the API will answer 401).
-    pub api_key: Option<String>,
-    /// Name of the variable the key came from, named in error messages.
-    pub key_env: String,
-    /// Retries of failed requests.
-    pub retry: RetryPolicy,
-    /// Connect and idle timeouts.
-    pub timeouts: Timeouts,
-}
-
-impl AnthropicConfig {
-    /// Anthropic's own endpoint.
-    pub const DEFAULT_BASE_URL: &'static str = "https://api.anthropic.com";
-    /// Where the official SDKs read the key.
-    pub const KEY_ENV: &'static str = "ANTHROPIC_API_KEY";
-    /// Where the official SDKs read the base URL.
-    pub const BASE_URL_ENV: &'static str = "ANTHROPIC_BASE_URL";
-
-    /// Reads the key from `key_env` and the base URL from
-    /// `ANTHROPIC_BASE_URL` through `lookup` (normally
-    /// `|name| std::env::var(name).ok()`), as the official SDKs do; empty
-    /// values count as unset.
-    #[must_use]
-    pub fn from_env(key_env: &str, lookup: impl Fn(&str) -> Option<String>) -> Self {
-        Self {
-            base_url: super::http::env_setting(&lookup, Self::BASE_URL_ENV)
-                .unwrap_or_else(|| Self::DEFAULT_BASE_URL.to_owned()),
-            api_key: super::http::env_setting(&lookup, key_env),
-            key_env: key_env.to_owned(),
-            ..Self::default()
-        }
-    }
-}
-
-impl Default for AnthropicConfig {
-    fn default() -> Self {
-        Self {
-            base_url: Self::DEFAULT_BASE_URL.to_owned(),
-            api_key: None,
-            key_env: Self::KEY_ENV.to_owned(),
-            retry: RetryPolicy::default(),
-            timeouts: Timeouts::default(),
-        }
-    }
-}
-
-impl std::fmt::Debug for AnthropicConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AnthropicConfig")
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
-            .field("key_env", &self.key_env)
-            .field("retry", &self.retry)
-            .field("timeouts", &self.timeouts)
-            .finish()
-    }
-}
 
 /// A streaming client for the Anthropic Messages API.
 #[derive(Clone)]
@@ -110,7 +46,7 @@ impl AnthropicProvider {
     /// # Errors
     /// `Auth` if the key cannot be sent in a header (control characters),
     /// `Network` if the HTTP client cannot be built.
-    pub fn new(config: AnthropicConfig) -> Result<Self, ProviderError> {
+    pub fn new(config: HttpProviderConfig) -> Result<Self, ProviderError> {
         let endpoint = Endpoint {
             provider: "anthropic",
             url: format!("{}/v1/messages", config.base_url.trim_end_matches('/')),

@@ -1,10 +1,14 @@
-//! Shared HTTP plumbing of the remote providers: building the client,
-//! sending one streaming request, and turning an HTTP failure into a
-//! classified [`ProviderError`] (DESIGN §8).
+//! Shared HTTP plumbing of the remote providers: their configuration
+//! ([`config`]), building the client, sending one streaming request, and
+//! turning an HTTP failure into a classified [`ProviderError`] (DESIGN §8).
 //!
 //! Invariants: an API key is only ever put into a request header; every
 //! message that leaves this module has the key removed ([`Endpoint::redact`])
 //! and is cut to a readable length. Only the provider adapters call this.
+
+mod config;
+
+pub use config::{HttpProviderConfig, Wire};
 
 use super::ProviderError;
 use bytes::Bytes;
@@ -13,12 +17,6 @@ use std::pin::Pin;
 use std::time::Duration;
 
 /// The response body of a streaming request, as raw chunks.
-/// The value of environment variable `name` through `lookup`, treating an
-/// empty or blank value as unset (as the official SDKs do).
-pub(crate) fn env_setting(lookup: &impl Fn(&str) -> Option<String>, name: &str) -> Option<String> {
-    lookup(name).filter(|v| !v.trim().is_empty())
-}
-
 pub(crate) type ByteStream = Pin<Box<dyn Stream<Item = Result<Bytes, reqwest::Error>> + Send>>;
 
 /// Longest provider message kept in an error, in characters.

@@ -13,76 +13,12 @@ mod wire;
 /// The request body as it goes over the wire (also shown by the request inspector).
 pub use wire::request_body;
 
-use super::http::{self, Endpoint, Timeouts};
+use super::http::{self, Endpoint, HttpProviderConfig, Timeouts};
 use super::retry::{self, RetryPolicy};
 use super::{EventStream, Provider, ProviderError};
 use crate::domain::ChatRequest;
 use bytes::Bytes;
 use reqwest::header::{self, HeaderValue};
-
-/// How to reach an OpenAI-compatible server.
-#[derive(Clone)]
-pub struct OpenAiConfig {
-    /// Base URL up to and including the version, e.g.
-    /// `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`; a trailing
-    /// slash is ignored.
-    pub base_url: String,
-    /// API key sent as `Authorization: Bearer`; `None` sends no header.
-    pub api_key: Option<String>,
-    /// Name of the variable the key came from, named in error messages.
-    pub key_env: String,
-    /// Retries of failed requests.
-    pub retry: RetryPolicy,
-    /// Connect and idle timeouts.
-    pub timeouts: Timeouts,
-}
-
-impl OpenAiConfig {
-    /// OpenAI's own endpoint.
-    pub const DEFAULT_BASE_URL: &'static str = "https://api.openai.com/v1";
-    /// Where the official SDKs read the key.
-    pub const KEY_ENV: &'static str = "OPENAI_API_KEY";
-    /// Where the official SDKs read the base URL.
-    pub const BASE_URL_ENV: &'static str = "OPENAI_BASE_URL";
-
-    /// Reads the key from `key_env` and the base URL from `OPENAI_BASE_URL`
-    /// through `lookup` (normally `|name| std::env::var(name).ok()`), as the
-    /// official SDKs do; empty values count as unset.
-    #[must_use]
-    pub fn from_env(key_env: &str, lookup: impl Fn(&str) -> Option<String>) -> Self {
-        Self {
-            base_url: super::http::env_setting(&lookup, Self::BASE_URL_ENV)
-                .unwrap_or_else(|| Self::DEFAULT_BASE_URL.to_owned()),
-            api_key: super::http::env_setting(&lookup, key_env),
-            key_env: key_env.to_owned(),
-            ..Self::default()
-        }
-    }
-}
-
-impl Default for OpenAiConfig {
-    fn default() -> Self {
-        Self {
-            base_url: Self::DEFAULT_BASE_URL.to_owned(),
-            api_key: None,
-            key_env: Self::KEY_ENV.to_owned(),
-            retry: RetryPolicy::default(),
-            timeouts: Timeouts::default(),
-        }
-    }
-}
-
-impl std::fmt::Debug for OpenAiConfig {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("OpenAiConfig")
-            .field("base_url", &self.base_url)
-            .field("api_key", &self.api_key.as_ref().map(|_| "[redacted]"))
-            .field("key_env", &self.key_env)
-            .field("retry", &self.retry)
-            .field("timeouts", &self.timeouts)
-            .finish()
-    }
-}
 
 /// A streaming client for one OpenAI-compatible server.
 #[derive(Clone)]
@@ -108,7 +44,7 @@ impl OpenAiProvider {
     /// # Errors
     /// `Auth` if the key cannot be sent in a header (control characters),
     /// `Network` if the HTTP client cannot be built.
-    pub fn new(config: OpenAiConfig) -> Result<Self, ProviderError> {
+    pub fn new(config: HttpProviderConfig) -> Result<Self, ProviderError> {
         let endpoint = Endpoint {
             provider: "openai",
             url: format!("{}/chat/completions", config.base_url.trim_end_matches('/')),

@@ -2,6 +2,7 @@
 //! and the provider, each one line a user can act on.
 
 use crate::config::{ModelChoice, Paths, ProviderKind};
+use crate::provider::Wire;
 use crate::store::Store;
 use serde::Serialize;
 use std::net::{TcpStream, ToSocketAddrs};
@@ -162,8 +163,8 @@ pub fn provider_check(choice: &ModelChoice, env: &dyn Fn(&str) -> Option<String>
         );
     }
     let default_url = match choice.provider {
-        ProviderKind::Anthropic => "https://api.anthropic.com",
-        _ => "https://api.openai.com/v1",
+        ProviderKind::Anthropic => Wire::Anthropic.default_base_url(),
+        _ => Wire::OpenAi.default_base_url(),
     };
     let url = choice.base_url.clone().unwrap_or_else(|| default_url.to_owned());
     let key_env = choice.api_key_env.clone().unwrap_or_default();

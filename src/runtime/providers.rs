@@ -5,9 +5,7 @@
 
 use crate::config::{Config, ModelChoice, Paths, ProviderKind};
 use crate::provider::local::{LocalConfig, LocalProvider, LocalTokenizer, model_file};
-use crate::provider::{
-    AnthropicConfig, AnthropicProvider, OpenAiConfig, OpenAiProvider, Provider, ProviderError,
-};
+use crate::provider::{AnthropicProvider, HttpProviderConfig, OpenAiProvider, Provider, ProviderError, Wire};
 use crate::tokens::{self, TokenCounter};
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -104,7 +102,7 @@ pub fn connect(
     };
     match choice.provider {
         ProviderKind::OpenAi => {
-            let mut c = OpenAiConfig::from_env(&key_env, env);
+            let mut c = HttpProviderConfig::from_env(Wire::OpenAi, &key_env, env);
             if let Some(url) = &choice.base_url {
                 c.base_url.clone_from(url);
             }
@@ -118,7 +116,7 @@ pub fn connect(
             })
         }
         ProviderKind::Anthropic => {
-            let mut c = AnthropicConfig::from_env(&key_env, env);
+            let mut c = HttpProviderConfig::from_env(Wire::Anthropic, &key_env, env);
             if let Some(url) = &choice.base_url {
                 c.base_url.clone_from(url);
             }

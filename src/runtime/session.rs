@@ -49,8 +49,9 @@ pub struct Runtime {
     pub paths: Paths,
     /// The loaded config.
     pub config: Config,
-    /// The session store.
-    pub store: Store,
+    /// The session store; outside the runtime it is reached only through
+    /// `Runtime`'s methods.
+    pub(in crate::runtime) store: Store,
 }
 
 /// What a new session starts from.

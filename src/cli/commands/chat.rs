@@ -107,13 +107,13 @@ fn existing_session(
     cwd: &std::path::Path,
 ) -> anyhow::Result<Option<Session>> {
     if let Some(id) = &args.session {
-        return Ok(Some(runtime.store.find_session(id)?));
+        return Ok(Some(runtime.find_session(id)?));
     }
     if args.new {
         return Ok(None);
     }
     let root = strata::workspace::workspace_root(cwd);
-    Ok(runtime.store.latest_session(&root.to_string_lossy())?)
+    Ok(runtime.latest_session(&root.to_string_lossy())?)
 }
 
 /// A new session titled after the first message.

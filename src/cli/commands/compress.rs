@@ -9,7 +9,7 @@ use strata::runtime::{CompressRequest, SummarizerArg, compress_topic, connect};
 
 pub fn compress(env: &Env, args: &CompressArgs) -> anyhow::Result<()> {
     let mut runtime = env.runtime()?;
-    let session = runtime.store.find_session(&args.id)?;
+    let session = runtime.find_session(&args.id)?;
     let choice = env.choice_for(&session)?;
     let summarizer = match args.summarizer {
         None => SummarizerArg::Config,
@@ -72,7 +72,7 @@ pub fn compress(env: &Env, args: &CompressArgs) -> anyhow::Result<()> {
 
 pub fn undo_compress(env: &Env, args: &UndoCompressArgs) -> anyhow::Result<()> {
     let mut runtime = env.runtime()?;
-    let session = runtime.store.find_session(&args.id)?;
+    let session = runtime.find_session(&args.id)?;
     let undone = runtime.undo_compress(&session)?;
     if args.json {
         return print_json(&undone);

@@ -7,7 +7,7 @@ use std::io::Write;
 
 pub fn context(env: &Env, args: &ContextArgs) -> anyhow::Result<()> {
     let mut runtime = env.runtime()?;
-    let session = runtime.store.find_session(&args.id)?;
+    let session = runtime.find_session(&args.id)?;
     let choice = env.choice_for(&session)?;
     let report = runtime.context_report(&session, &choice)?;
     if args.json {

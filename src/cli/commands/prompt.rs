@@ -13,7 +13,7 @@ pub fn prompt(env: &Env, args: &PromptArgs) -> anyhow::Result<()> {
     let explicit = args.mode.map(Into::into).or(env.prompt_mode);
     let mode = resolve_mode(explicit, &env.config, choice.context_window);
     let runtime = env.existing_runtime()?;
-    let built = PromptPreview {
+    let preview = PromptPreview {
         paths: &env.paths,
         config: &env.config,
         choice: &choice,
@@ -22,8 +22,11 @@ pub fn prompt(env: &Env, args: &PromptArgs) -> anyhow::Result<()> {
         now: &jiff::Zoned::now(),
         interactive: false,
         env: EnvFacts::from_process(),
-    }
-    .build(runtime.as_ref().map(|r| &r.store))?;
+    };
+    let built = match &runtime {
+        Some(runtime) => runtime.preview_prompt(preview)?,
+        None => preview.build(None)?,
+    };
     let a = &built;
     if args.json {
         return print_json(a);

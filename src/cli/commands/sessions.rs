@@ -16,7 +16,7 @@ pub fn sessions(env: &Env, args: &SessionsArgs) -> anyhow::Result<()> {
             Ok(writeln!(std::io::stdout(), "No sessions yet.")?)
         };
     };
-    let list = runtime.store.list_sessions(&SessionQuery {
+    let list = runtime.list_sessions(&SessionQuery {
         search: args.search.clone(),
         workspace: None,
         limit: args.limit,
@@ -58,8 +58,8 @@ pub fn sessions(env: &Env, args: &SessionsArgs) -> anyhow::Result<()> {
 
 pub fn show(env: &Env, args: &ShowArgs) -> anyhow::Result<()> {
     let mut runtime = env.runtime()?;
-    let session = runtime.store.find_session(&args.id)?;
-    let prompt = runtime.store.current_prompt(session.id)?;
+    let session = runtime.find_session(&args.id)?;
+    let prompt = runtime.current_prompt(session.id)?;
     let messages = runtime.counted_messages(&session, args.archived)?;
     if args.json {
         let messages: Vec<_> = messages
@@ -90,9 +90,9 @@ pub fn show(env: &Env, args: &ShowArgs) -> anyhow::Result<()> {
 
 pub fn export(env: &Env, args: &ExportArgs) -> anyhow::Result<()> {
     let runtime = env.runtime()?;
-    let session = runtime.store.find_session(&args.id)?;
-    let prompt = runtime.store.current_prompt(session.id)?;
-    let messages = runtime.store.messages(session.id, false)?;
+    let session = runtime.find_session(&args.id)?;
+    let prompt = runtime.current_prompt(session.id)?;
+    let messages = runtime.messages(session.id, false)?;
     match args.format {
         ExportFormat::Json => print_json(&export_json(&session, prompt.as_ref(), &messages)),
         ExportFormat::Md => {
