@@ -23,7 +23,7 @@ fn new_session(store: &mut Store, title: &str, workspace: &str) -> SessionId {
         boundary_offset: Some(100),
         sha256: "00".repeat(32),
         fingerprint: Fingerprint {
-            provider: "openai".into(),
+            provider: strata::domain::ProviderKind::OpenAi,
             model: "gpt-4o".into(),
             mode: PromptMode::Full,
             tool_set_hash: String::new(),
@@ -36,7 +36,7 @@ fn new_session(store: &mut Store, title: &str, workspace: &str) -> SessionId {
         title: title.into(),
         workspace: workspace.into(),
         model: "gpt-4o".into(),
-        provider: "openai".into(),
+        provider: strata::domain::ProviderKind::OpenAi,
         current_prompt_id: Some(prompt.id),
         parent_id: None,
         created_at: 1_700_000_000_000,

@@ -40,7 +40,8 @@ pub enum ConfigError {
         /// The parser's description, with line and column.
         message: String,
     },
-    /// `--provider` or `model.provider` names a provider strata does not have.
-    #[error("unknown provider '{0}'; use openai, anthropic or local")]
-    UnknownProvider(String),
+    /// `--provider` names a provider strata does not have (the config
+    /// file's `model.provider` is checked when the file is read: [`ConfigError::Parse`]).
+    #[error(transparent)]
+    UnknownProvider(#[from] crate::domain::UnknownProvider),
 }

@@ -8,6 +8,7 @@
 mod compaction;
 mod ids;
 mod message;
+mod provider;
 mod request;
 mod session;
 mod system_prompt;
@@ -16,6 +17,7 @@ mod usage;
 pub use compaction::{Compaction, CompactionTrigger};
 pub use ids::{CompactionId, MessageId, PromptId, SessionId};
 pub use message::{Message, MessageKind, MessageStatus, Role, TokenCount, ToolCall};
+pub use provider::{ProviderKind, UnknownProvider};
 pub use request::{ChatRequest, ProviderUsage, RequestMessage, RequestSystem, StreamEvent};
 pub use session::{Session, SessionSummary};
 pub use system_prompt::{

@@ -72,6 +72,33 @@ fn the_file_is_left_in_wal_mode() {
 }
 
 #[test]
+fn a_stored_unknown_provider_is_a_decode_error_naming_it() {
+    let tmp = tempfile::tempdir().unwrap();
+    let db = tmp.path().join("strata.db");
+    let (s, p) = store_support::session("/w", "t");
+    Store::open(&db).unwrap().create_session(&s, &p).unwrap();
+    rusqlite::Connection::open(&db)
+        .unwrap()
+        .execute("UPDATE sessions SET provider = 'gemini'", [])
+        .unwrap();
+    let store = Store::open(&db).unwrap();
+    let err = store.session(s.id).unwrap_err();
+    assert!(
+        matches!(&err, StoreError::Decode { what } if what.contains("unknown provider 'gemini'")),
+        "{err:?}"
+    );
+    assert!(
+        err.to_string()
+            .contains("the database holds a value strata cannot read"),
+        "{err}"
+    );
+    assert!(matches!(
+        store.list_sessions(&strata::store::SessionQuery::default()),
+        Err(StoreError::Decode { .. })
+    ));
+}
+
+#[test]
 fn foreign_keys_are_enforced() {
     let mut store = Store::open_in_memory().unwrap();
     let usage = strata::domain::Usage {

@@ -286,7 +286,7 @@ fn model_change_and_rename_update_the_row() {
     let (s, p) = session("/w", "old title");
     store.create_session(&s, &p).unwrap();
     store
-        .update_session_model(s.id, "anthropic", "claude-sonnet-4-5")
+        .update_session_model(s.id, strata::domain::ProviderKind::Anthropic, "claude-sonnet-4-5")
         .unwrap();
     store.rename_session(s.id, "new title").unwrap();
     let back = store.session(s.id).unwrap().unwrap();

@@ -136,7 +136,7 @@ fn picker_with_search_results() {
             title: title.into(),
             workspace: "/home/ada/strata".into(),
             model: "gpt-4o".into(),
-            provider: "openai".into(),
+            provider: strata::domain::ProviderKind::OpenAi,
             messages: msgs,
             tokens,
             created_at: 1_764_400_000_000,

@@ -117,7 +117,7 @@ impl Env {
     pub fn choice_for(&self, session: &strata::domain::Session) -> anyhow::Result<ModelChoice> {
         let env = |name: &str| std::env::var(name).ok();
         Ok(select_model(&SelectionRequest {
-            provider: Some(&session.provider),
+            provider: Some(session.provider.as_str()),
             model: Some(&session.model),
             config: &self.config,
             env: &env,

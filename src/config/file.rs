@@ -26,8 +26,9 @@ pub struct Config {
 #[derive(Clone, Debug, Default, Deserialize)]
 #[serde(default)]
 pub struct ModelConfig {
-    /// `openai`, `anthropic` or `local`; unset: chosen from the keys present.
-    pub provider: Option<String>,
+    /// `openai`, `anthropic` or `local` (any case); unset: chosen from the
+    /// keys present. Another name makes the file invalid.
+    pub provider: Option<crate::domain::ProviderKind>,
     /// Model name as the provider knows it.
     pub name: Option<String>,
     /// The model's context window in tokens, when strata does not know it.
@@ -203,6 +204,20 @@ mod tests {
         assert!(!err.contains('\n'), "{err}");
         let err = Config::parse("[model\nname=").unwrap_err();
         assert!(err.starts_with("line 1, column 7: "), "{err}");
+    }
+
+    #[test]
+    fn the_provider_is_parsed_and_an_unknown_one_is_named_with_its_location() {
+        let loaded = Config::parse("[model]\nprovider = \"Anthropic\"\n").unwrap();
+        assert_eq!(
+            loaded.config.model.provider,
+            Some(crate::domain::ProviderKind::Anthropic)
+        );
+        let err = Config::parse("[model]\nprovider = \"gemini\"\n").unwrap_err();
+        assert_eq!(
+            err,
+            "line 2, column 12: unknown provider 'gemini'; use openai, anthropic or local"
+        );
     }
 
     #[test]

@@ -4,41 +4,11 @@
 
 use super::{Config, ConfigError, ProviderConfig};
 
-/// The providers strata can talk to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum ProviderKind {
-    /// Any OpenAI-compatible chat-completions server.
-    OpenAi,
-    /// Anthropic Messages.
-    Anthropic,
-    /// The embedded llama.cpp model.
-    Local,
-}
+pub use crate::domain::ProviderKind;
 
+/// What the config knows about each provider: its key and base-URL
+/// variables and its default model.
 impl ProviderKind {
-    /// `openai`, `anthropic` or `local`.
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::OpenAi => "openai",
-            Self::Anthropic => "anthropic",
-            Self::Local => "local",
-        }
-    }
-
-    /// Parses a provider name (case-insensitive).
-    ///
-    /// # Errors
-    /// [`ConfigError::UnknownProvider`] for anything else.
-    pub fn parse(s: &str) -> Result<Self, ConfigError> {
-        match s.to_ascii_lowercase().as_str() {
-            "openai" => Ok(Self::OpenAi),
-            "anthropic" => Ok(Self::Anthropic),
-            "local" => Ok(Self::Local),
-            _ => Err(ConfigError::UnknownProvider(s.to_owned())),
-        }
-    }
-
     /// The variable holding the key when the config names none
     /// (`OPENAI_API_KEY`, `ANTHROPIC_API_KEY`; none for the local model).
     #[must_use]
@@ -110,13 +80,17 @@ pub struct ModelChoice {
 /// Resolves provider and model.
 ///
 /// # Errors
-/// [`ConfigError::UnknownProvider`] when `--provider` or `model.provider`
-/// names an unknown provider.
+/// [`ConfigError::UnknownProvider`] when `--provider` names an unknown
+/// provider (an unknown `model.provider` is refused when the file is read).
 pub fn select_model(req: &SelectionRequest<'_>) -> Result<ModelChoice, ConfigError> {
     let config = req.config;
     let has = |name: &str| (req.env)(name).is_some_and(|v| !v.trim().is_empty());
-    let provider = match req.provider.or(config.model.provider.as_deref()) {
-        Some(name) => ProviderKind::parse(name)?,
+    let named = match req.provider {
+        Some(name) => Some(name.parse::<ProviderKind>()?),
+        None => config.model.provider,
+    };
+    let provider = match named {
+        Some(kind) => kind,
         None => {
             let key_of = |kind: ProviderKind| {
                 section(config, kind)
@@ -185,7 +159,7 @@ fn known_window(provider: ProviderKind, model: &str) -> Option<u64> {
     match provider {
         // Any GGUF: the embedded model's window, unless `[model] context_window` says otherwise.
         ProviderKind::Local => Some(LOCAL_CONTEXT_WINDOW),
-        _ => crate::tokens::context_window_for(provider.as_str(), model),
+        _ => crate::tokens::context_window_for(provider, model),
     }
 }
 

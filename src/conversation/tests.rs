@@ -11,7 +11,7 @@ fn conversation() -> Conversation {
         title: "t".into(),
         workspace: "/w".into(),
         model: "gpt-4o".into(),
-        provider: "openai".into(),
+        provider: crate::domain::ProviderKind::OpenAi,
         current_prompt_id: None,
         parent_id: None,
         created_at: 0,
@@ -26,7 +26,7 @@ fn conversation() -> Conversation {
         boundary_offset: Some(18),
         sha256: String::new(),
         fingerprint: Fingerprint {
-            provider: "openai".into(),
+            provider: crate::domain::ProviderKind::OpenAi,
             model: "gpt-4o".into(),
             mode: PromptMode::Full,
             tool_set_hash: String::new(),

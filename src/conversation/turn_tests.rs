@@ -17,7 +17,7 @@ fn session() -> Session {
         title: "t".into(),
         workspace: "/w".into(),
         model: "gpt-4o".into(),
-        provider: "openai".into(),
+        provider: crate::domain::ProviderKind::OpenAi,
         current_prompt_id: None,
         parent_id: None,
         created_at: 0,
@@ -35,7 +35,7 @@ fn prompt(session: &Session) -> SystemPrompt {
         boundary_offset: None,
         sha256: String::new(),
         fingerprint: Fingerprint {
-            provider: "openai".into(),
+            provider: crate::domain::ProviderKind::OpenAi,
             model: "gpt-4o".into(),
             mode: PromptMode::Full,
             tool_set_hash: String::new(),

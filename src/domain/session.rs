@@ -1,6 +1,7 @@
 //! A chat session: its identity, where it runs and which model it talks to.
 
 use super::ids::{PromptId, SessionId};
+use super::provider::ProviderKind;
 use serde::{Deserialize, Serialize};
 
 /// One chat session.
@@ -14,8 +15,8 @@ pub struct Session {
     pub workspace: String,
     /// Model name as the provider knows it.
     pub model: String,
-    /// Provider name: `openai`, `anthropic` or `local`.
-    pub provider: String,
+    /// Provider (`openai`, `anthropic` or `local` in JSON and the store).
+    pub provider: ProviderKind,
     /// The frozen system prompt version in use.
     pub current_prompt_id: Option<PromptId>,
     /// The session this one was forked from.
@@ -37,8 +38,8 @@ pub struct SessionSummary {
     pub workspace: String,
     /// Model name.
     pub model: String,
-    /// Provider name.
-    pub provider: String,
+    /// Provider.
+    pub provider: ProviderKind,
     /// Active (non-archived) messages.
     pub messages: u64,
     /// Sum of cached token counts of the active messages (0 where not counted yet).

@@ -217,8 +217,8 @@ pub struct LayerInfo {
 /// matches gets a new prompt version.
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub struct Fingerprint {
-    /// Provider name.
-    pub provider: String,
+    /// Provider (its name in the stored JSON).
+    pub provider: super::provider::ProviderKind,
     /// Model name.
     pub model: String,
     /// Prompt mode.

@@ -8,7 +8,7 @@
 use super::compress::{CompressRequest, SummarizerArg};
 use super::{ChatOutput, Runtime, RuntimeError};
 use crate::compress::Trigger;
-use crate::config::{ModelChoice, ProviderKind};
+use crate::config::ModelChoice;
 use crate::conversation::{Compacted, Conversation};
 use crate::provider::Provider;
 
@@ -17,7 +17,7 @@ use crate::provider::Provider;
 pub(super) fn conversation_choice(conversation: &Conversation) -> ModelChoice {
     let session = conversation.session();
     ModelChoice {
-        provider: ProviderKind::parse(&session.provider).unwrap_or(ProviderKind::OpenAi),
+        provider: session.provider,
         model: session.model.clone(),
         context_window: conversation.window(),
         max_tokens: conversation.max_tokens(),

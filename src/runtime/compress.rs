@@ -172,7 +172,7 @@ impl Runtime {
             .store
             .current_prompt(session.id)?
             .ok_or(RuntimeError::NoPrompt(session.id))?;
-        let counter = super::session_counter(&self.paths, &self.config, &session.provider, &session.model);
+        let counter = super::session_counter(&self.paths, &self.config, session.provider, &session.model);
         let messages = self.count_with(counter.as_ref(), session, false)?;
         let history_tokens: Vec<u32> = messages
             .iter()
@@ -303,9 +303,7 @@ impl Runtime {
             SummarizerArg::Model => SummarizerChoice::Model(session.model.clone()),
             SummarizerArg::Config => match configured {
                 "extractive" => SummarizerChoice::Extractive,
-                "" | "auto" if session.provider == ProviderKind::Local.as_str() => {
-                    SummarizerChoice::Extractive
-                }
+                "" | "auto" if session.provider == ProviderKind::Local => SummarizerChoice::Extractive,
                 "" | "auto" => SummarizerChoice::Model(session.model.clone()),
                 name => SummarizerChoice::Model(name.to_owned()),
             },

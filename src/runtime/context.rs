@@ -124,7 +124,7 @@ impl Runtime {
         session: &Session,
         include_archived: bool,
     ) -> Result<Vec<Message>, RuntimeError> {
-        let counter = super::session_counter(&self.paths, &self.config, &session.provider, &session.model);
+        let counter = super::session_counter(&self.paths, &self.config, session.provider, &session.model);
         self.count_with(counter.as_ref(), session, include_archived)
     }
 

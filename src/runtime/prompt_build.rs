@@ -21,7 +21,7 @@ pub fn resolve_mode(explicit: Option<PromptMode>, config: &Config, context_windo
 #[must_use]
 pub fn fingerprint(choice: &ModelChoice, mode: PromptMode) -> Fingerprint {
     Fingerprint {
-        provider: choice.provider.as_str().to_owned(),
+        provider: choice.provider,
         model: choice.model.clone(),
         mode,
         tool_set_hash: String::new(),
@@ -118,12 +118,8 @@ impl PromptPreview<'_> {
     }
 
     fn assemble(self, first_session: bool, recent: Vec<RecentSession>) -> AssembledPrompt {
-        let counter = super::session_counter(
-            self.paths,
-            self.config,
-            self.choice.provider.as_str(),
-            &self.choice.model,
-        );
+        let counter =
+            super::session_counter(self.paths, self.config, self.choice.provider, &self.choice.model);
         let inputs = workspace::gather(&GatherRequest {
             cwd: self.cwd.to_path_buf(),
             config_dir: self.paths.config_dir.clone(),

@@ -93,9 +93,8 @@ pub fn connect(
         .clone()
         .or_else(|| choice.provider.default_key_env().map(str::to_owned))
         .unwrap_or_default();
-    let hosted_counter = || -> Arc<dyn TokenCounter> {
-        Arc::new(tokens::counter_for(choice.provider.as_str(), &choice.model))
-    };
+    let hosted_counter =
+        || -> Arc<dyn TokenCounter> { Arc::new(tokens::counter_for(choice.provider, &choice.model)) };
     let missing_key = |provider| ProviderError::NoKey {
         provider,
         key_env: key_env.clone(),
@@ -172,11 +171,16 @@ pub fn connect(
 /// Built once per process for each (provider, model, GGUF file) and shared
 /// afterwards: reading a GGUF vocabulary takes tens of milliseconds.
 #[must_use]
-pub fn session_counter(paths: &Paths, config: &Config, provider: &str, model: &str) -> Arc<dyn TokenCounter> {
-    let file = (provider == ProviderKind::Local.as_str())
+pub fn session_counter(
+    paths: &Paths,
+    config: &Config,
+    provider: ProviderKind,
+    model: &str,
+) -> Arc<dyn TokenCounter> {
+    let file = (provider == ProviderKind::Local)
         .then(|| explicit_gguf(model).or_else(|| local_model_file(paths, config)))
         .flatten();
-    let key = (provider.to_owned(), model.to_owned(), file.clone());
+    let key = (provider, model.to_owned(), file.clone());
     let cache = COUNTERS.get_or_init(Mutex::default);
     if let Some(counter) = cache.lock().ok().and_then(|c| c.get(&key).cloned()) {
         return counter;
@@ -199,7 +203,7 @@ pub fn counters_built() -> usize {
     COUNTERS_BUILT.load(Ordering::Relaxed)
 }
 
-type CounterKey = (String, String, Option<PathBuf>);
+type CounterKey = (ProviderKind, String, Option<PathBuf>);
 static COUNTERS: OnceLock<Mutex<HashMap<CounterKey, Arc<dyn TokenCounter>>>> = OnceLock::new();
 static COUNTERS_BUILT: AtomicUsize = AtomicUsize::new(0);
 

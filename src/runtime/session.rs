@@ -113,7 +113,7 @@ impl Runtime {
                 .to_string_lossy()
                 .into_owned(),
             model: new.choice.model.clone(),
-            provider: new.choice.provider.as_str().to_owned(),
+            provider: new.choice.provider,
             current_prompt_id: Some(prompt.id),
             parent_id: None,
             created_at: now_ms,
@@ -166,7 +166,7 @@ impl Runtime {
             now.timestamp().as_millisecond(),
         );
         self.store
-            .update_session_model(session.id, choice.provider.as_str(), &choice.model)?;
+            .update_session_model(session.id, choice.provider, &choice.model)?;
         self.store.add_prompt_version(&mut prompt)?;
         Ok(prompt)
     }
@@ -255,7 +255,7 @@ impl Runtime {
             env: EnvFacts::from_process(),
         })?;
         // Counted now, so listings show the session's size straight away.
-        let counter = super::session_counter(&self.paths, &self.config, &session.provider, &session.model);
+        let counter = super::session_counter(&self.paths, &self.config, session.provider, &session.model);
         let counts = crate::tokens::TokenCache::new().count_history(counter.as_ref(), &outcome.messages);
         for (m, tokens) in outcome.messages.iter_mut().zip(counts.tokens) {
             m.session_id = session.id;

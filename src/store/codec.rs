@@ -6,7 +6,7 @@
 //! values, which [`StoreError`] turns into [`StoreError::Decode`].
 
 use super::StoreError;
-use crate::domain::{CompactionTrigger, MessageKind, MessageStatus, Role};
+use crate::domain::{CompactionTrigger, MessageKind, MessageStatus, ProviderKind, Role};
 use rusqlite::Row;
 use rusqlite::types::Type;
 use serde::Serialize;
@@ -101,6 +101,11 @@ pub(crate) fn status(row: &Row<'_>, column: usize) -> rusqlite::Result<MessageSt
 /// Reads a compaction trigger column.
 pub(crate) fn trigger(row: &Row<'_>, column: usize) -> rusqlite::Result<CompactionTrigger> {
     text_enum(row, column, "compaction trigger", parse_trigger)
+}
+
+/// Reads a provider column (`openai`, `anthropic` or `local`).
+pub(crate) fn provider(row: &Row<'_>, column: usize) -> rusqlite::Result<ProviderKind> {
+    text_enum(row, column, "provider", ProviderKind::parse)
 }
 
 /// Reads an id column (any of the UUID newtypes).

@@ -2,10 +2,10 @@
 //! up by id or id prefix, listing and searching them, and the small updates
 //! (`/model`, `/rename`) that bump `updated_at`.
 
-use super::codec::{id, opt_id, uint};
+use super::codec::{id, opt_id, provider, uint};
 use super::search::{Term, fts_terms};
 use super::{Store, StoreError, now_ms};
-use crate::domain::{Session, SessionId, SessionSummary, SystemPrompt};
+use crate::domain::{ProviderKind, Session, SessionId, SessionSummary, SystemPrompt};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 /// The shortest id prefix [`Store::find_session`] accepts.
@@ -34,7 +34,7 @@ fn session_row(row: &Row<'_>) -> rusqlite::Result<Session> {
         title: row.get(1)?,
         workspace: row.get(2)?,
         model: row.get(3)?,
-        provider: row.get(4)?,
+        provider: provider(row, 4)?,
         current_prompt_id: opt_id(row, 5)?,
         parent_id: opt_id(row, 6)?,
         created_at: row.get(7)?,
@@ -48,7 +48,7 @@ fn summary_row(row: &Row<'_>) -> rusqlite::Result<SessionSummary> {
         title: row.get(1)?,
         workspace: row.get(2)?,
         model: row.get(3)?,
-        provider: row.get(4)?,
+        provider: provider(row, 4)?,
         messages: uint(row, 5)?,
         tokens: uint(row, 6)?,
         created_at: row.get(7)?,
@@ -86,7 +86,7 @@ impl Store {
             session.title,
             session.workspace,
             session.model,
-            session.provider,
+            session.provider.as_str(),
             prompt.id.to_string(),
             session.parent_id.map(|p| p.to_string()),
             session.created_at,
@@ -275,7 +275,7 @@ impl Store {
     pub fn update_session_model(
         &mut self,
         session: SessionId,
-        provider: &str,
+        provider: ProviderKind,
         model: &str,
     ) -> Result<(), StoreError> {
         let n = self
@@ -284,7 +284,7 @@ impl Store {
                 "UPDATE sessions SET provider = ?2, model = ?3, updated_at = max(updated_at, ?4)
                   WHERE id = ?1",
             )?
-            .execute(params![session.to_string(), provider, model, now_ms()])?;
+            .execute(params![session.to_string(), provider.as_str(), model, now_ms()])?;
         found(n, session)
     }
 

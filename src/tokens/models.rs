@@ -9,6 +9,7 @@
 //! prefix `ft:`.
 
 use super::counter::{Encoding, TiktokenCounter};
+use crate::domain::ProviderKind;
 
 /// Model-name prefixes counted with `o200k_base`, after tiktoken's
 /// `MODEL_PREFIX_TO_ENCODING` / `MODEL_TO_ENCODING` tables (`gpt-oss` uses
@@ -65,8 +66,8 @@ fn has_model_prefix(name: &str, prefix: &str) -> bool {
 /// The provider only matters for `anthropic`: OpenAI-compatible gateways
 /// serving OpenAI models keep exact counts.
 #[must_use]
-pub fn encoding_for(provider: &str, model: &str) -> (Encoding, bool) {
-    if provider.eq_ignore_ascii_case("anthropic") {
+pub fn encoding_for(provider: ProviderKind, model: &str) -> (Encoding, bool) {
+    if provider == ProviderKind::Anthropic {
         return (Encoding::O200kBase, false);
     }
     let name = normalise(model);
@@ -83,7 +84,7 @@ pub fn encoding_for(provider: &str, model: &str) -> (Encoding, bool) {
 /// [`encoding_for`]). Callers hold it as `Arc<dyn TokenCounter>` so that the
 /// local model's own tokenizer can stand in its place.
 #[must_use]
-pub fn counter_for(provider: &str, model: &str) -> TiktokenCounter {
+pub fn counter_for(provider: ProviderKind, model: &str) -> TiktokenCounter {
     let (encoding, exact) = encoding_for(provider, model);
     TiktokenCounter::new(encoding, exact)
 }
@@ -122,7 +123,7 @@ const WINDOWS: &[(&str, u64)] = &[
 /// The provider is not consulted: model names are unique across the
 /// providers strata speaks to.
 #[must_use]
-pub fn context_window_for(_provider: &str, model: &str) -> Option<u64> {
+pub fn context_window_for(_provider: ProviderKind, model: &str) -> Option<u64> {
     let name = normalise(model);
     WINDOWS
         .iter()
@@ -169,7 +170,7 @@ mod tests {
             "ft:gpt-4o-mini:org::abc",
         ] {
             assert_eq!(
-                encoding_for("openai", model),
+                encoding_for(ProviderKind::OpenAi, model),
                 (Encoding::O200kBase, true),
                 "{model}"
             );
@@ -190,7 +191,7 @@ mod tests {
             "text-embedding-ada-002",
         ] {
             assert_eq!(
-                encoding_for("openai", model),
+                encoding_for(ProviderKind::OpenAi, model),
                 (Encoding::Cl100kBase, true),
                 "{model}"
             );
@@ -200,12 +201,12 @@ mod tests {
     #[test]
     fn anthropic_and_unknown_models_are_approximate_o200k() {
         assert_eq!(
-            encoding_for("anthropic", "claude-sonnet-4-5"),
+            encoding_for(ProviderKind::Anthropic, "claude-sonnet-4-5"),
             (Encoding::O200kBase, false)
         );
         for model in ["llama-3.1-8b", "qwen2.5-coder", "o100", "smollm2", ""] {
             assert_eq!(
-                encoding_for("openai", model),
+                encoding_for(ProviderKind::OpenAi, model),
                 (Encoding::O200kBase, false),
                 "{model}"
             );
@@ -214,9 +215,9 @@ mod tests {
 
     #[test]
     fn counter_for_carries_id_and_exactness() {
-        let c = counter_for("openai", "gpt-3.5-turbo");
+        let c = counter_for(ProviderKind::OpenAi, "gpt-3.5-turbo");
         assert_eq!((c.id(), c.exact()), ("cl100k_base", true));
-        let c = counter_for("anthropic", "claude-opus-4");
+        let c = counter_for(ProviderKind::Anthropic, "claude-opus-4");
         assert_eq!((c.id(), c.exact()), ("o200k_base", false));
     }
 
@@ -238,7 +239,7 @@ mod tests {
             ("mystery-model", None),
         ];
         for (model, want) in cases {
-            assert_eq!(context_window_for("openai", model), want, "{model}");
+            assert_eq!(context_window_for(ProviderKind::OpenAi, model), want, "{model}");
         }
     }
 

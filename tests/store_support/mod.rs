@@ -49,7 +49,7 @@ pub fn prompt(session: SessionId, version: u32, model: &str) -> SystemPrompt {
         boundary_offset: Some(boundary),
         sha256: "ab".repeat(32),
         fingerprint: Fingerprint {
-            provider: "openai".into(),
+            provider: strata::domain::ProviderKind::OpenAi,
             model: model.into(),
             mode: PromptMode::Minimal,
             tool_set_hash: "tools-1".into(),
@@ -69,7 +69,7 @@ pub fn session(workspace: &str, title: &str) -> (Session, SystemPrompt) {
         title: title.into(),
         workspace: workspace.into(),
         model: "gpt-4o".into(),
-        provider: "openai".into(),
+        provider: strata::domain::ProviderKind::OpenAi,
         current_prompt_id: Some(p.id),
         parent_id: None,
         created_at: 1_700_000_000_000,

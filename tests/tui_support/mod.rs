@@ -67,7 +67,7 @@ pub fn prompt() -> SystemPrompt {
         boundary_offset: boundary,
         sha256: "ab12cd34ef56ab12cd34ef56".to_owned(),
         fingerprint: Fingerprint {
-            provider: "openai".into(),
+            provider: strata::domain::ProviderKind::OpenAi,
             model: "gpt-4o".into(),
             mode: PromptMode::Full,
             tool_set_hash: String::new(),
@@ -130,7 +130,7 @@ pub fn session(title: &str) -> strata::domain::Session {
         title: title.into(),
         workspace: "/home/ada/strata".into(),
         model: "gpt-4o".into(),
-        provider: "openai".into(),
+        provider: strata::domain::ProviderKind::OpenAi,
         current_prompt_id: None,
         parent_id: None,
         created_at: 1_764_400_000_000,

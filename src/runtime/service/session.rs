@@ -159,7 +159,7 @@ fn switch_failed(choice: &ModelChoice, e: &ProviderError) -> String {
 /// The hosted provider that serves a well-known model (`claude-*` on
 /// Anthropic, the GPT and o-series on OpenAI), if any.
 fn hosted_provider(model: &str) -> Option<ProviderKind> {
-    crate::tokens::context_window_for(ProviderKind::OpenAi.as_str(), model)?;
+    crate::tokens::context_window_for(ProviderKind::OpenAi, model)?;
     Some(if model.to_ascii_lowercase().starts_with("claude") {
         ProviderKind::Anthropic
     } else {
@@ -308,7 +308,7 @@ impl SessionService {
     /// command line named others.
     fn choice_for(&self, session: Option<&Session>) -> anyhow::Result<ModelChoice> {
         match (session, &self.explicit) {
-            (Some(s), (None, None)) => self.select(Some(&s.provider), Some(&s.model)),
+            (Some(s), (None, None)) => self.select(Some(s.provider.as_str()), Some(&s.model)),
             _ => self.select(self.explicit.0.as_deref(), self.explicit.1.as_deref()),
         }
     }
@@ -396,7 +396,7 @@ impl SessionService {
             None => crate::runtime::session_counter(
                 &self.runtime.paths,
                 &self.runtime.config,
-                &session.provider,
+                session.provider,
                 &session.model,
             ),
         }

@@ -41,12 +41,7 @@ pub fn pending_view(
         fingerprint(choice, mode),
         now.timestamp().as_millisecond(),
     );
-    let counter = session_counter(
-        &runtime.paths,
-        &runtime.config,
-        choice.provider.as_str(),
-        &choice.model,
-    );
+    let counter = session_counter(&runtime.paths, &runtime.config, choice.provider, &choice.model);
     let budget = Budget::compute(BudgetInput {
         layers: &prompt.layers,
         boundary_offset: prompt.boundary_offset,
