@@ -18,7 +18,7 @@ pub use compaction::{Compaction, CompactionTrigger};
 pub use ids::{CompactionId, MessageId, PromptId, SessionId};
 pub use message::{Message, MessageKind, MessageStatus, Role, TokenCount, ToolCall};
 pub use provider::{ProviderKind, UnknownProvider};
-pub use request::{ChatRequest, ProviderUsage, RequestMessage, RequestSystem, StreamEvent};
+pub use request::{ChatRequest, FinishReason, ProviderUsage, RequestMessage, RequestSystem, StreamEvent};
 pub use session::{Session, SessionSummary};
 pub use system_prompt::{
     Fingerprint, LayerInfo, LayerName, PromptMode, SourceInfo, SourceStatus, SystemPrompt, Tier,

@@ -10,7 +10,9 @@ mod common;
 use futures::executor::block_on_stream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
-use strata::domain::{ChatRequest, ProviderUsage, RequestMessage, RequestSystem, Role, StreamEvent};
+use strata::domain::{
+    ChatRequest, FinishReason, ProviderUsage, RequestMessage, RequestSystem, Role, StreamEvent,
+};
 use strata::provider::local::{LocalConfig, LocalProvider, LocalTokenizer};
 use strata::provider::{Provider, ProviderError};
 use strata::tokens::TokenCounter;
@@ -52,7 +54,7 @@ fn request(messages: Vec<RequestMessage>, max_tokens: u64) -> ChatRequest {
 struct Reply {
     text: String,
     usage: ProviderUsage,
-    finish_reason: Option<String>,
+    finish_reason: Option<FinishReason>,
 }
 
 fn complete(provider: &LocalProvider, request: ChatRequest) -> Result<Reply, ProviderError> {
@@ -93,7 +95,10 @@ fn greedy_generation_streams_a_non_empty_answer() {
     let stats = provider.last_stats().unwrap();
     assert_eq!(stats.prompt_tokens as u64, reply.usage.prompt_tokens.unwrap());
     assert_eq!(stats.prefilled_tokens, stats.prompt_tokens);
-    assert!(matches!(reply.finish_reason.as_deref(), Some("stop" | "length")));
+    assert!(matches!(
+        reply.finish_reason,
+        Some(FinishReason::Stop | FinishReason::Length)
+    ));
 }
 
 #[test]

@@ -12,7 +12,7 @@ use events::{collect, fast_retry, finish_reason, text, timeouts, tool_calls, usa
 use serde_json::{Value, json};
 use server::{Recorded, Reply, Server};
 use strata::domain::{
-    ChatRequest, ProviderUsage, RequestMessage, RequestSystem, Role, StreamEvent, ToolCall,
+    ChatRequest, FinishReason, ProviderUsage, RequestMessage, RequestSystem, Role, StreamEvent, ToolCall,
 };
 use strata::provider::{AnthropicProvider, HttpProviderConfig, Provider, ProviderError, Wire};
 
@@ -174,7 +174,7 @@ async fn text_stream_with_pings_gives_text_cache_usage_and_done() {
             reasoning_tokens: None,
         }]
     );
-    assert_eq!(finish_reason(&events).as_deref(), Some("end_turn"));
+    assert_eq!(finish_reason(&events), Some(FinishReason::Stop));
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].path, "/v1/messages");
@@ -218,7 +218,7 @@ async fn tool_use_stream_assembles_the_call_and_reasoning() {
     assert_eq!(calls[0].name, "get_weather");
     let input: Value = serde_json::from_str(&calls[0].arguments).unwrap();
     assert_eq!(input, json!({"location": "San Francisco, CA"}));
-    assert_eq!(finish_reason(&events).as_deref(), Some("tool_use"));
+    assert_eq!(finish_reason(&events), Some(FinishReason::ToolCalls));
 }
 
 #[tokio::test]
@@ -260,7 +260,7 @@ async fn http_529_overloaded_is_retried_then_succeeds() {
     let server = Server::start(vec![Reply::json(529, overloaded), Reply::sse(TEXT_WITH_PING)]).await;
     let (events, error) = collect(provider_for(&server, Some(KEY)).stream(simple())).await;
     assert_eq!(error, None);
-    assert_eq!(finish_reason(&events).as_deref(), Some("end_turn"));
+    assert_eq!(finish_reason(&events), Some(FinishReason::Stop));
     assert_eq!(server.requests().len(), 2);
 }
 
@@ -302,7 +302,7 @@ async fn stream_ending_after_the_stop_reason_without_message_stop_is_complete() 
     let server = Server::start(vec![Reply::sse(&TEXT_WITH_PING[..cut])]).await;
     let (events, error) = collect(provider_for(&server, Some(KEY)).stream(simple())).await;
     assert_eq!(error, None);
-    assert_eq!(finish_reason(&events).as_deref(), Some("end_turn"));
+    assert_eq!(finish_reason(&events), Some(FinishReason::Stop));
 }
 
 #[tokio::test]

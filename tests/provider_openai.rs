@@ -12,7 +12,7 @@ use events::{collect, fast_retry, finish_reason, text, timeouts, tool_calls, usa
 use server::{Body, Reply, Server};
 use std::time::{Duration, Instant};
 use strata::domain::{
-    ChatRequest, ProviderUsage, RequestMessage, RequestSystem, Role, StreamEvent, ToolCall,
+    ChatRequest, FinishReason, ProviderUsage, RequestMessage, RequestSystem, Role, StreamEvent, ToolCall,
 };
 use strata::provider::{
     HttpProviderConfig, OpenAiProvider, Provider, ProviderError, RetryPolicy, Timeouts, Wire,
@@ -107,7 +107,7 @@ async fn llama_server_stream_gives_text_cached_usage_and_done() {
             reasoning_tokens: None,
         }]
     );
-    assert_eq!(finish_reason(&events).as_deref(), Some("length"));
+    assert_eq!(finish_reason(&events), Some(FinishReason::Length));
     let requests = server.requests();
     assert_eq!(requests.len(), 1);
     assert_eq!(requests[0].method, "POST");
@@ -122,7 +122,7 @@ async fn llama_cpp_python_stream_without_usage_emits_no_usage() {
     assert_eq!(error, None);
     assert_eq!(text(&events), "I'm sorry for the mispronunci");
     assert!(usages(&events).is_empty());
-    assert_eq!(finish_reason(&events).as_deref(), Some("length"));
+    assert_eq!(finish_reason(&events), Some(FinishReason::Length));
 }
 
 #[tokio::test]
@@ -134,7 +134,7 @@ async fn long_recorded_stream_with_ping_comment_is_read_whole() {
     let expected = oracle_text(LLAMA_CPP_PYTHON_LONG);
     assert!(expected.len() > 2000);
     assert_eq!(text(&events), expected);
-    assert_eq!(finish_reason(&events).as_deref(), Some("length"));
+    assert_eq!(finish_reason(&events), Some(FinishReason::Length));
 }
 
 /// Serves `body` split in two at every byte, one request per split point,
@@ -183,7 +183,7 @@ async fn comment_lines_and_crlf_line_endings_are_ignored() {
     let (events, error) = collect(provider_for(&server, None).stream(request())).await;
     assert_eq!(error, None);
     assert_eq!(text(&events), "Hello");
-    assert_eq!(finish_reason(&events).as_deref(), Some("stop"));
+    assert_eq!(finish_reason(&events), Some(FinishReason::Stop));
 }
 
 #[tokio::test]
@@ -193,7 +193,7 @@ async fn stream_without_done_marker_ends_after_the_finish_reason() {
     let (events, error) = collect(provider_for(&server, None).stream(request())).await;
     assert_eq!(error, None);
     assert_eq!(text(&events), "Hi");
-    assert_eq!(finish_reason(&events).as_deref(), Some("stop"));
+    assert_eq!(finish_reason(&events), Some(FinishReason::Stop));
 }
 
 #[tokio::test]
@@ -303,7 +303,7 @@ async fn server_error_then_success() {
     .await;
     let (events, error) = collect(provider_for(&server, None).stream(request())).await;
     assert_eq!(error, None);
-    assert_eq!(finish_reason(&events).as_deref(), Some("length"));
+    assert_eq!(finish_reason(&events), Some(FinishReason::Length));
     assert_eq!(server.requests().len(), 2);
 }
 
@@ -391,7 +391,7 @@ async fn repeated_tool_call_id_and_name_deltas_assemble_into_one_call() {
         .filter(|e| matches!(e, StreamEvent::ToolCallDelta { id: Some(_), .. }))
         .count();
     assert_eq!(with_id, 1, "the repeated id is passed on once");
-    assert_eq!(finish_reason(&events).as_deref(), Some("tool_calls"));
+    assert_eq!(finish_reason(&events), Some(FinishReason::ToolCalls));
 }
 
 #[tokio::test]

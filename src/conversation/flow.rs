@@ -5,7 +5,9 @@
 use super::reply::Reply;
 use super::{Compacted, Conversation, Effect, FailureKind, Phase};
 use crate::compress::{Decision, Trigger};
-use crate::domain::{Message, MessageId, MessageKind, MessageStatus, ProviderUsage, Role, StreamEvent};
+use crate::domain::{
+    FinishReason, Message, MessageId, MessageKind, MessageStatus, ProviderUsage, Role, StreamEvent,
+};
 use crate::pipeline::Prepared;
 
 /// A compression in flight.
@@ -225,7 +227,7 @@ impl Conversation {
             StreamEvent::Done { finish_reason } => {
                 // A reply cut by the output limit is complete as far as the
                 // provider is concerned, but the user must know it stopped.
-                let cut = matches!(finish_reason.as_deref(), Some("length" | "max_tokens")).then(|| {
+                let cut = (finish_reason == Some(FinishReason::Length)).then(|| {
                     format!(
                         "the reply stopped at the output limit ({max_tokens} tokens); ask to continue, or raise [model] max_tokens"
                     )

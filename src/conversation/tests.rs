@@ -115,7 +115,7 @@ fn streamed_text_is_shown_flushed_and_finalised_with_usage() {
     });
     let e = c.handle(Event::Stream {
         event: StreamEvent::Done {
-            finish_reason: Some("stop".into()),
+            finish_reason: Some(crate::domain::FinishReason::Stop),
         },
         now_ms: 500,
     });
@@ -214,7 +214,7 @@ fn tool_call_deltas_that_repeat_id_and_name_assemble_one_call() {
     }
     c.handle(Event::Stream {
         event: StreamEvent::Done {
-            finish_reason: Some("tool_calls".into()),
+            finish_reason: Some(crate::domain::FinishReason::ToolCalls),
         },
         now_ms: 2,
     });
@@ -281,7 +281,7 @@ fn a_reply_cut_by_the_output_limit_is_complete_and_says_so() {
     c.handle(delta("Once upon", 5));
     let e = c.handle(Event::Stream {
         event: StreamEvent::Done {
-            finish_reason: Some("length".into()),
+            finish_reason: Some(crate::domain::FinishReason::Length),
         },
         now_ms: 10,
     });
@@ -304,7 +304,7 @@ fn a_reply_cut_by_the_output_limit_is_complete_and_says_so() {
     });
     let e = c.handle(Event::Stream {
         event: StreamEvent::Done {
-            finish_reason: Some("stop".into()),
+            finish_reason: Some(crate::domain::FinishReason::Stop),
         },
         now_ms: 30,
     });

@@ -160,7 +160,7 @@ fn submit(text: &str, now_ms: i64) -> Event {
 fn done(now_ms: i64) -> Event {
     Event::Stream {
         event: StreamEvent::Done {
-            finish_reason: Some("stop".into()),
+            finish_reason: Some(crate::domain::FinishReason::Stop),
         },
         now_ms,
     }

@@ -96,7 +96,102 @@ pub enum StreamEvent {
     Usage(ProviderUsage),
     /// The reply is complete.
     Done {
-        /// Provider's finish/stop reason (`stop`, `length`, `tool_calls`, `end_turn`, ...).
-        finish_reason: Option<String>,
+        /// Why the provider stopped, when it said.
+        finish_reason: Option<FinishReason>,
     },
+}
+
+/// Why a reply ended: OpenAI's `finish_reason`, Anthropic's `stop_reason`
+/// and the embedded model's end, in one vocabulary. Serialised as the
+/// OpenAI name (`stop`, `length`, `tool_calls`, `content_filter`), Anthropic's
+/// `stop_sequence`, or the provider's own text for [`FinishReason::Other`].
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum FinishReason {
+    /// The model ended its reply: OpenAI `stop`, Anthropic `end_turn`.
+    Stop,
+    /// The output limit (`max_tokens`) cut the reply: OpenAI `length`,
+    /// Anthropic `max_tokens`.
+    Length,
+    /// The reply asks for tool calls: OpenAI `tool_calls` (and the older
+    /// `function_call`), Anthropic `tool_use`.
+    ToolCalls,
+    /// One of the request's stop sequences matched: Anthropic `stop_sequence`.
+    StopSequence,
+    /// The provider withheld content: OpenAI `content_filter`, Anthropic `refusal`.
+    ContentFilter,
+    /// Any other reason, as the provider wrote it (e.g. Anthropic `pause_turn`).
+    Other(String),
+}
+
+impl FinishReason {
+    /// The reason for a provider's `finish_reason` / `stop_reason` text.
+    #[must_use]
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "stop" | "end_turn" => Self::Stop,
+            "length" | "max_tokens" => Self::Length,
+            "tool_calls" | "function_call" | "tool_use" => Self::ToolCalls,
+            "stop_sequence" => Self::StopSequence,
+            "content_filter" | "refusal" => Self::ContentFilter,
+            other => Self::Other(other.to_owned()),
+        }
+    }
+
+    /// The name it is serialised and logged as (see the type's doc).
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Stop => "stop",
+            Self::Length => "length",
+            Self::ToolCalls => "tool_calls",
+            Self::StopSequence => "stop_sequence",
+            Self::ContentFilter => "content_filter",
+            Self::Other(s) => s,
+        }
+    }
+}
+
+impl Serialize for FinishReason {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for FinishReason {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(Self::parse(&String::deserialize(deserializer)?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn both_wires_map_to_one_vocabulary() {
+        assert_eq!(FinishReason::parse("length"), FinishReason::Length);
+        assert_eq!(FinishReason::parse("max_tokens"), FinishReason::Length);
+        assert_eq!(FinishReason::parse("end_turn"), FinishReason::Stop);
+        assert_eq!(FinishReason::parse("tool_use"), FinishReason::ToolCalls);
+        assert_eq!(
+            FinishReason::parse("pause_turn"),
+            FinishReason::Other("pause_turn".into())
+        );
+    }
+
+    #[test]
+    fn serialised_names_parse_back() {
+        for r in [
+            FinishReason::Stop,
+            FinishReason::Length,
+            FinishReason::ToolCalls,
+            FinishReason::StopSequence,
+            FinishReason::ContentFilter,
+            FinishReason::Other("pause_turn".into()),
+        ] {
+            let json = serde_json::to_string(&r).unwrap();
+            assert_eq!(json, format!("\"{}\"", r.as_str()));
+            assert_eq!(serde_json::from_str::<FinishReason>(&json).unwrap(), r);
+        }
+    }
 }

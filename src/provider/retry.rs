@@ -15,7 +15,7 @@
 
 use super::http::{ByteStream, Endpoint};
 use super::{EventStream, ProviderError};
-use crate::domain::{ChatRequest, ProviderUsage, StreamEvent};
+use crate::domain::{ChatRequest, FinishReason, ProviderUsage, StreamEvent};
 use std::collections::VecDeque;
 use std::future::Future;
 use std::time::{Duration, Instant};
@@ -210,7 +210,7 @@ impl RequestLog {
                 tracing::info!(
                     duration_ms = self.elapsed_ms(),
                     ttft_ms = self.first_token.map(|t| t.as_millis()),
-                    finish_reason = finish_reason.as_deref(),
+                    finish_reason = finish_reason.as_ref().map(FinishReason::as_str),
                     prompt_tokens = usage.prompt_tokens,
                     completion_tokens = usage.completion_tokens,
                     cache_read_tokens = usage.cache_read_tokens,

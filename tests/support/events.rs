@@ -3,7 +3,7 @@
 
 use futures::StreamExt;
 use std::time::Duration;
-use strata::domain::{ProviderUsage, StreamEvent};
+use strata::domain::{FinishReason, ProviderUsage, StreamEvent};
 use strata::provider::{EventStream, ProviderError, RetryPolicy, Timeouts};
 
 /// Retries as in production but with millisecond waits.
@@ -66,7 +66,7 @@ pub fn usages(events: &[StreamEvent]) -> Vec<ProviderUsage> {
 }
 
 /// The finish reason of the last event, which must be `Done`.
-pub fn finish_reason(events: &[StreamEvent]) -> Option<String> {
+pub fn finish_reason(events: &[StreamEvent]) -> Option<FinishReason> {
     match events.last() {
         Some(StreamEvent::Done { finish_reason }) => finish_reason.clone(),
         other => panic!("stream did not end with Done: {other:?}"),

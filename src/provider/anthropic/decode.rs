@@ -9,7 +9,7 @@
 //! types are ignored. Usage is emitted once, just before `Done`, with
 //! `prompt_tokens` = input + cache read + cache write.
 
-use crate::domain::{ProviderUsage, StreamEvent};
+use crate::domain::{FinishReason, ProviderUsage, StreamEvent};
 use crate::provider::ProviderError;
 use crate::provider::http::{Endpoint, ErrorInfo, classify};
 use crate::provider::retry::{Decoder, Progress};
@@ -23,7 +23,7 @@ pub(crate) struct AnthropicDecoder {
     started: bool,
     /// `message_stop` arrived.
     stopped: bool,
-    stop_reason: Option<String>,
+    stop_reason: Option<FinishReason>,
     input_tokens: Option<u64>,
     cache_read_tokens: Option<u64>,
     cache_write_tokens: Option<u64>,
@@ -65,7 +65,7 @@ impl Decoder for AnthropicDecoder {
                     .and_then(|d| d.get("stop_reason"))
                     .and_then(Value::as_str)
                 {
-                    self.stop_reason = Some(reason.to_owned());
+                    self.stop_reason = Some(FinishReason::parse(reason));
                 }
                 if let Some(usage) = value.get("usage") {
                     self.read_usage(usage);
@@ -259,7 +259,7 @@ mod tests {
                     reasoning_tokens: None,
                 }),
                 StreamEvent::Done {
-                    finish_reason: Some("end_turn".to_owned())
+                    finish_reason: Some(FinishReason::Stop)
                 },
             ]
         );

@@ -19,7 +19,7 @@ use super::chatml::ChatmlPrompt;
 use super::tokenizer::LocalTokenizer;
 use super::utf8::Utf8Carry;
 use super::{LocalStats, Sampling};
-use crate::domain::{ProviderUsage, StreamEvent};
+use crate::domain::{FinishReason, ProviderUsage, StreamEvent};
 use crate::provider::ProviderError;
 use futures::channel::mpsc::UnboundedSender;
 use llama_cpp_2::context::LlamaContext;
@@ -193,7 +193,7 @@ impl<'m> Engine<'m> {
         self.publish(job, stats);
         let _ = job.events.unbounded_send(Ok(StreamEvent::Usage(usage)));
         let _ = job.events.unbounded_send(Ok(StreamEvent::Done {
-            finish_reason: Some(finish_reason.to_owned()),
+            finish_reason: Some(FinishReason::parse(finish_reason)),
         }));
         Ok(())
     }

@@ -8,7 +8,7 @@
 //! chunk (passed on only when new), no `[DONE]`, and an `error` object in
 //! the stream. Usage and `Done` are emitted last, once the stream ends.
 
-use crate::domain::{ProviderUsage, StreamEvent};
+use crate::domain::{FinishReason, ProviderUsage, StreamEvent};
 use crate::provider::ProviderError;
 use crate::provider::http::{Endpoint, ErrorInfo, classify};
 use crate::provider::retry::{Decoder, Progress};
@@ -22,7 +22,7 @@ pub(crate) struct OpenAiDecoder {
     received: bool,
     /// `data: [DONE]` arrived.
     done: bool,
-    finish_reason: Option<String>,
+    finish_reason: Option<FinishReason>,
     usage: Option<ProviderUsage>,
     /// Per tool-call index: the id and name already passed on.
     calls: BTreeMap<usize, (Option<String>, Option<String>)>,
@@ -66,7 +66,7 @@ impl Decoder for OpenAiDecoder {
                 self.delta(delta, out);
             }
             if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
-                self.finish_reason = Some(reason.to_owned());
+                self.finish_reason = Some(FinishReason::parse(reason));
             }
         }
         Ok(())
@@ -252,7 +252,7 @@ mod tests {
                     reasoning_tokens: Some(2),
                 }),
                 StreamEvent::Done {
-                    finish_reason: Some("stop".to_owned())
+                    finish_reason: Some(FinishReason::Stop)
                 },
             ]
         );
