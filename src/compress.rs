@@ -48,7 +48,7 @@ pub use input::{SummaryRequest, summary_input, summary_request, target_summary_t
 pub use prune::Pruner;
 pub use redact::redact;
 
-use crate::domain::{CompactionTrigger, Message, MessageId, MessageKind, Role};
+use crate::domain::{CompactionTrigger, Message, MessageId, MessageKind, Role, Summarizer};
 use crate::tokens::{TokenCounter, message_tokens};
 
 /// The result of one compression, ready to persist: archive `archived`,
@@ -85,8 +85,8 @@ pub struct CompressionPlan {
     pub messages_before: usize,
     /// Active messages after.
     pub messages_after: usize,
-    /// Model name, `extractive` or `fallback`.
-    pub summarizer: String,
+    /// Who wrote the summary.
+    pub summarizer: Summarizer,
     /// The focus of `/compress <topic>`.
     pub topic: Option<String>,
     /// Whether the token numbers are exact for the model (else shown with `~`).

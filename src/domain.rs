@@ -14,7 +14,7 @@ mod session;
 mod system_prompt;
 mod usage;
 
-pub use compaction::{Compaction, CompactionTrigger};
+pub use compaction::{Compaction, CompactionTrigger, Summarizer};
 pub use ids::{CompactionId, MessageId, PromptId, SessionId};
 pub use message::{Message, MessageKind, MessageStatus, Role, TokenCount, ToolCall};
 pub use provider::{ProviderKind, UnknownProvider};

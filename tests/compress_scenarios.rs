@@ -10,7 +10,7 @@ use strata::compress::{
     CompressError, CompressionEngine, CompressionInput, Decision, END_MARKER, NOTICE, SkipReason,
     SummarizerChoice, SummaryFailure, SummaryOutcome, Trigger, feedback_line, is_real_user,
 };
-use strata::domain::{MessageKind, Role};
+use strata::domain::{MessageKind, Role, Summarizer};
 use strata::tokens::Threshold;
 
 fn input<'a>(messages: &'a [strata::domain::Message], topic: Option<&'a str>) -> CompressionInput<'a> {
@@ -285,7 +285,7 @@ fn scenario_7_summariser_failures() {
             1_000,
         )
         .unwrap();
-    assert_eq!(plan.summarizer, "fallback");
+    assert_eq!(plan.summarizer, Summarizer::Fallback);
     assert_eq!(plan.warnings.len(), 1);
     assert!(plan.summary.content.contains("Fallback summary"));
     assert!(plan.summary.content.chars().count() <= 8_000 + NOTICE.len() + END_MARKER.len() + 200);
@@ -296,7 +296,7 @@ fn scenario_7_summariser_failures() {
     let ok = e
         .compress_extractive(Trigger::Manual, &input(&history, None), 0)
         .unwrap();
-    assert_eq!(ok.summarizer, "extractive");
+    assert_eq!(ok.summarizer, Summarizer::Extractive);
 }
 
 #[test]
@@ -325,7 +325,7 @@ fn a_model_reply_without_text_falls_back_and_a_repeated_secret_is_redacted() {
             0,
         )
         .unwrap();
-    assert_eq!(plan.summarizer, "fallback");
+    assert_eq!(plan.summarizer, Summarizer::Fallback);
     assert!(plan.warnings[0].contains("no text"), "{:?}", plan.warnings);
     let mut m = model();
     let pending = m.prepare(Trigger::Manual, &input(&history, None)).unwrap();
@@ -334,7 +334,7 @@ fn a_model_reply_without_text_falls_back_and_a_repeated_secret_is_redacted() {
     let plan = m
         .finish(pending, Some(SummaryOutcome::Summary(reply)), &QuarterCounter, 0)
         .unwrap();
-    assert_eq!(plan.summarizer, "gpt-test");
+    assert_eq!(plan.summarizer, Summarizer::Model("gpt-test".into()));
     assert!(!plan.summary.content.contains(key), "{}", plan.summary.content);
     assert!(plan.summary.content.contains("[REDACTED:openai_key]\n- done"));
     // A reply far over the size asked for is refused, not kept in every
@@ -345,7 +345,7 @@ fn a_model_reply_without_text_falls_back_and_a_repeated_secret_is_redacted() {
     let plan = m
         .finish(pending, Some(SummaryOutcome::Summary(huge)), &QuarterCounter, 0)
         .unwrap();
-    assert_eq!(plan.summarizer, "fallback");
+    assert_eq!(plan.summarizer, Summarizer::Fallback);
     assert!(plan.warnings[0].contains("times the"), "{:?}", plan.warnings);
     assert!(plan.tokens_after < plan.tokens_before);
 }
@@ -382,7 +382,7 @@ fn a_model_update_much_shorter_than_the_earlier_summary_is_flagged() {
             0,
         )
         .unwrap();
-    assert_eq!(plan.summarizer, "gpt-test");
+    assert_eq!(plan.summarizer, Summarizer::Model("gpt-test".into()));
     assert!(
         plan.warnings.iter().any(|w| w.contains("less than half")),
         "{:?}",

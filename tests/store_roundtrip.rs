@@ -75,7 +75,7 @@ fn archived_messages_round_trip_and_leave_the_counters() {
         first_message_id: Some(first.id),
         last_message_id: Some(first.id),
         summary_message_id: None,
-        summarizer: "extractive".into(),
+        summarizer: strata::domain::Summarizer::Extractive,
         tokens_before: 2_000_000,
         tokens_after: 90_000,
         messages_before: 10_000,

@@ -32,7 +32,7 @@ use super::input::{SummaryRequest, summary_input, summary_request, target_summar
 use super::prune::Pruner;
 use super::view::{Read, Transcript};
 use super::{CompressionPlan, cut_at, tokens_of};
-use crate::domain::{Message, MessageId, MessageKind, Role, SessionId};
+use crate::domain::{Message, MessageId, MessageKind, Role, SessionId, Summarizer};
 use crate::tokens::TokenCounter;
 use std::borrow::Cow;
 
@@ -58,8 +58,8 @@ const FALLBACK_LABEL: &str = include_str!("../../assets/prompts/summary_fallback
 pub struct Pending {
     /// The model request to perform; `None` for the extractive summariser.
     pub request: Option<SummaryRequest>,
-    /// The summariser's name (model name or `extractive`).
-    pub summarizer: String,
+    /// Who writes the summary (a model, or the extractive summariser).
+    pub summarizer: Summarizer,
     trigger: Trigger,
     topic: Option<String>,
     /// Per message of the history: the kept ones as pruning left them;
@@ -421,7 +421,11 @@ impl CompressionEngine for DefaultEngine {
                 let refs: Vec<&Message> = messages.iter().collect();
                 let text = summary_input(&refs);
                 let request = summary_request(&text, previous.as_deref(), input.topic, target_tokens);
-                (Some(request), name.clone(), Source::Transcript(messages))
+                (
+                    Some(request),
+                    Summarizer::Model(name.clone()),
+                    Source::Transcript(messages),
+                )
             }
             SummarizerChoice::Extractive => {
                 let transcript = Transcript::new(&pruner, history, &summarised, Read::Whole);
@@ -435,7 +439,7 @@ impl CompressionEngine for DefaultEngine {
                         counter: input.counter,
                     },
                 );
-                (None, "extractive".to_owned(), Source::Extracted(body))
+                (None, Summarizer::Extractive, Source::Extracted(body))
             }
         };
         let first = &history[summarised[0]];
@@ -523,7 +527,7 @@ impl CompressionEngine for DefaultEngine {
             Some(SummaryOutcome::Failed(f)) => Some(Err(f)),
         };
         let (body, summarizer) = match failure {
-            None => (extract(None, pending.target_tokens), "extractive".to_owned()),
+            None => (extract(None, pending.target_tokens), Summarizer::Extractive),
             Some(Ok(body)) => (body, pending.summarizer.clone()),
             Some(Err(SummaryFailure::Auth(why) | SummaryFailure::Network(why))) => {
                 if pending.trigger.automatic() {
@@ -554,13 +558,13 @@ impl CompressionEngine for DefaultEngine {
                         "{label}\n\n{}",
                         extract(Some(FALLBACK_MAX_CHARS - label.len()), budget)
                     ),
-                    "fallback".to_owned(),
+                    Summarizer::Fallback,
                 )
             }
         };
         // The extractive body's lines were counted while choosing them.
-        let line_tokens = match (&pending.source, summarizer.as_str()) {
-            (Source::Extracted(summary), "extractive") => Some(&summary.line_tokens),
+        let line_tokens = match (&pending.source, &summarizer) {
+            (Source::Extracted(summary), Summarizer::Extractive) => Some(&summary.line_tokens),
             _ => None,
         };
         let plan = assemble_plan(
@@ -587,7 +591,7 @@ impl CompressionEngine for DefaultEngine {
         // the threshold ends a pause: the next reading would clear it anyway.
         if pending.trigger == Trigger::Manual
             && plan.tokens_after < self.threshold()
-            && plan.summarizer != "fallback"
+            && plan.summarizer != Summarizer::Fallback
         {
             self.status.strikes = 0;
             self.status.fallbacks_in_row = 0;

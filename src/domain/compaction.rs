@@ -1,7 +1,7 @@
 //! A compaction: a range of messages archived behind one summary message.
 
 use super::ids::{CompactionId, MessageId, PromptId, SessionId};
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
 /// What started a compaction.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -13,6 +13,59 @@ pub enum CompactionTrigger {
     Manual,
     /// The provider rejected the request as too long.
     Overflow,
+}
+
+/// Who wrote a compaction's summary. Serialised and stored as one string:
+/// the model's name, `extractive` or `fallback` (so a model cannot be
+/// called `extractive` or `fallback`; the config reserves those names).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Summarizer {
+    /// A model, by the name its provider knows it.
+    Model(String),
+    /// strata's extractive summariser (no model call).
+    Extractive,
+    /// The model failed; the summary was extracted without one and labelled.
+    Fallback,
+}
+
+impl Summarizer {
+    /// The stored name: the model's name, `extractive` or `fallback`.
+    #[must_use]
+    pub fn as_str(&self) -> &str {
+        match self {
+            Self::Model(name) => name,
+            Self::Extractive => "extractive",
+            Self::Fallback => "fallback",
+        }
+    }
+
+    /// The summariser a stored name stands for (any other name is a model).
+    #[must_use]
+    pub fn parse(s: &str) -> Self {
+        match s {
+            "extractive" => Self::Extractive,
+            "fallback" => Self::Fallback,
+            name => Self::Model(name.to_owned()),
+        }
+    }
+}
+
+impl std::fmt::Display for Summarizer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl Serialize for Summarizer {
+    fn serialize<S: Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        serializer.serialize_str(self.as_str())
+    }
+}
+
+impl<'de> Deserialize<'de> for Summarizer {
+    fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        Ok(Self::parse(&String::deserialize(deserializer)?))
+    }
 }
 
 /// One compaction. Archived messages point at it through `archived_by`;
@@ -33,8 +86,8 @@ pub struct Compaction {
     pub last_message_id: Option<MessageId>,
     /// The summary message inserted in their place.
     pub summary_message_id: Option<MessageId>,
-    /// Model name, `extractive` or `fallback`.
-    pub summarizer: String,
+    /// Who wrote the summary.
+    pub summarizer: Summarizer,
     /// Estimated prompt tokens before.
     pub tokens_before: u64,
     /// Estimated prompt tokens after.
@@ -51,4 +104,21 @@ pub struct Compaction {
     pub undone_at: Option<i64>,
     /// Creation time, unix milliseconds.
     pub created_at: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn summarizers_are_one_json_string() {
+        for (s, json) in [
+            (Summarizer::Model("gpt-4o".into()), "\"gpt-4o\""),
+            (Summarizer::Extractive, "\"extractive\""),
+            (Summarizer::Fallback, "\"fallback\""),
+        ] {
+            assert_eq!(serde_json::to_string(&s).unwrap(), json);
+            assert_eq!(serde_json::from_str::<Summarizer>(json).unwrap(), s);
+        }
+    }
 }

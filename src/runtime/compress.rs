@@ -14,7 +14,7 @@ use crate::compress::{
 use crate::config::{ModelChoice, ProviderKind};
 use crate::domain::{
     ChatRequest, Compaction, CompactionId, Message, MessageId, RequestMessage, RequestSystem, Role, Session,
-    StreamEvent, SystemPrompt,
+    StreamEvent, Summarizer, SystemPrompt,
 };
 use crate::prompt::EnvFacts;
 use crate::provider::{Provider, ProviderError};
@@ -130,8 +130,9 @@ pub struct CompressOutcome {
     pub tokens_before: u64,
     /// Request input estimate after, tokens.
     pub tokens_after: u64,
-    /// Model name, `extractive` or `fallback`; `None` for a no-op.
-    pub summarizer: Option<String>,
+    /// Who wrote the summary (JSON: the model's name, `extractive` or
+    /// `fallback`); `None` for a no-op.
+    pub summarizer: Option<Summarizer>,
     /// The focus given.
     pub topic: Option<String>,
     /// The stored compaction; `None` for a no-op or a dry run.
@@ -348,7 +349,7 @@ impl Runtime {
                 messages_after = o.messages_after,
                 tokens_before = o.tokens_before,
                 tokens_after = o.tokens_after,
-                summarizer = o.summarizer.as_deref(),
+                summarizer = o.summarizer.as_ref().map(Summarizer::as_str),
                 "compression finished"
             ),
             Err(error) => tracing::warn!(duration_ms, %error, "compression failed"),
@@ -398,7 +399,7 @@ impl Runtime {
             (Some(request), false) => Some(
                 summarise(
                     req.provider,
-                    &pending.summarizer,
+                    pending.summarizer.as_str(),
                     &request.prompt,
                     request.target_tokens,
                 )

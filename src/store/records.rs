@@ -5,7 +5,7 @@
 
 use super::codec::{id, int, opt_id, opt_int, opt_uint, trigger, trigger_str, uint};
 use super::{Store, StoreError};
-use crate::domain::{Compaction, SessionId, Usage};
+use crate::domain::{Compaction, SessionId, Summarizer, Usage};
 use rusqlite::{Row, params};
 
 fn compaction_row(row: &Row<'_>) -> rusqlite::Result<Compaction> {
@@ -17,7 +17,7 @@ fn compaction_row(row: &Row<'_>) -> rusqlite::Result<Compaction> {
         first_message_id: opt_id(row, 4)?,
         last_message_id: opt_id(row, 5)?,
         summary_message_id: opt_id(row, 6)?,
-        summarizer: row.get(7)?,
+        summarizer: Summarizer::parse(&row.get::<_, String>(7)?),
         tokens_before: uint(row, 8)?,
         tokens_after: uint(row, 9)?,
         messages_before: uint(row, 10)?,
@@ -63,7 +63,7 @@ pub(crate) fn insert_compaction(conn: &rusqlite::Connection, c: &Compaction) -> 
         c.first_message_id.map(|m| m.to_string()),
         c.last_message_id.map(|m| m.to_string()),
         c.summary_message_id.map(|m| m.to_string()),
-        c.summarizer,
+        c.summarizer.as_str(),
         int(c.tokens_before, "tokens_before")?,
         int(c.tokens_after, "tokens_after")?,
         int(c.messages_before, "messages_before")?,

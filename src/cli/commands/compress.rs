@@ -61,7 +61,7 @@ pub fn compress(env: &Env, args: &CompressArgs) -> anyhow::Result<()> {
         writeln!(
             out,
             "compaction {id} · summarizer {} · undo with `strata undo-compress {}`",
-            outcome.summarizer.as_deref().unwrap_or("none"),
+            outcome.summarizer.as_ref().map_or("none", |s| s.as_str()),
             session.id
         )?;
     } else if outcome.dry_run && !outcome.noop {

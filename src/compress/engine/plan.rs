@@ -5,7 +5,7 @@ use super::super::assemble::{clean_body, summary_message};
 use super::super::redact::redact;
 use super::super::{CompressionPlan, tokens_of};
 use super::Pending;
-use crate::domain::MessageId;
+use crate::domain::{MessageId, Summarizer};
 use crate::tokens::{TokenCounter, count_by_lines, message_tokens_with};
 use std::collections::HashMap;
 
@@ -28,7 +28,7 @@ pub(super) const SUMMARY_OVER_TARGET: u64 = 2;
 pub(super) fn assemble_plan(
     p: &Pending,
     body: &str,
-    summarizer: String,
+    summarizer: Summarizer,
     warnings: Vec<String>,
     counter: &dyn TokenCounter,
     line_tokens: Option<&HashMap<String, usize>>,
