@@ -13,7 +13,9 @@
 //! - [`engine`]: the [`CompressionEngine`] trait, the trigger state machine
 //!   (preflight, after-response, overflow, manual), strikes, lockout and
 //!   cooldowns, and [`DefaultEngine`];
-//! - [`feedback`]: the one-line report shown after a compression.
+//! - [`feedback`]: the one-line report shown after a compression;
+//! - [`notices`]: why automatic compression is paused and what a
+//!   compression warns about, as values the clients word.
 //!
 //! Invariants of every plan: the tail holds the last real user message and
 //! the last visible assistant reply; a tool call and its results stay
@@ -31,6 +33,7 @@ pub mod extractive;
 pub mod feedback;
 pub mod input;
 mod keywords;
+pub mod notices;
 pub mod prune;
 pub mod redact;
 mod view;
@@ -45,6 +48,7 @@ pub use engine::{
 pub use extractive::{ExtractiveInput, extractive_summary};
 pub use feedback::feedback_line;
 pub use input::{SummaryRequest, summary_input, summary_request, target_summary_tokens};
+pub use notices::{CompressWarning, LockReason};
 pub use prune::Pruner;
 pub use redact::redact;
 
@@ -91,8 +95,8 @@ pub struct CompressionPlan {
     pub topic: Option<String>,
     /// Whether the token numbers are exact for the model (else shown with `~`).
     pub exact: bool,
-    /// Warnings for the user (a fallback summary, for instance).
-    pub warnings: Vec<String>,
+    /// Problems that did not stop it (a fallback summary, for instance).
+    pub warnings: Vec<CompressWarning>,
 }
 
 /// Tokens of one message under `counter`: the cached count when it was made

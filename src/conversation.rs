@@ -28,9 +28,11 @@
 
 mod calibration;
 mod flow;
+mod notice;
 mod reply;
 
 pub use calibration::Calibration;
+pub use notice::TurnNotice;
 
 use crate::compress::{
     CompressionEngine, CompressionPlan, DefaultEngine, EngineConfig, EngineState, SummarizerChoice, Trigger,
@@ -192,8 +194,8 @@ pub enum Effect {
         /// strata's estimate of the last request's input tokens.
         estimated_prompt_tokens: u64,
     },
-    /// Tell the user something went wrong (one sentence).
-    ShowError(String),
+    /// Tell the user something went wrong (the runtime words it).
+    ShowError(TurnNotice),
     /// Nothing happened because a turn is already in progress.
     Busy,
 }

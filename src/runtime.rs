@@ -20,6 +20,7 @@ mod session;
 mod session_ops;
 mod transcript;
 mod turn_parts;
+mod wording;
 
 pub use chat::{ChatOutput, TurnOutcome};
 pub use compress::{
@@ -35,6 +36,7 @@ pub use session::{Imported, NewSession, Runtime, RuntimeError, title_from};
 pub use session_ops::{Reloaded, SKILL_MAX_CHARS};
 pub use transcript::{export_json, export_markdown};
 pub use turn_parts::{TURN_REMINDER_MAX_CHARS, TURN_REMINDER_TIMEOUT, TurnParts};
+pub use wording::Client;
 
 /// Now, unix milliseconds: the one clock of the runtime and its clients
 /// (the core never reads one; times are passed in).

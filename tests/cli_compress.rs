@@ -596,8 +596,12 @@ async fn two_noop_strikes_block_automatic_compression_and_manual_still_runs() {
         .as_str()
         .expect("a blocked reason");
     assert!(
-        blocked.contains("paused") && blocked.contains("/new"),
+        blocked.contains("paused") && blocked.contains("`strata chat --new`"),
         "{blocked}"
+    );
+    assert!(
+        !blocked.contains("/compress"),
+        "the command line's advice: {blocked}"
     );
 
     let manual = sb.json(&[
@@ -611,6 +615,39 @@ async fn two_noop_strikes_block_automatic_compression_and_manual_still_runs() {
     ]);
     assert_eq!(manual["noop"], false, "{manual}");
     assert_eq!(compactions(&sb), 1);
+}
+
+/// A lockout an older strata stored as its sentence (naming both clients'
+/// commands) still loads: its strikes hold, and `strata context --json`
+/// says why in the command line's words.
+#[test]
+fn a_lockout_stored_as_an_older_sentence_loads_and_is_worded_for_the_command_line() {
+    let sb = Sandbox::new();
+    let id = import_openai(&sb, &history(4, 200));
+    let old = json!({
+        "status": {
+            "strikes": 2,
+            "fallbacks_in_row": 0,
+            "locked": "Automatic compression is paused: compressions in a row made no progress; start a new session (/new, or `strata chat --new`) or compress by hand (/compress <topic>, or `strata compress ID --topic T`).",
+            "cooldown_until_ms": null
+        },
+        "last_reading": {"prompt_tokens": 90000, "estimate": 88000},
+        "compacted_since_reading": false,
+        "overflow_retry_used": false
+    });
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    conn.execute(
+        "INSERT INTO compression_state (session_id, state, updated_at) VALUES (?1, ?2, 0)",
+        rusqlite::params![id, old.to_string()],
+    )
+    .unwrap();
+    drop(conn);
+    let context = sb.json(&["context", &id, "--json"]);
+    assert_eq!(context["compression"]["strikes"], 2, "{context}");
+    assert_eq!(
+        context["compression"]["blocked"],
+        "Automatic compression is paused: compressions in a row made no progress; start a new session (`strata chat --new`) or compress by hand (`strata compress ID --topic T`)."
+    );
 }
 
 /// Scenario 11: the system prompt and the output reserve alone exceed the

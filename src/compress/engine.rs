@@ -29,6 +29,7 @@ use super::assemble::split_summary;
 use super::boundary::{Boundaries, find_boundaries, find_boundaries_with};
 use super::extractive::{self, ExtractiveInput, Options, Summary, extractive_summary};
 use super::input::{SummaryRequest, summary_input, summary_request, target_summary_tokens};
+use super::notices::{CompressWarning, LockReason};
 use super::prune::Pruner;
 use super::view::{Read, Transcript};
 use super::{CompressionPlan, cut_at, tokens_of};
@@ -211,17 +212,11 @@ impl DefaultEngine {
         self.config.threshold.effective
     }
 
-    fn strike(&mut self, why: &str) {
+    fn strike(&mut self, why: LockReason) {
         self.status.strikes += 1;
         if self.status.strikes >= STRIKES_TO_LOCK {
-            self.lock(why);
+            self.status.locked = Some(why);
         }
-    }
-
-    fn lock(&mut self, why: &str) {
-        self.status.locked = Some(format!(
-            "Automatic compression is paused: {why}; start a new session (/new, or `strata chat --new`) or compress by hand (/compress <topic>, or `strata compress ID --topic T`)."
-        ));
     }
 
     fn cool_down(&mut self, now_ms: i64, seconds: i64) {
@@ -254,7 +249,7 @@ impl CompressionEngine for DefaultEngine {
     fn on_usage(&mut self, prompt_tokens: u64, estimate: u64) {
         let fits = prompt_tokens < self.threshold();
         if self.compacted_since_reading && !fits {
-            self.strike("compressions in a row left the context at or above the threshold");
+            self.strike(LockReason::StillOverThreshold);
         }
         if fits {
             self.status.strikes = 0;
@@ -360,7 +355,7 @@ impl CompressionEngine for DefaultEngine {
         }
         if summarised.is_empty() {
             if trigger.automatic() {
-                self.strike("compressions in a row found nothing outside the protected messages");
+                self.strike(LockReason::NothingToCompress);
             }
             return Err(CompressError::NothingToCompress);
         }
@@ -410,7 +405,7 @@ impl CompressionEngine for DefaultEngine {
             .sum();
         let (enough, saving) = worth_it(pruned_saving);
         if ten_percent_rule && !enough {
-            self.strike("compressions in a row would have saved under 10% of the context");
+            self.strike(LockReason::UnderTenPercent);
             return Err(CompressError::NotWorthIt {
                 percent: saving * 100 / tokens_before.max(1),
             });
@@ -507,11 +502,7 @@ impl CompressionEngine for DefaultEngine {
                     } else {
                         let earlier = pending.previous_tokens;
                         if tokens * 2 < earlier {
-                            warnings.push(format!(
-                                "The new summary ({} tokens) is less than half the earlier summary it updates ({} tokens), so some earlier facts may be gone; `strata undo-compress` brings the earlier one back.",
-                                crate::text::group_digits(tokens),
-                                crate::text::group_digits(earlier),
-                            ));
+                            warnings.push(CompressWarning::SummaryShrank { tokens, earlier });
                         }
                         self.status.fallbacks_in_row = 0;
                         Some(Ok(body))
@@ -546,11 +537,9 @@ impl CompressionEngine for DefaultEngine {
                 self.cool_down(now_ms, seconds);
                 self.status.fallbacks_in_row += 1;
                 if self.status.fallbacks_in_row >= STRIKES_TO_LOCK {
-                    self.lock("the summariser failed twice in a row and fallback summaries were used");
+                    self.status.locked = Some(LockReason::FallbacksInRow);
                 }
-                warnings.push(format!(
-                    "The summariser failed ({why}); a fallback summary extracted without a model was used."
-                ));
+                warnings.push(CompressWarning::Fallback { why: why.clone() });
                 let label = FALLBACK_LABEL.trim().replace("{reason}", &why);
                 let budget = pending.target_tokens.min(2_000);
                 (
@@ -580,7 +569,7 @@ impl CompressionEngine for DefaultEngine {
         // (the feedback says the summary is longer); an automatic one that
         // saves nothing is a strike and changes nothing.
         if pending.trigger.automatic() && plan.tokens_after >= plan.tokens_before {
-            self.strike("compressions in a row would not have saved anything");
+            self.strike(LockReason::NoSaving);
             return Err(CompressError::NoSaving {
                 before: plan.tokens_before,
                 after: plan.tokens_after,
@@ -605,7 +594,7 @@ impl CompressionEngine for DefaultEngine {
         let progress = plan.messages_after < plan.messages_before
             || u128::from(plan.tokens_after) * 100 < u128::from(plan.tokens_before) * 95;
         if !progress {
-            self.strike("compressions in a row made no progress");
+            self.strike(LockReason::NoProgress);
             return false;
         }
         self.passes < MAX_PREFLIGHT_PASSES && plan.tokens_after >= self.threshold()

@@ -3,7 +3,7 @@
 //! every turn. [`Active`] is the state of the turn in progress.
 
 use super::reply::Reply;
-use super::{Compacted, Conversation, Effect, FailureKind, Phase};
+use super::{Compacted, Conversation, Effect, FailureKind, Phase, TurnNotice};
 use crate::compress::{Decision, Trigger};
 use crate::domain::{
     FinishReason, Message, MessageId, MessageKind, MessageStatus, ProviderUsage, Role, StreamEvent,
@@ -99,7 +99,7 @@ impl Conversation {
             Ok(p) => p,
             // The user's words are kept; nothing is sent. Compressing cannot
             // help: the fixed part or the must-keep messages do not fit.
-            Err(e) => return self.fail_request(e.to_string(), now_ms),
+            Err(e) => return self.fail_request(TurnNotice::Prepare(e), now_ms),
         };
         if preflight
             && self.wants_compression(Trigger::Preflight, prepared.prelimit_tokens, &prepared, now_ms)
@@ -185,12 +185,9 @@ impl Conversation {
                 let error = self.active.as_mut().and_then(|a| a.overflow_error.take());
                 match (changed, error) {
                     (true, _) => self.request(false, now_ms),
-                    (false, error) => self.fail_reply(
-                        error.unwrap_or_else(|| {
-                            "the request is too long for the model's context window".into()
-                        }),
-                        now_ms,
-                    ),
+                    (false, error) => {
+                        self.fail_reply(error.map_or(TurnNotice::TooLong, TurnNotice::Provider), now_ms)
+                    }
                 }
             }
             Trigger::AfterResponse => self.end_turn(),
@@ -227,11 +224,8 @@ impl Conversation {
             StreamEvent::Done { finish_reason } => {
                 // A reply cut by the output limit is complete as far as the
                 // provider is concerned, but the user must know it stopped.
-                let cut = (finish_reason == Some(FinishReason::Length)).then(|| {
-                    format!(
-                        "the reply stopped at the output limit ({max_tokens} tokens); ask to continue, or raise [model] max_tokens"
-                    )
-                });
+                let cut = (finish_reason == Some(FinishReason::Length))
+                    .then_some(TurnNotice::OutputLimit { max_tokens });
                 let mut done = self.finish_reply(MessageStatus::Complete, cut, now_ms);
                 done.extend(self.after_response(now_ms));
                 return done;
@@ -259,7 +253,7 @@ impl Conversation {
                 return self.start_compression(Trigger::Overflow);
             }
         }
-        self.fail_reply(message, now_ms)
+        self.fail_reply(TurnNotice::Provider(message), now_ms)
     }
 
     pub(super) fn stream_ended(&mut self, now_ms: i64) -> Vec<Effect> {
@@ -267,18 +261,11 @@ impl Conversation {
             return Vec::new();
         };
         if reply.has_output() {
-            let mut effects = self.finish_reply(
-                MessageStatus::Interrupted,
-                Some("the reply was cut off before it ended".into()),
-                now_ms,
-            );
+            let mut effects = self.finish_reply(MessageStatus::Interrupted, Some(TurnNotice::CutOff), now_ms);
             effects.extend(self.end_turn());
             effects
         } else {
-            self.fail_reply(
-                "the provider ended the reply without sending anything; try again".into(),
-                now_ms,
-            )
+            self.fail_reply(TurnNotice::EmptyReply, now_ms)
         }
     }
 
@@ -345,11 +332,11 @@ impl Conversation {
 
     /// The request failed before it could be sent (the pipeline refused
     /// it): the turn ends with the error.
-    fn fail_request(&mut self, message: String, now_ms: i64) -> Vec<Effect> {
+    fn fail_request(&mut self, notice: TurnNotice, now_ms: i64) -> Vec<Effect> {
         if self.active.as_ref().is_some_and(|a| a.reply.is_some()) {
-            return self.fail_reply(message, now_ms);
+            return self.fail_reply(notice, now_ms);
         }
-        let mut effects = vec![Effect::ShowError(message)];
+        let mut effects = vec![Effect::ShowError(notice)];
         effects.push(Effect::SaveEngineState(self.engine.state()));
         effects.push(Effect::Phase(Phase::Done));
         effects.push(Effect::TurnFinished {
@@ -364,20 +351,20 @@ impl Conversation {
 
     /// The request in flight failed: its reply is finalised (interrupted
     /// when it had output, else error) and the turn ends.
-    fn fail_reply(&mut self, message: String, now_ms: i64) -> Vec<Effect> {
+    fn fail_reply(&mut self, notice: TurnNotice, now_ms: i64) -> Vec<Effect> {
         let status = if self.active.as_ref().is_some_and(Active::has_output) {
             MessageStatus::Interrupted
         } else {
             MessageStatus::Error
         };
-        let mut effects = self.finish_reply(status, Some(message), now_ms);
+        let mut effects = self.finish_reply(status, Some(notice), now_ms);
         effects.extend(self.end_turn());
         effects
     }
 
     /// Finalises the reply in flight: stored with `status`, added to the
     /// history, its usage recorded.
-    fn finish_reply(&mut self, status: MessageStatus, error: Option<String>, now_ms: i64) -> Vec<Effect> {
+    fn finish_reply(&mut self, status: MessageStatus, error: Option<TurnNotice>, now_ms: i64) -> Vec<Effect> {
         let Some(reply) = self.active.as_mut().and_then(|a| a.reply.take()) else {
             return Vec::new();
         };
@@ -404,8 +391,8 @@ impl Conversation {
         if reply.usage.is_some() || status == MessageStatus::Complete {
             effects.push(Effect::RecordUsage(reply.usage_row(&self.session, now_ms)));
         }
-        if let Some(message) = error {
-            effects.push(Effect::ShowError(message));
+        if let Some(notice) = error {
+            effects.push(Effect::ShowError(notice));
         }
         if let Some(active) = self.active.as_mut() {
             active.ended = Some(Ended {

@@ -188,7 +188,7 @@ fn failure_before_any_text_marks_the_reply_as_error_and_keeps_the_user_message()
             ..
         }
     ));
-    assert!(e.contains(&Effect::ShowError("no network".into())));
+    assert!(e.contains(&Effect::ShowError(TurnNotice::Provider("no network".into()))));
     assert_eq!(c.messages()[0].content, "hi");
     // The failed, empty reply is not sent again.
     assert_eq!(c.prepare().unwrap().request.messages.len(), 1);
@@ -293,8 +293,7 @@ fn a_reply_cut_by_the_output_limit_is_complete_and_says_so() {
         }
     ));
     assert!(
-        e.iter()
-            .any(|x| matches!(x, Effect::ShowError(t) if t.contains("output limit (1024 tokens)"))),
+        e.contains(&Effect::ShowError(TurnNotice::OutputLimit { max_tokens: 1024 })),
         "{e:?}"
     );
     // A normal stop says nothing.

@@ -266,9 +266,9 @@ fn an_overflow_compresses_then_retries_exactly_once() {
         compress_of(&e).is_none(),
         "a second overflow does not compress again"
     );
-    assert!(e.contains(&Effect::ShowError(
+    assert!(e.contains(&Effect::ShowError(TurnNotice::Provider(
         "the request is too long for the model's context window".into()
-    )));
+    ))));
     assert!(
         matches!(finished(&e), Some((Some(_), MessageStatus::Error))),
         "{e:?}"
@@ -286,10 +286,9 @@ fn an_overflow_that_compression_cannot_help_ends_the_turn_with_the_overflow_erro
     assert_eq!(compress_of(&e), Some(Trigger::Overflow));
     let e = run.compress(&mut c, Trigger::Overflow, 3);
     assert!(request_of(&e).is_none());
-    assert!(
-        e.iter()
-            .any(|x| matches!(x, Effect::ShowError(t) if t.contains("too long")))
-    );
+    assert!(e.contains(&Effect::ShowError(TurnNotice::Provider(
+        "the request is too long for the model's context window".into()
+    ))));
     assert!(matches!(finished(&e), Some((Some(_), MessageStatus::Error))));
 }
 

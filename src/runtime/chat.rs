@@ -27,7 +27,8 @@ pub enum ChatOutput<'a> {
     Delta(&'a str),
     /// The usage row recorded for the request.
     Usage(&'a Usage),
-    /// Something went wrong (one sentence).
+    /// Something went wrong (one sentence, worded for the runtime's
+    /// [`Client`](super::Client)).
     Error(&'a str),
     /// Work the user should know about (automatic compression starting).
     Notice(&'a str),
@@ -196,7 +197,8 @@ impl Runtime {
                     }
                     Effect::ShowDelta(text) => out(ChatOutput::Delta(&text)),
                     Effect::Phase(phase) => out(ChatOutput::Phase(phase)),
-                    Effect::ShowError(text) => {
+                    Effect::ShowError(notice) => {
+                        let text = self.client().turn_notice(&notice);
                         out(ChatOutput::Error(&text));
                         message = Some(text);
                     }

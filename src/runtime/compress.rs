@@ -8,8 +8,8 @@
 
 use super::{Runtime, RuntimeError};
 use crate::compress::{
-    self, CompressError, CompressionEngine, CompressionInput, CompressionPlan, DefaultEngine, EngineConfig,
-    EngineState, SummarizerChoice, SummaryFailure, SummaryOutcome, Trigger,
+    self, CompressError, CompressWarning, CompressionEngine, CompressionInput, CompressionPlan,
+    DefaultEngine, EngineConfig, EngineState, SummarizerChoice, SummaryFailure, SummaryOutcome, Trigger,
 };
 use crate::config::{ModelChoice, ProviderKind};
 use crate::domain::{
@@ -139,9 +139,10 @@ pub struct CompressOutcome {
     pub compaction_id: Option<CompactionId>,
     /// The summary message's text.
     pub summary: Option<String>,
-    /// Problems that did not stop it (a fallback summary, a dry-run stand-in).
+    /// Problems that did not stop it (a fallback summary, a dry-run
+    /// stand-in), worded for the runtime's client.
     pub warnings: Vec<String>,
-    /// Why nothing was compressed, for a no-op.
+    /// Why nothing was compressed, for a no-op (worded for the client).
     pub reason: Option<String>,
     /// Whether the token numbers are exact for the model.
     pub exact: bool,
@@ -382,7 +383,8 @@ impl Runtime {
         let pending = match engine.prepare(req.trigger, &input) {
             Ok(p) => p,
             Err(e @ (CompressError::NothingToCompress | CompressError::NotWorthIt { .. })) => {
-                return Ok((noop(snapshot, req.dry_run, topic, e.to_string()), None));
+                let reason = self.client().compress_error(&e);
+                return Ok((noop(snapshot, req.dry_run, topic, reason), None));
             }
             Err(e) => return Err(RuntimeError::Compress(e.to_string())),
         };
@@ -390,10 +392,7 @@ impl Runtime {
         let outcome = match (&pending.request, req.dry_run) {
             (None, _) => None,
             (Some(_), true) => {
-                warnings.push(
-                    "Dry run: the model was not called; the summary shown is the extractive stand-in."
-                        .to_owned(),
-                );
+                warnings.push(CompressWarning::DryRunStandIn);
                 None
             }
             (Some(request), false) => Some(
@@ -409,16 +408,17 @@ impl Runtime {
         let mut plan = match engine.finish(pending, outcome, snapshot.counter.as_ref(), now) {
             Ok(plan) => plan,
             Err(e @ CompressError::NoSaving { .. }) => {
-                return Ok((noop(snapshot, req.dry_run, topic, e.to_string()), None));
+                let reason = self.client().compress_error(&e);
+                return Ok((noop(snapshot, req.dry_run, topic, reason), None));
             }
             Err(e) => return Err(RuntimeError::Compress(e.to_string())),
         };
         plan.warnings.extend(warnings);
         if req.dry_run {
-            return Ok((outcome_of(&plan, None, true), None));
+            return Ok((self.outcome_of(&plan, None, true), None));
         }
         let (compaction, prompt) = self.persist(session, snapshot, &plan, req, now)?;
-        let outcome = outcome_of(&plan, Some(compaction.id), false);
+        let outcome = self.outcome_of(&plan, Some(compaction.id), false);
         Ok((
             outcome,
             Some(StoredCompaction {
@@ -570,26 +570,40 @@ fn noop(snapshot: &Snapshot, dry_run: bool, topic: Option<String>, reason: Strin
     }
 }
 
-fn outcome_of(plan: &CompressionPlan, compaction_id: Option<CompactionId>, dry_run: bool) -> CompressOutcome {
-    CompressOutcome {
-        noop: false,
-        messages_before: plan.messages_before,
-        messages_after: plan.messages_after,
-        tokens_before: plan.tokens_before,
-        tokens_after: plan.tokens_after,
-        summarizer: Some(plan.summarizer.clone()),
-        topic: plan.topic.clone(),
-        compaction_id,
-        // A summary merged into the next message: the summary's part only.
-        summary: Some(match plan.merged_into {
-            Some(_) => compress::assemble::summary_block(compress::split_summary(&plan.summary.content).0),
-            None => plan.summary.content.clone(),
-        }),
-        warnings: plan.warnings.clone(),
-        reason: None,
-        exact: plan.exact,
-        feedback: compress::feedback_line(plan),
-        dry_run,
+impl Runtime {
+    /// What `plan` did, its warnings worded for the runtime's client.
+    fn outcome_of(
+        &self,
+        plan: &CompressionPlan,
+        compaction_id: Option<CompactionId>,
+        dry_run: bool,
+    ) -> CompressOutcome {
+        CompressOutcome {
+            noop: false,
+            messages_before: plan.messages_before,
+            messages_after: plan.messages_after,
+            tokens_before: plan.tokens_before,
+            tokens_after: plan.tokens_after,
+            summarizer: Some(plan.summarizer.clone()),
+            topic: plan.topic.clone(),
+            compaction_id,
+            // A summary merged into the next message: the summary's part only.
+            summary: Some(match plan.merged_into {
+                Some(_) => {
+                    compress::assemble::summary_block(compress::split_summary(&plan.summary.content).0)
+                }
+                None => plan.summary.content.clone(),
+            }),
+            warnings: plan
+                .warnings
+                .iter()
+                .map(|w| self.client().compress_warning(w))
+                .collect(),
+            reason: None,
+            exact: plan.exact,
+            feedback: compress::feedback_line(plan),
+            dry_run,
+        }
     }
 }
 

@@ -85,8 +85,9 @@ pub struct CompressionStatus {
     pub strikes: u32,
     /// Fallback summaries in a row (two block it).
     pub fallbacks_in_row: u32,
-    /// Why automatic compression is blocked, with what to do; `None` when
-    /// it may run.
+    /// Why automatic compression is blocked, with what to do, worded for
+    /// the runtime's client (the command line's for `strata context
+    /// --json`: `strata compress ID --topic T`); `None` when it may run.
     pub blocked: Option<String>,
     /// End of a summariser-failure cooldown, unix milliseconds.
     pub cooldown_until_ms: Option<i64>,
@@ -223,13 +224,14 @@ impl Runtime {
     }
 
     /// Why automatic compression does not run, given the engine's lockout
-    /// reason: off in the config, or locked; `None` when it may run.
+    /// reason: off in the config, or locked; `None` when it may run. One
+    /// sentence for the runtime's client.
     #[must_use]
-    pub fn blocked_reason(&self, locked: Option<String>) -> Option<String> {
+    pub fn blocked_reason(&self, locked: Option<&crate::compress::LockReason>) -> Option<String> {
         if self.config.compression.enabled {
-            locked
+            locked.map(|reason| self.client().lockout(reason))
         } else {
-            Some("Automatic compression is off in the config ([compression] enabled = false); /compress still works.".to_owned())
+            Some(self.client().compression_off())
         }
     }
 
@@ -272,7 +274,7 @@ impl Runtime {
             prelimit_tokens,
             stored_tokens,
             prepare_error,
-            blocked_reason: self.blocked_reason(conversation.engine().status().locked),
+            blocked_reason: self.blocked_reason(conversation.engine().status().locked.as_ref()),
         }
     }
 
@@ -289,7 +291,7 @@ impl Runtime {
         let engine = self.compression_engine(session, choice, super::SummarizerArg::Config)?;
         let status = engine.status();
         let enabled = self.config.compression.enabled;
-        let blocked = self.blocked_reason(status.locked.clone());
+        let blocked = self.blocked_reason(status.locked.as_ref());
         Ok(CompressionStatus {
             enabled,
             strikes: status.strikes,

@@ -52,6 +52,8 @@ pub struct Runtime {
     /// The session store; outside the runtime it is reached only through
     /// `Runtime`'s methods.
     pub(in crate::runtime) store: Store,
+    /// Who reads the sentences it makes (lockout, warnings, turn errors).
+    client: super::Client,
 }
 
 /// What a new session starts from.
@@ -73,14 +75,34 @@ pub struct NewSession<'a> {
 }
 
 impl Runtime {
-    /// Opens the store at `paths.database()`, creating it when missing.
+    /// Opens the store at `paths.database()`, creating it when missing; its
+    /// sentences are for the command line ([`Runtime::for_client`]).
     ///
     /// # Errors
     /// [`RuntimeError::Store`] when the database cannot be opened or is from a newer strata.
     pub fn open(paths: Paths, config: Config) -> Result<Self, RuntimeError> {
         let mut store = Store::open(paths.database())?;
         store.recover_interrupted(process_is_alive)?;
-        Ok(Self { paths, config, store })
+        Ok(Self {
+            paths,
+            config,
+            store,
+            client: super::Client::Cli,
+        })
+    }
+
+    /// This runtime wording its sentences for `client` (the command line's
+    /// unless told otherwise).
+    #[must_use]
+    pub fn for_client(mut self, client: super::Client) -> Self {
+        self.client = client;
+        self
+    }
+
+    /// Who the runtime words its sentences for.
+    #[must_use]
+    pub fn client(&self) -> super::Client {
+        self.client
     }
 
     /// Creates a session and stores its freshly built prompt as version 1.

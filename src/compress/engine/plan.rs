@@ -2,6 +2,7 @@
 //! summarised range, the messages that stay, and the numbers of the plan.
 
 use super::super::assemble::{clean_body, summary_message};
+use super::super::notices::CompressWarning;
 use super::super::redact::redact;
 use super::super::{CompressionPlan, tokens_of};
 use super::Pending;
@@ -29,7 +30,7 @@ pub(super) fn assemble_plan(
     p: &Pending,
     body: &str,
     summarizer: Summarizer,
-    warnings: Vec<String>,
+    warnings: Vec<CompressWarning>,
     counter: &dyn TokenCounter,
     line_tokens: Option<&HashMap<String, usize>>,
     now_ms: i64,

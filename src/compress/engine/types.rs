@@ -1,6 +1,7 @@
 //! The engine's vocabulary: triggers, configuration, input, decisions,
 //! summariser outcomes, errors and the state kept between processes.
 
+use super::super::notices::LockReason;
 use crate::domain::{CompactionTrigger, Message};
 use crate::tokens::{Threshold, TokenCounter};
 
@@ -89,8 +90,8 @@ pub enum SkipReason {
         /// End of the cooldown, unix milliseconds.
         until_ms: i64,
     },
-    /// Blocked after repeated strikes; the text says why and what to do.
-    LockedOut(String),
+    /// Blocked after repeated strikes or fallback summaries; why.
+    LockedOut(LockReason),
     /// The overflow retry was already used since the last reading.
     RetryUsed,
 }
@@ -137,8 +138,9 @@ pub enum CompressError {
         "Nothing to compress: every message is inside the protected start and end of the session (the end always holds the last user request and everything after it)."
     )]
     NothingToCompress,
-    /// The estimated saving is under 10 %; automatic compression only.
-    #[error("Compression skipped: it would save only about {percent}% of the context; /compress forces it.")]
+    /// The estimated saving is under 10 %; automatic compression only (a
+    /// manual one would run: the client's renderer says how to ask).
+    #[error("Compression skipped: it would save only about {percent}% of the context.")]
     NotWorthIt {
         /// Estimated saving, percent.
         percent: u64,
@@ -169,7 +171,7 @@ pub struct EngineStatus {
     /// Fallback summaries in a row.
     pub fallbacks_in_row: u32,
     /// Why automatic compression is blocked, if it is.
-    pub locked: Option<String>,
+    pub locked: Option<LockReason>,
     /// End of the current cooldown (unix ms), if any.
     pub cooldown_until_ms: Option<i64>,
 }
@@ -197,4 +199,23 @@ pub struct EngineState {
     pub compacted_since_reading: bool,
     /// The overflow retry was used since the last reading.
     pub overflow_retry_used: bool,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_state_stored_with_the_older_lockout_sentence_loads_as_its_reason() {
+        let old = r#"{"status":{"strikes":2,"fallbacks_in_row":2,"locked":"Automatic compression is paused: the summariser failed twice in a row and fallback summaries were used; start a new session (/new, or `strata chat --new`) or compress by hand (/compress <topic>, or `strata compress ID --topic T`).","cooldown_until_ms":1700000060000},"last_reading":{"prompt_tokens":90000,"estimate":88000},"compacted_since_reading":true,"overflow_retry_used":false}"#;
+        let state: EngineState = serde_json::from_str(old).unwrap();
+        assert_eq!(state.status.locked, Some(LockReason::FallbacksInRow));
+        assert_eq!((state.status.strikes, state.status.fallbacks_in_row), (2, 2));
+        assert_eq!(state.status.cooldown_until_ms, Some(1_700_000_060_000));
+        assert!(state.compacted_since_reading);
+        // Written back in the new form, it reads the same.
+        let json = serde_json::to_string(&state).unwrap();
+        assert!(json.contains(r#""locked":"fallbacks_in_row""#), "{json}");
+        assert_eq!(serde_json::from_str::<EngineState>(&json).unwrap(), state);
+    }
 }

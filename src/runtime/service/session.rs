@@ -181,7 +181,7 @@ impl SessionService {
         sink: Sink,
         counts: Option<std_mpsc::Sender<CountJob>>,
     ) -> Result<Self, crate::runtime::RuntimeError> {
-        let runtime = Runtime::open(launch.paths, launch.config)?;
+        let runtime = Runtime::open(launch.paths, launch.config)?.for_client(crate::runtime::Client::App);
         let watch = PromptWatch::new(Arc::clone(&sink), runtime.paths.config_dir.clone());
         Ok(Self {
             watch,

@@ -1,0 +1,27 @@
+//! What a turn tells the user when it goes wrong, as values
+//! ([`TurnNotice`]); the runtime words them for its client.
+
+use crate::pipeline::PrepareError;
+
+/// A problem of the turn, shown to the user with [`Effect::ShowError`](super::Effect::ShowError).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum TurnNotice {
+    /// The provider stopped the reply at the output limit ([`FinishReason::Length`](crate::domain::FinishReason::Length)):
+    /// the reply is complete as far as the provider is concerned, but cut.
+    OutputLimit {
+        /// The request's `max_tokens`.
+        max_tokens: u64,
+    },
+    /// The stream ended after some output but before the provider said
+    /// the reply was done (the partial reply is kept, interrupted).
+    CutOff,
+    /// The stream ended before any output.
+    EmptyReply,
+    /// The request failed; the provider adapter's sentence, passed through.
+    Provider(String),
+    /// The request is too long for the window and compressing changed
+    /// nothing (when the provider's own sentence is not at hand).
+    TooLong,
+    /// The request could not be prepared; nothing was sent.
+    Prepare(PrepareError),
+}
