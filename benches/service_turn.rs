@@ -101,6 +101,7 @@ async fn main() {
         opening: Opening::Resume(id.to_string()),
         cwd: ws.path().to_path_buf(),
         env: Arc::new(|_: &str| None),
+        interactive: false,
     };
     let start = Instant::now();
     let mut service = SessionService::open(launch, sink, None).unwrap();

@@ -73,6 +73,7 @@ impl Harness {
                 opening,
                 cwd: ws.path().to_path_buf(),
                 env,
+                interactive: true,
             },
             tx,
         );

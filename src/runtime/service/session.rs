@@ -39,6 +39,9 @@ pub struct Launch {
     pub cwd: PathBuf,
     /// Environment lookup for API keys and base URLs.
     pub env: EnvLookup,
+    /// A person at a terminal (the app): new sessions get the interactive
+    /// guidelines; `false` for headless clients (`strata chat`).
+    pub interactive: bool,
 }
 
 /// A command of a client, run by [`SessionService::run`].
@@ -87,6 +90,7 @@ pub struct SessionService {
     counts: Option<std_mpsc::Sender<CountJob>>,
     /// Marks layers stale when their files change on disk.
     watch: PromptWatch,
+    interactive: bool,
     /// The open session's rows as last read, kept up to date by its turns.
     rows: Option<Rows>,
 }
@@ -198,6 +202,7 @@ impl SessionService {
             sink,
             counts,
             rows: None,
+            interactive: launch.interactive,
         })
     }
 
@@ -259,7 +264,7 @@ impl SessionService {
         let env = |name: &str| (self.env)(name);
         let sink = Arc::clone(&self.sink);
         let mut progress = |line: &str| sink(ServiceEvent::Progress(line.to_owned()));
-        if choice.provider == ProviderKind::Local {
+        if choice.provider == ProviderKind::Local && self.interactive {
             progress("loading the embedded model…");
         }
         let connected = match connect(
@@ -298,6 +303,8 @@ impl SessionService {
                 model: choice.model.clone(),
                 embedded: choice.provider == ProviderKind::Local,
             }),
+            // A headless client ends with the connection's error instead.
+            _ if !self.interactive => {}
             _ => self.emit(ServiceEvent::Progress(
                 "not connected; send a message to try again, or choose a model with /model".into(),
             )),
@@ -568,15 +575,18 @@ impl SessionService {
         if self.session.is_none() {
             let mode = self.mode(&choice);
             let title = title_from(&[Message::new(SessionId::new(), Role::User, text, 0)]);
-            let (session, _, _) = self.runtime.create_session(NewSession {
+            let (session, _, warnings) = self.runtime.create_session(NewSession {
                 cwd: &self.cwd,
                 choice: &choice,
                 mode,
                 title,
                 now: &jiff::Zoned::now(),
-                interactive: true,
+                interactive: self.interactive,
                 env: crate::prompt::EnvFacts::from_process(),
             })?;
+            for w in warnings {
+                self.emit(ServiceEvent::Notice(format!("warning: {w}")));
+            }
             self.session = Some(session);
             self.forget_history();
             // The client learns the session (title, id) and the watch starts.
@@ -623,7 +633,7 @@ impl SessionService {
                 }
                 ChatOutput::Error(m) => ServiceEvent::Error(m.to_owned()),
                 ChatOutput::Notice(m) => ServiceEvent::Notice(m.to_owned()),
-                ChatOutput::Compressed(c) => ServiceEvent::Notice(c.feedback.clone()),
+                ChatOutput::Compressed(c) => ServiceEvent::Compressed(Box::new(c.clone())),
                 ChatOutput::Compacted { compaction, plan } => {
                     compacted = true;
                     if let Some(rows) = rows.as_mut() {
