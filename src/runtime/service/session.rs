@@ -487,20 +487,11 @@ impl SessionService {
     /// service holds.
     fn context_now(&mut self, choice: &ModelChoice) -> Option<super::ContextSnapshot> {
         let conversation = self.conversation.as_mut()?;
-        let live = self.runtime.live_context(conversation, choice);
+        let mut context = self.runtime.live_context(conversation, choice);
         let rows = self.rows.as_ref();
-        Some(super::ContextSnapshot {
-            prompt: live.prompt,
-            budget: live.budget,
-            report: live.report,
-            prepared_tokens: live.prepared_tokens,
-            prelimit_tokens: live.prelimit_tokens,
-            stored_tokens: live.stored_tokens,
-            prepare_error: live.prepare_error,
-            last_usage: rows.and_then(|r| r.usage.last().cloned()),
-            last_compaction: rows.and_then(|r| r.last_compaction.clone()),
-            blocked_reason: live.blocked_reason,
-        })
+        context.last_usage = rows.and_then(|r| r.usage.last().cloned());
+        context.last_compaction = rows.and_then(|r| r.last_compaction.clone());
+        Some(context)
     }
 
     /// Drops the rows and conversation held: the stored history changed
