@@ -26,7 +26,7 @@ pub use chat::{ChatOutput, TurnOutcome};
 pub use compress::{
     CompressOutcome, CompressRequest, MAX_TOPIC_CHARS, Snapshot, SummarizerArg, UndoOutcome, compress_topic,
 };
-pub use context::{ContextReport, LiveContext};
+pub use context::ContextReport;
 pub use import::{ImportError, ImportOutcome, parse_openai_messages};
 pub use prompt_build::{PromptPreview, fingerprint, recent_entry, resolve_mode, to_system_prompt};
 pub use providers::{

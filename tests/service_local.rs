@@ -68,6 +68,7 @@ async fn the_gguf_tokenizer_is_built_once_per_process() {
         opening: Opening::Resume(id.to_string()),
         cwd: ws.path().to_path_buf(),
         env: Arc::new(|_: &str| None),
+        interactive: false,
     };
     let mut service = SessionService::open(launch, sink, None).unwrap();
     service.start(Opening::Resume(id.to_string())).unwrap();

@@ -1,8 +1,9 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! The session service words what it tells the app for the app: a stored
-//! lockout (here in the sentence form an older strata stored, naming both
-//! clients' commands) reaches the context pane naming the slash commands
-//! and never a `strata` subcommand.
+//! The session service words what it tells its client for that client: a
+//! stored lockout (here in the sentence form an older strata stored, naming
+//! both clients' commands) reaches the app's context pane naming the slash
+//! commands and never a `strata` subcommand, and a headless client
+//! (`strata chat`) naming the subcommands and no slash command.
 
 use std::sync::{Arc, Mutex};
 use strata::config::{Config, Paths, SelectionRequest, select_model};
@@ -11,8 +12,9 @@ use strata::runtime::service::{Launch, Opening, ServiceEvent, SessionService, Si
 
 const OLD_STATE: &str = r#"{"status":{"strikes":2,"fallbacks_in_row":0,"locked":"Automatic compression is paused: compressions in a row found nothing outside the protected messages; start a new session (/new, or `strata chat --new`) or compress by hand (/compress <topic>, or `strata compress ID --topic T`).","cooldown_until_ms":null},"last_reading":null,"compacted_since_reading":false,"overflow_retry_used":false}"#;
 
-#[test]
-fn the_apps_context_pane_gives_the_lockout_in_slash_commands() {
+/// The blocked reason of the context the service publishes when it opens
+/// a session whose stored state is [`OLD_STATE`].
+fn blocked_reason(interactive: bool) -> String {
     let home = tempfile::tempdir().unwrap();
     let ws = tempfile::tempdir().unwrap();
     std::fs::create_dir(ws.path().join(".git")).unwrap();
@@ -56,6 +58,7 @@ fn the_apps_context_pane_gives_the_lockout_in_slash_commands() {
             opening: opening.clone(),
             cwd: ws.path().to_path_buf(),
             env: Arc::new(|_: &str| None),
+            interactive,
         },
         sink,
         None,
@@ -64,7 +67,7 @@ fn the_apps_context_pane_gives_the_lockout_in_slash_commands() {
     service.start(opening).unwrap();
 
     let events = events.lock().unwrap();
-    let blocked = events
+    events
         .iter()
         .rev()
         .find_map(|e| match e {
@@ -72,10 +75,28 @@ fn the_apps_context_pane_gives_the_lockout_in_slash_commands() {
             ServiceEvent::Context(c) => c.blocked_reason.clone(),
             _ => None,
         })
-        .expect("the stored lockout reaches the pane");
+        .expect("the stored lockout reaches the client")
+}
+
+#[test]
+fn the_apps_context_pane_gives_the_lockout_in_slash_commands() {
+    let blocked = blocked_reason(true);
     assert_eq!(
         blocked,
         "Automatic compression is paused: compressions in a row found nothing outside the protected messages; start a new session (/new) or compress by hand (/compress <topic>)."
     );
     assert!(!blocked.contains("strata"), "{blocked}");
+}
+
+#[test]
+fn a_headless_client_gets_the_lockout_in_subcommands() {
+    let blocked = blocked_reason(false);
+    assert!(
+        blocked.contains("(`strata chat --new`)") && blocked.contains("(`strata compress ID --topic T`)"),
+        "{blocked}"
+    );
+    assert!(
+        !blocked.contains("/compress") && !blocked.contains("/new"),
+        "{blocked}"
+    );
 }

@@ -82,6 +82,7 @@ async fn open(model_section: &str) -> Opened {
             opening: Opening::Resume(id.to_string()),
             cwd: ws.path().to_path_buf(),
             env: Arc::new(|_: &str| None),
+            interactive: false,
         },
         sink,
         None,

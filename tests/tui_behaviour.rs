@@ -73,6 +73,7 @@ impl Harness {
                 opening,
                 cwd: ws.path().to_path_buf(),
                 env,
+                interactive: true,
             },
             tx,
         );
@@ -641,4 +642,77 @@ async fn a_session_that_cannot_be_found_opens_a_new_one_that_works() {
     let last = h.app.messages().last().unwrap();
     assert_eq!(last.content, "hello back", "notice: {:?}", h.app.notice());
     assert_eq!(h.app.session().unwrap().title, "hello");
+}
+
+/// The paste: 3,000 lines into an 8k window. The pane's "input"
+/// and "next request" are the prepared request (the paste cut to fit), the
+/// categories add up to it, the stored and pre-limit figures are labelled
+/// beside it, and no compression is tried.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_huge_paste_shows_the_prepared_request_everywhere_and_compresses_nothing() {
+    let server = Server::start(vec![Reply::sse(sse(&["ok"])), Reply::sse(sse(&["fine"]))]).await;
+    let mut h = Harness::from_config(&format!(
+        "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\ncontext_window = 8192\nmax_tokens = 1024\n[providers.openai]\nbase_url = \"{}/v1\"\n",
+        server.base_url()
+    ));
+    h.until("the connection", |a| a.context().is_some()).await;
+    h.send("a short question first").await;
+    let paste: String = (0..3_000)
+        .map(|i| {
+            format!(
+                "2026-12-01 12:00:{:02} worker-{i} processed batch {i} in {} ms\n",
+                i % 60,
+                i * 7
+            )
+        })
+        .collect();
+    h.act(AppEvent::Paste(paste));
+    h.act(key(KeyCode::Enter));
+    h.until("the reply", |a| !a.is_busy()).await;
+    h.until("the context after the turn", |a| {
+        a.context().is_some_and(|c| c.stored_tokens > 30_000)
+    })
+    .await;
+    let c = h.app.context().unwrap();
+    let prepared = c.prepared_tokens.expect("the request can be prepared");
+    assert_eq!(
+        prepared,
+        c.budget.input_tokens(),
+        "the categories add up to what is sent"
+    );
+    assert!(prepared <= 8_192 - 1_024, "{prepared}");
+    assert!(
+        c.stored_tokens > 10 * prepared,
+        "{} vs {prepared}",
+        c.stored_tokens
+    );
+    assert!(c.prelimit_tokens.is_some_and(|p| p < c.stored_tokens));
+    assert!(c.blocked_reason.is_none());
+    let screen = draw(&h.app, 140, 40);
+    let figure = |label: &str| {
+        screen
+            .lines()
+            .find_map(|l| l.split(label).nth(1))
+            .map(|rest| {
+                rest.split_whitespace()
+                    .next()
+                    .unwrap_or("")
+                    .trim_start_matches('~')
+                    .to_owned()
+            })
+            .unwrap_or_else(|| panic!("no '{label}' on screen:\n{screen}"))
+    };
+    assert_eq!(figure("input "), figure("next request "), "{screen}");
+    assert!(
+        screen.contains("stored"),
+        "the stored figure is labelled:\n{screen}"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2, "no summariser call, no compression");
+    let sent = requests[1].json();
+    let last = sent["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .len();
+    assert!(last < 40_000, "the paste was cut to fit: {last} bytes");
 }

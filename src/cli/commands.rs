@@ -165,6 +165,7 @@ pub fn app(env: &Env, resume: Option<String>, continue_latest: bool) -> anyhow::
         opening,
         cwd,
         env: std::sync::Arc::new(|name: &str| std::env::var(name).ok()),
+        interactive: true,
     })
 }
 

@@ -119,9 +119,13 @@ impl Conversation {
         prepared: &Prepared,
         now_ms: i64,
     ) -> bool {
-        if self.engine.should_compress(trigger, estimate, now_ms) != Decision::Compress {
-            return false;
-        }
+        self.engine.should_compress(trigger, estimate, now_ms) == Decision::Compress
+            && self.worth_compressing(prepared)
+    }
+
+    /// Whether compressing the history of `prepared` would save enough to
+    /// be worth asking (the engine's rule, on the pre-limit counts).
+    fn worth_compressing(&self, prepared: &Prepared) -> bool {
         let counts = &prepared.prelimit_counts;
         let history: u64 = counts.iter().map(|&t| u64::from(t)).sum();
         let fixed = prepared.prelimit_tokens.saturating_sub(history);
@@ -319,10 +323,15 @@ impl Conversation {
         if let Some((prompt_tokens, estimate)) = reading {
             self.engine.on_usage(prompt_tokens, estimate);
             // The next request as the pipeline would prepare it decides
-            // whether compressing is worth it; one that cannot be prepared
+            // whether compressing is worth it (prepared only when the
+            // reading asks for a compression); one that cannot be prepared
             // is the next request's error, not this turn's.
-            if let Ok(next) = self.prepare()
-                && self.wants_compression(Trigger::AfterResponse, prompt_tokens, &next, now_ms)
+            if self
+                .engine
+                .should_compress(Trigger::AfterResponse, prompt_tokens, now_ms)
+                == Decision::Compress
+                && let Ok(next) = self.prepare()
+                && self.worth_compressing(&next)
             {
                 return self.start_compression(Trigger::AfterResponse);
             }

@@ -11,8 +11,7 @@
 use super::{CompressOutcome, Runtime, RuntimeError};
 use crate::config::ModelChoice;
 use crate::conversation::{Conversation, Effect, Event, FailureKind, Phase};
-use crate::domain::{MessageStatus, PromptMode, Session, SessionId, Usage};
-use crate::prompt::EnvFacts;
+use crate::domain::{MessageStatus, Session, SessionId, Usage};
 use crate::provider::{EventStream, Provider, ProviderError};
 use crate::tokens::TokenCounter;
 use futures::StreamExt;
@@ -73,28 +72,6 @@ enum Wake {
 }
 
 impl Runtime {
-    /// A conversation over the session's active messages with its frozen
-    /// prompt (rebuilt as a new version only when `choice` or `mode` changed
-    /// the fingerprint), counted with `counter`, calibrated from its usage
-    /// rows, with the session's compression engine and its stored state.
-    ///
-    /// # Errors
-    /// [`RuntimeError`] when the store cannot be read or written.
-    pub fn open_conversation(
-        &mut self,
-        session: &Session,
-        choice: &ModelChoice,
-        mode: PromptMode,
-        counter: Arc<dyn TokenCounter>,
-    ) -> Result<Conversation, RuntimeError> {
-        let now = jiff::Zoned::now();
-        let prompt = self.frozen_prompt(session, choice, mode, &now, EnvFacts::from_process())?;
-        let session = self.store.session(session.id)?.unwrap_or_else(|| session.clone());
-        let messages = self.store.messages(session.id, false)?;
-        let usage = self.store.usage(session.id)?;
-        self.conversation_from(session, prompt, messages, &usage, choice, counter)
-    }
-
     /// A conversation over rows the caller already holds: `messages` (the
     /// session's messages; archived ones and a reply still streaming are
     /// left out) and its `usage` rows (for the calibration), with `prompt`

@@ -54,28 +54,6 @@ pub struct ContextReport {
     pub compression: CompressionStatus,
 }
 
-/// [`Runtime::live_context`]: the next request of an open conversation.
-#[derive(Clone, Debug)]
-pub struct LiveContext {
-    /// The prompt in force.
-    pub prompt: crate::domain::SystemPrompt,
-    /// The prepared request's budget (the stored one when it cannot be
-    /// prepared).
-    pub budget: Budget,
-    /// What the pipeline does to each message.
-    pub report: Vec<ReportEntry>,
-    /// Input tokens of the prepared request.
-    pub prepared_tokens: Option<u64>,
-    /// The pre-limit estimate.
-    pub prelimit_tokens: Option<u64>,
-    /// The stored history's tokens as a request.
-    pub stored_tokens: u64,
-    /// Why the request cannot be prepared.
-    pub prepare_error: Option<String>,
-    /// Why automatic compression is blocked.
-    pub blocked_reason: Option<String>,
-}
-
 /// `compression` in `strata context --json`.
 #[derive(Clone, Debug, Serialize)]
 pub struct CompressionStatus {
@@ -237,12 +215,13 @@ impl Runtime {
 
     /// The context of the next request of `conversation` under `choice`,
     /// from what it holds (nothing is read from the store): the prepared
-    /// request's budget and report, the pre-limit and stored figures.
+    /// request's budget and report, the pre-limit and stored figures. The
+    /// last usage and compaction are the caller's to fill in.
     pub fn live_context(
         &self,
         conversation: &mut crate::conversation::Conversation,
         choice: &ModelChoice,
-    ) -> LiveContext {
+    ) -> super::service::ContextSnapshot {
         let stored = conversation.history_tokens();
         let prepared = conversation.prepare();
         let counter = std::sync::Arc::clone(conversation.counter());
@@ -266,7 +245,7 @@ impl Runtime {
             }
             Err(e) => (stored_budget, Vec::new(), None, None, Some(e.to_string())),
         };
-        LiveContext {
+        super::service::ContextSnapshot {
             prompt,
             budget,
             report,
@@ -274,6 +253,8 @@ impl Runtime {
             prelimit_tokens,
             stored_tokens,
             prepare_error,
+            last_usage: None,
+            last_compaction: None,
             blocked_reason: self.blocked_reason(conversation.engine().status().locked.as_ref()),
         }
     }

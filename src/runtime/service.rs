@@ -91,6 +91,9 @@ pub enum ServiceEvent {
     /// Layers whose sources changed on disk since the prompt was frozen
     /// (all of them so far; empty after `/reload` or `/new`).
     Stale(Vec<LayerName>),
+    /// An automatic compression ran inside a turn, or found nothing to do
+    /// (its feedback line is for people; the rest for scripts).
+    Compressed(Box<crate::runtime::CompressOutcome>),
     /// A one-line notice (feedback of a command).
     Notice(String),
     /// A one-line problem.

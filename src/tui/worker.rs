@@ -60,6 +60,7 @@ impl From<ServiceEvent> for AppEvent {
             ServiceEvent::Sessions { ticket, rows } => Self::Sessions { ticket, rows },
             ServiceEvent::Request(r) => Self::Request(r),
             ServiceEvent::Stale(layers) => Self::Stale(layers),
+            ServiceEvent::Compressed(outcome) => Self::Notice(outcome.feedback),
             ServiceEvent::Notice(n) => Self::Notice(n),
             ServiceEvent::Error(e) => Self::Error(e),
         }

@@ -5,8 +5,9 @@ use crate::cli::args::ChatArgs;
 use anyhow::Context as _;
 use serde_json::json;
 use std::io::{Read, Write};
-use strata::domain::{MessageStatus, Session};
-use strata::runtime::{ChatOutput, NewSession, Runtime, connect, resolve_mode};
+use std::sync::{Arc, Mutex};
+use strata::domain::{MessageStatus, SessionId};
+use strata::runtime::service::{Launch, Opening, ServiceEvent, SessionService, Sink};
 
 pub fn chat(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     let result = turn(env, args);
@@ -23,62 +24,71 @@ pub fn chat(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
 fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     let text = message_text(&args.message)?;
     let cwd = workspace_dir(args.workspace.as_deref())?;
-    let mut runtime = env.runtime()?;
-    let existing = existing_session(&mut runtime, args, &cwd)?;
-    let choice = match &existing {
-        Some(session) if env.provider.is_none() && env.model.is_none() => env.choice_for(session)?,
-        _ => env.choice()?,
+    // Bad ids and unknown providers are usage errors, found before anything
+    // is opened or sent.
+    env.choice()?;
+    let opening = match (&args.session, args.new) {
+        (Some(id), _) => Opening::Resume(env.runtime()?.find_session(id)?.id.to_string()),
+        (None, true) => Opening::New,
+        (None, false) => Opening::Continue,
     };
-    let mode = resolve_mode(env.prompt_mode, &env.config, choice.context_window);
-    let lookup = |name: &str| std::env::var(name).ok();
-    // Connect first: a provider that cannot be used leaves no empty session behind.
-    let connected = connect(&choice, &env.paths, &env.config, &lookup, &mut |line| {
-        eprintln!("strata: {line}");
-    })?;
-    let session = match existing {
-        Some(session) => session,
-        None => new_session(&mut runtime, &choice, mode, &cwd, &text)?,
-    };
-    let mut conversation = runtime.open_conversation(&session, &choice, mode, connected.counter)?;
-
-    let mut printer = Printer {
-        out: std::io::stdout().lock(),
+    let printer = Arc::new(Mutex::new(Printer {
+        out: std::io::stdout(),
         json: args.json,
         saw_text: false,
         failed: None,
+        session: None,
+        status: None,
+        error: None,
+    }));
+    let shown = Arc::clone(&printer);
+    let sink: Sink = Arc::new(move |event| {
+        if let Ok(mut p) = shown.lock() {
+            p.show(event);
+        }
+    });
+    let launch = Launch {
+        paths: env.paths.clone(),
+        config: env.config.clone(),
+        provider: env.provider.clone(),
+        model: env.model.clone(),
+        prompt_mode: env.prompt_mode,
+        opening: opening.clone(),
+        cwd,
+        env: Arc::new(|name: &str| std::env::var(name).ok()),
+        interactive: false,
     };
-    printer.json_line(json!({"type": "start", "session_id": session.id}));
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let outcome = rt.block_on(async {
+    // Connect first: a provider that cannot be used leaves no empty
+    // session behind (the session is created when the message is sent).
+    let mut service = SessionService::open(launch, sink, None)?;
+    service.start(opening)?;
+    rt.block_on(async {
         let cancel = async {
             let _ = tokio::signal::ctrl_c().await;
         };
-        runtime
-            .chat_turn(
-                &mut conversation,
-                connected.provider.as_ref(),
-                text,
-                cancel,
-                &mut |out| printer.show(&out),
-            )
-            .await
+        service.send(text, cancel).await
     })?;
-    let status = serde_json::to_value(outcome.status)?;
-    printer.json_line(json!({"type": "done", "session_id": outcome.session_id, "status": status}));
-    printer.finish()?;
-    match (outcome.status, outcome.error) {
+    let mut p = printer
+        .lock()
+        .map_err(|_| anyhow::anyhow!("the output was lost; the reply is kept in the session"))?;
+    let status = p.status.unwrap_or(MessageStatus::Error);
+    let done = json!({"type": "done", "session_id": p.session, "status": serde_json::to_value(status)?});
+    p.json_line(done);
+    let error = p.error.take();
+    p.finish()?;
+    match (status, error) {
         (MessageStatus::Complete, _) => Ok(()),
-        (_, Some(e)) => Err(e.into()),
+        (_, Some(message)) => Err(anyhow::anyhow!("{message}")),
         (MessageStatus::Interrupted, None) => Err(anyhow::anyhow!(
             "the reply was interrupted; the partial reply is kept in the session"
         )),
-        (_, None) => Err(match outcome.message {
-            Some(message) => anyhow::anyhow!("{message}"),
-            None => anyhow::anyhow!("the reply failed; the message is kept in the session, try again"),
-        }),
+        (_, None) => Err(anyhow::anyhow!(
+            "the reply failed; the message is kept in the session, try again"
+        )),
     }
 }
 
@@ -99,63 +109,23 @@ fn message_text(words: &[String]) -> anyhow::Result<String> {
     Ok(text)
 }
 
-/// The session named by `--session`, else (without `--new`) the latest
-/// session of the workspace; `None` when a new one is wanted.
-fn existing_session(
-    runtime: &mut Runtime,
-    args: &ChatArgs,
-    cwd: &std::path::Path,
-) -> anyhow::Result<Option<Session>> {
-    if let Some(id) = &args.session {
-        return Ok(Some(runtime.find_session(id)?));
-    }
-    if args.new {
-        return Ok(None);
-    }
-    let root = strata::workspace::workspace_root(cwd);
-    Ok(runtime.latest_session(&root.to_string_lossy())?)
-}
-
-/// A new session titled after the first message.
-fn new_session(
-    runtime: &mut Runtime,
-    choice: &strata::config::ModelChoice,
-    mode: strata::domain::PromptMode,
-    cwd: &std::path::Path,
-    text: &str,
-) -> anyhow::Result<Session> {
-    let title = strata::runtime::title_from(&[strata::domain::Message::new(
-        strata::domain::SessionId::new(),
-        strata::domain::Role::User,
-        text,
-        0,
-    )]);
-    let (session, _, warnings) = runtime.create_session(NewSession {
-        cwd,
-        choice,
-        mode,
-        title,
-        now: &jiff::Zoned::now(),
-        interactive: false,
-        env: strata::prompt::EnvFacts::from_process(),
-    })?;
-    for w in warnings {
-        eprintln!("strata: warning: {w}");
-    }
-    Ok(session)
-}
-
 /// Writes a turn's output as text or JSON lines, remembering the first
 /// write error (a closed pipe) instead of aborting the turn, so the reply is
 /// still stored completely.
-struct Printer<'a> {
-    out: std::io::StdoutLock<'a>,
+struct Printer {
+    out: std::io::Stdout,
     json: bool,
     saw_text: bool,
     failed: Option<std::io::Error>,
+    /// The session, once known (`start` is printed then).
+    session: Option<SessionId>,
+    /// How the turn ended.
+    status: Option<MessageStatus>,
+    /// The last problem of the turn, one sentence.
+    error: Option<String>,
 }
 
-impl Printer<'_> {
+impl Printer {
     fn write(&mut self, text: &str) {
         if self.failed.is_none()
             && let Err(e) = self
@@ -173,17 +143,23 @@ impl Printer<'_> {
         }
     }
 
-    fn show(&mut self, out: &ChatOutput<'_>) {
-        match out {
-            ChatOutput::Delta(t) => {
-                self.saw_text = true;
-                if self.json {
-                    self.json_line(json!({"type": "delta", "text": t}));
-                } else {
-                    self.write(t);
+    fn show(&mut self, event: ServiceEvent) {
+        match event {
+            ServiceEvent::Loaded(view) => {
+                if let (None, Some(session)) = (self.session, view.session.as_ref()) {
+                    self.session = Some(session.id);
+                    self.json_line(json!({"type": "start", "session_id": session.id}));
                 }
             }
-            ChatOutput::Usage(u) => self.json_line(json!({
+            ServiceEvent::Delta { text, .. } => {
+                self.saw_text = true;
+                if self.json {
+                    self.json_line(json!({"type": "delta", "text": text}));
+                } else {
+                    self.write(&text);
+                }
+            }
+            ServiceEvent::Usage(u) => self.json_line(json!({
                 "type": "usage",
                 "prompt_tokens": u.prompt_tokens,
                 "completion_tokens": u.completion_tokens,
@@ -192,32 +168,47 @@ impl Printer<'_> {
                 "estimated_prompt_tokens": u.estimated_prompt_tokens,
                 "estimated": u.prompt_tokens.is_none(),
             })),
-            ChatOutput::Error(message) => self.json_line(json!({"type": "error", "message": message})),
-            // The terminal shows progress as it arrives; phases are for the app.
-            ChatOutput::Phase(_) | ChatOutput::Stored(_) | ChatOutput::Compacted { .. } => {}
-            ChatOutput::Notice(message) => {
+            ServiceEvent::Error(message) => {
+                self.json_line(json!({"type": "error", "message": message}));
+                self.error = Some(message);
+            }
+            // Progress of a slow start goes to stderr, as it happens.
+            ServiceEvent::Progress(line) => eprintln!("strata: {line}"),
+            ServiceEvent::Notice(message) => {
                 if self.json {
                     self.json_line(json!({"type": "notice", "message": message}));
                 } else {
                     eprintln!("strata: {message}");
                 }
             }
-            ChatOutput::Compressed(outcome) => {
+            ServiceEvent::Compressed(outcome) => {
                 if self.json {
-                    let mut event = serde_json::to_value(outcome).unwrap_or_default();
+                    let mut event = serde_json::to_value(&outcome).unwrap_or_default();
                     event["type"] = json!("compressed");
                     self.json_line(event);
                 } else {
                     eprintln!("strata: {}", outcome.feedback);
                 }
             }
+            ServiceEvent::TurnDone { status } => self.status = Some(status),
+            // For clients that keep a view of the session.
+            ServiceEvent::Connected { .. }
+            | ServiceEvent::Message(_)
+            | ServiceEvent::Context(_)
+            | ServiceEvent::StreamStarted { .. }
+            | ServiceEvent::Phase(_)
+            | ServiceEvent::Unsent(_)
+            | ServiceEvent::DraftTokens { .. }
+            | ServiceEvent::Sessions { .. }
+            | ServiceEvent::Request(_)
+            | ServiceEvent::Stale(_) => {}
         }
     }
 
-    fn finish(mut self) -> std::io::Result<()> {
+    fn finish(&mut self) -> std::io::Result<()> {
         if !self.json && self.saw_text {
             self.write("\n");
         }
-        self.failed.map_or(Ok(()), Err)
+        self.failed.take().map_or(Ok(()), Err)
     }
 }

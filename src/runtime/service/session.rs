@@ -39,6 +39,10 @@ pub struct Launch {
     pub cwd: PathBuf,
     /// Environment lookup for API keys and base URLs.
     pub env: EnvLookup,
+    /// A person at a terminal (the app): new sessions get the interactive
+    /// guidelines and advice names slash commands; `false` for headless
+    /// clients (`strata chat`), whose advice names subcommands.
+    pub interactive: bool,
 }
 
 /// A command of a client, run by [`SessionService::run`].
@@ -87,6 +91,7 @@ pub struct SessionService {
     counts: Option<std_mpsc::Sender<CountJob>>,
     /// Marks layers stale when their files change on disk.
     watch: PromptWatch,
+    interactive: bool,
     /// The open session's rows as last read, kept up to date by its turns.
     rows: Option<Rows>,
 }
@@ -181,7 +186,14 @@ impl SessionService {
         sink: Sink,
         counts: Option<std_mpsc::Sender<CountJob>>,
     ) -> Result<Self, crate::runtime::RuntimeError> {
-        let runtime = Runtime::open(launch.paths, launch.config)?.for_client(crate::runtime::Client::App);
+        // The app's sentences name slash commands; a headless client's
+        // (`strata chat`) name subcommands.
+        let client = if launch.interactive {
+            crate::runtime::Client::App
+        } else {
+            crate::runtime::Client::Cli
+        };
+        let runtime = Runtime::open(launch.paths, launch.config)?.for_client(client);
         let watch = PromptWatch::new(Arc::clone(&sink), runtime.paths.config_dir.clone());
         Ok(Self {
             watch,
@@ -198,6 +210,7 @@ impl SessionService {
             sink,
             counts,
             rows: None,
+            interactive: launch.interactive,
         })
     }
 
@@ -259,7 +272,7 @@ impl SessionService {
         let env = |name: &str| (self.env)(name);
         let sink = Arc::clone(&self.sink);
         let mut progress = |line: &str| sink(ServiceEvent::Progress(line.to_owned()));
-        if choice.provider == ProviderKind::Local {
+        if choice.provider == ProviderKind::Local && self.interactive {
             progress("loading the embedded model…");
         }
         let connected = match connect(
@@ -298,6 +311,8 @@ impl SessionService {
                 model: choice.model.clone(),
                 embedded: choice.provider == ProviderKind::Local,
             }),
+            // A headless client ends with the connection's error instead.
+            _ if !self.interactive => {}
             _ => self.emit(ServiceEvent::Progress(
                 "not connected; send a message to try again, or choose a model with /model".into(),
             )),
@@ -480,20 +495,11 @@ impl SessionService {
     /// service holds.
     fn context_now(&mut self, choice: &ModelChoice) -> Option<super::ContextSnapshot> {
         let conversation = self.conversation.as_mut()?;
-        let live = self.runtime.live_context(conversation, choice);
+        let mut context = self.runtime.live_context(conversation, choice);
         let rows = self.rows.as_ref();
-        Some(super::ContextSnapshot {
-            prompt: live.prompt,
-            budget: live.budget,
-            report: live.report,
-            prepared_tokens: live.prepared_tokens,
-            prelimit_tokens: live.prelimit_tokens,
-            stored_tokens: live.stored_tokens,
-            prepare_error: live.prepare_error,
-            last_usage: rows.and_then(|r| r.usage.last().cloned()),
-            last_compaction: rows.and_then(|r| r.last_compaction.clone()),
-            blocked_reason: live.blocked_reason,
-        })
+        context.last_usage = rows.and_then(|r| r.usage.last().cloned());
+        context.last_compaction = rows.and_then(|r| r.last_compaction.clone());
+        Some(context)
     }
 
     /// Drops the rows and conversation held: the stored history changed
@@ -568,15 +574,18 @@ impl SessionService {
         if self.session.is_none() {
             let mode = self.mode(&choice);
             let title = title_from(&[Message::new(SessionId::new(), Role::User, text, 0)]);
-            let (session, _, _) = self.runtime.create_session(NewSession {
+            let (session, _, warnings) = self.runtime.create_session(NewSession {
                 cwd: &self.cwd,
                 choice: &choice,
                 mode,
                 title,
                 now: &jiff::Zoned::now(),
-                interactive: true,
+                interactive: self.interactive,
                 env: crate::prompt::EnvFacts::from_process(),
             })?;
+            for w in warnings {
+                self.emit(ServiceEvent::Notice(format!("warning: {w}")));
+            }
             self.session = Some(session);
             self.forget_history();
             // The client learns the session (title, id) and the watch starts.
@@ -623,7 +632,7 @@ impl SessionService {
                 }
                 ChatOutput::Error(m) => ServiceEvent::Error(m.to_owned()),
                 ChatOutput::Notice(m) => ServiceEvent::Notice(m.to_owned()),
-                ChatOutput::Compressed(c) => ServiceEvent::Notice(c.feedback.clone()),
+                ChatOutput::Compressed(c) => ServiceEvent::Compressed(Box::new(c.clone())),
                 ChatOutput::Compacted { compaction, plan } => {
                     compacted = true;
                     if let Some(rows) = rows.as_mut() {
