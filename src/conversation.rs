@@ -65,15 +65,30 @@ pub enum FailureKind {
     Other,
 }
 
-/// Where a turn is, for the status bar (DESIGN §9). The core sets the
-/// phases it decides; `Connecting` lasts until the provider's first event,
-/// which the runtime reports as a stream event.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// Where a turn is, for the status bar (DESIGN §9), from the core's own
+/// decisions and the provider's progress events
+/// ([`StreamEvent::Connected`], [`StreamEvent::Retrying`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Phase {
+    /// The request is being prepared (the pipeline, the preflight check).
+    Preparing,
     /// A compression runs before, inside or after the turn's request.
     Compressing(Trigger),
-    /// The request was sent; nothing has arrived yet.
+    /// The request was sent; the server has not answered yet.
     Connecting,
+    /// The server answered and the reply stream is open; the model is
+    /// reading the prompt (nothing of the reply yet).
+    WaitingForFirstToken,
+    /// The attempt failed with a retryable error; the request goes again
+    /// after a wait.
+    Retrying {
+        /// This retry, counting from 1.
+        attempt: u32,
+        /// Retries allowed in all.
+        max: u32,
+        /// What went wrong, one sentence.
+        reason: String,
+    },
     /// The reply is arriving.
     Streaming,
     /// The turn ended.

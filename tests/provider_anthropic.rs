@@ -366,6 +366,8 @@ async fn dropping_the_stream_closes_the_connection() {
         .unwrap();
     let server = Server::start(vec![Reply::sse_hold(&TEXT_WITH_PING[..second_text])]).await;
     let mut stream = provider_for(&server, Some(KEY)).stream(simple());
+    let connected = futures::StreamExt::next(&mut stream).await.unwrap().unwrap();
+    assert_eq!(connected, StreamEvent::Connected);
     let first = futures::StreamExt::next(&mut stream).await.unwrap().unwrap();
     assert_eq!(
         first,

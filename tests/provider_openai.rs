@@ -472,6 +472,8 @@ async fn request_body_is_valid_json_with_paired_tool_calls() {
 async fn dropping_the_stream_closes_the_connection() {
     let server = Server::start(vec![Reply::sse_hold(chunk("first"))]).await;
     let mut stream = provider_for(&server, None).stream(request());
+    let connected = futures::StreamExt::next(&mut stream).await.unwrap().unwrap();
+    assert_eq!(connected, StreamEvent::Connected);
     let first = futures::StreamExt::next(&mut stream).await.unwrap().unwrap();
     assert_eq!(
         first,
@@ -541,4 +543,33 @@ fn config_reads_the_variables_the_sdks_read() {
     let provider = OpenAiProvider::new(HttpProviderConfig::from_env(Wire::OpenAi, "OTHER_KEY", env)).unwrap();
     assert_eq!(provider.url(), "http://localhost:8080/v1/chat/completions");
     assert_eq!(provider.name(), "openai");
+}
+
+/// A retried request reports its progress before the reply: the retry
+/// (which one, of how many, and why), then the open stream.
+#[tokio::test]
+async fn a_retried_request_reports_retrying_then_connected_before_the_reply() {
+    let server = Server::start(vec![
+        Reply::json(503, r#"{"error":{"message":"Loading model"}}"#),
+        Reply::sse(LLAMA_SERVER),
+    ])
+    .await;
+    let mut stream = provider_for(&server, None).stream(request());
+    let mut progress = Vec::new();
+    let mut first_reply = None;
+    while let Some(item) = futures::StreamExt::next(&mut stream).await {
+        let event = item.unwrap();
+        if event.is_progress() {
+            progress.push(event);
+        } else {
+            first_reply.get_or_insert(progress.len());
+        }
+    }
+    assert_eq!(progress.len(), 2, "{progress:?}");
+    assert!(
+        matches!(&progress[0], StreamEvent::Retrying { attempt: 1, max: 3, reason, .. } if reason.contains("Loading model")),
+        "{progress:?}"
+    );
+    assert_eq!(progress[1], StreamEvent::Connected);
+    assert_eq!(first_reply, Some(2), "both come before the reply");
 }

@@ -88,6 +88,7 @@ impl Conversation {
             effects.push(Effect::SaveMessage(part));
         }
         self.active = Some(Active::new());
+        effects.push(Effect::Phase(Phase::Preparing));
         effects.extend(self.request(true, now_ms));
         effects
     }
@@ -207,6 +208,13 @@ impl Conversation {
         let first = reply.first_output_ms.is_none();
         let mut effects = Vec::new();
         match event {
+            // Progress of the request, before any of the reply.
+            StreamEvent::Connected => return vec![Effect::Phase(Phase::WaitingForFirstToken)],
+            StreamEvent::Retrying {
+                attempt, max, reason, ..
+            } => {
+                return vec![Effect::Phase(Phase::Retrying { attempt, max, reason })];
+            }
             StreamEvent::TextDelta { text } => {
                 reply.push_text(&text, now_ms);
                 effects.push(Effect::ShowDelta(text));

@@ -58,8 +58,9 @@ fn user_submit_saves_the_message_before_sending_the_request() {
         now_ms: 1,
     });
     assert!(matches!(&effects[0], Effect::SaveMessage(m) if m.role == Role::User && m.content == "hi"));
+    assert_eq!(effects[1], Effect::Phase(Phase::Preparing));
     assert!(
-        matches!(&effects[1], Effect::SaveMessage(m) if m.role == Role::Assistant && m.status == MessageStatus::Streaming)
+        matches!(&effects[2], Effect::SaveMessage(m) if m.role == Role::Assistant && m.status == MessageStatus::Streaming)
     );
     let Some(Effect::SendRequest(req)) = effects.iter().find(|e| matches!(e, Effect::SendRequest(_))) else {
         panic!("{effects:?}")
@@ -328,4 +329,42 @@ fn parts_ride_after_the_user_message_as_synthetic_user_messages() {
         req.messages[0].content,
         "status?\n\n<system-reminder>\nclean\n</system-reminder>"
     );
+}
+
+#[test]
+fn the_providers_progress_moves_the_phase_and_is_not_reply_text() {
+    let mut c = conversation();
+    let e = c.handle(Event::Submit {
+        text: "hi".into(),
+        now_ms: 0,
+    });
+    assert!(e.contains(&Effect::Phase(Phase::Connecting)));
+    let e = c.handle(Event::Stream {
+        event: StreamEvent::Retrying {
+            attempt: 1,
+            max: 3,
+            reason: "the server is overloaded (HTTP 529)".into(),
+            wait_ms: 500,
+        },
+        now_ms: 1,
+    });
+    assert_eq!(
+        e,
+        vec![Effect::Phase(Phase::Retrying {
+            attempt: 1,
+            max: 3,
+            reason: "the server is overloaded (HTTP 529)".into()
+        })]
+    );
+    let e = c.handle(Event::Stream {
+        event: StreamEvent::Connected,
+        now_ms: 2,
+    });
+    assert_eq!(e, vec![Effect::Phase(Phase::WaitingForFirstToken)]);
+    assert!(
+        !c.has_output(),
+        "progress is not output: an overflow could still retry"
+    );
+    let e = c.handle(delta("hello", 3));
+    assert_eq!(e[0], Effect::Phase(Phase::Streaming));
 }

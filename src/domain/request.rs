@@ -99,6 +99,32 @@ pub enum StreamEvent {
         /// Why the provider stopped, when it said.
         finish_reason: Option<FinishReason>,
     },
+    /// The server accepted the request and its reply stream is open;
+    /// nothing of the reply has arrived yet (the model is reading the
+    /// prompt). Progress, not reply content.
+    Connected,
+    /// The attempt failed with a retryable error (rate limit, overload, a
+    /// server error, the network); strata waits `wait_ms` and sends the
+    /// request again. Progress, not reply content.
+    Retrying {
+        /// The retry about to happen, counting from 1.
+        attempt: u32,
+        /// Retries allowed in all.
+        max: u32,
+        /// What went wrong, one sentence.
+        reason: String,
+        /// The wait before it, milliseconds.
+        wait_ms: u64,
+    },
+}
+
+impl StreamEvent {
+    /// Whether the event reports the request's progress rather than reply
+    /// content ([`StreamEvent::Connected`], [`StreamEvent::Retrying`]).
+    #[must_use]
+    pub fn is_progress(&self) -> bool {
+        matches!(self, Self::Connected | Self::Retrying { .. })
+    }
 }
 
 /// Why a reply ended: OpenAI's `finish_reason`, Anthropic's `stop_reason`

@@ -132,6 +132,8 @@ type Sse = eventsource_stream::EventStream<ByteStream>;
 enum Phase {
     /// Next step: send a request.
     Connect,
+    /// Waiting this long before the next attempt.
+    Backoff(Duration),
     /// Reading the body of the current attempt.
     Read(Box<Sse>),
     /// Nothing more to read; drain the queue.
@@ -204,6 +206,8 @@ impl RequestLog {
                 }
             }
             StreamEvent::Usage(usage) => self.usage = Some(*usage),
+            // Logged where they happen (connected, retrying).
+            StreamEvent::Connected | StreamEvent::Retrying { .. } => {}
             StreamEvent::Done { finish_reason } => {
                 self.ended = true;
                 let usage = self.usage.unwrap_or_default();
@@ -287,8 +291,11 @@ where
         loop {
             match self.queue.pop_front() {
                 Some(Ok(event)) => {
-                    self.yielded = true;
-                    self.log.event(&event);
+                    // Progress events are not the reply: a retry stays possible.
+                    if !event.is_progress() {
+                        self.yielded = true;
+                        self.log.event(&event);
+                    }
                     return Some(Ok(event));
                 }
                 Some(Err(error)) => {
@@ -303,10 +310,14 @@ where
                                 %error,
                                 "retrying"
                             );
-                            tokio::time::sleep(wait).await;
                             self.retries += 1;
-                            self.phase = Phase::Connect;
-                            continue;
+                            self.phase = Phase::Backoff(wait);
+                            return Some(Ok(StreamEvent::Retrying {
+                                attempt: self.retries,
+                                max: self.policy.max_retries,
+                                reason: error.to_string(),
+                                wait_ms: u64::try_from(wait.as_millis()).unwrap_or(u64::MAX),
+                            }));
                         }
                         None => {
                             self.log.failed(&error, self.retries);
@@ -318,6 +329,10 @@ where
             }
             match &mut self.phase {
                 Phase::Finished => return None,
+                Phase::Backoff(wait) => {
+                    tokio::time::sleep(*wait).await;
+                    self.phase = Phase::Connect;
+                }
                 Phase::Connect => {
                     tracing::info!(attempt = self.retries + 1, "connecting");
                     match (self.open)().await {
@@ -325,6 +340,7 @@ where
                             tracing::info!(elapsed_ms = self.log.elapsed_ms(), "connected");
                             self.decoder = D::default();
                             self.phase = Phase::Read(Box::new(eventsource_stream::EventStream::new(body)));
+                            self.queue.push_back(Ok(StreamEvent::Connected));
                         }
                         Err(error) => self.queue.push_back(Err(error)),
                     }

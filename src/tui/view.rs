@@ -137,10 +137,15 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
             .and_then(|s| s.rate(app.now_ms))
             .map_or_else(String::new, |r| format!(" {r:.0} tok/s"));
         let spinner = SPINNER[app.spinner % SPINNER.len()];
-        let label = match app.phase {
-            Some((Phase::Compressing(_), since)) => format!("compressing {}", elapsed(app.now_ms, since)),
-            Some((Phase::Connecting, since)) => {
-                format!("waiting for the model {}", elapsed(app.now_ms, since))
+        let label = match &app.phase {
+            Some((Phase::Preparing, _)) => "preparing".to_owned(),
+            Some((Phase::Compressing(_), since)) => format!("compressing {}", elapsed(app.now_ms, *since)),
+            Some((Phase::Connecting, since)) => format!("connecting {}", elapsed(app.now_ms, *since)),
+            Some((Phase::WaitingForFirstToken, since)) => {
+                format!("waiting for the first token {}", elapsed(app.now_ms, *since))
+            }
+            Some((Phase::Retrying { attempt, max, reason }, since)) => {
+                format!("retry {attempt}/{max} {} · {reason}", elapsed(app.now_ms, *since))
             }
             _ => format!("streaming{rate}"),
         };
