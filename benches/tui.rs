@@ -1,8 +1,12 @@
 //! Full-screen app benchmarks (DESIGN §12): key-to-frame with a
 //! 10,000-message session loaded (one key through `App::handle`, then one
 //! frame drawn at 120×36; target p95 ≤ 8 ms), scrolling a page up through
-//! that history, and the first frame of a freshly loaded session (wrapped
-//! lines not cached yet). Run: `cargo bench --bench tui`.
+//! that history, the first frame of a freshly loaded session (wrapped
+//! lines not cached yet), key-to-frame with the request inspector open on
+//! a 2M-token request (10,000 messages, 8 MB of JSON; same target), and a
+//! frame of a 20,000-line reply streaming in (one delta, then the frame).
+//! Run: `cargo bench --bench tui`; `benches/tui_process.rs` gives the
+//! same key-to-frame figures as distributions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use criterion::{Criterion, criterion_group, criterion_main};
@@ -76,5 +80,50 @@ fn bench(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench);
+fn inspector(c: &mut Criterion) {
+    let (w, h) = (120, 36);
+    let mut app = tui_support::inspecting(w, h, tui_support::request_json(10_000));
+    let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+    terminal
+        .draw(|f| strata::tui::draw(&app, f.area(), f.buffer_mut()))
+        .unwrap();
+    let mut n = 0u32;
+    c.bench_function("key_to_frame_request_inspector_2m_tokens", |b| {
+        b.iter(|| {
+            n += 1;
+            black_box(app.handle(tui_support::key(tui_support::inspector_key(n))));
+            terminal
+                .draw(|f| strata::tui::draw(&app, f.area(), f.buffer_mut()))
+                .unwrap();
+        });
+    });
+}
+
+fn streaming(c: &mut Criterion) {
+    let (w, h) = (120, 36);
+    let mut app = tui_support::app_with(w, h, Vec::new(), None);
+    app.handle(AppEvent::Delta {
+        text: tui_support::long_reply(20_000),
+        now_ms: 0,
+    });
+    let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+    terminal
+        .draw(|f| strata::tui::draw(&app, f.area(), f.buffer_mut()))
+        .unwrap();
+    let mut n = 0usize;
+    c.bench_function("streaming_frame_20k_line_reply", |b| {
+        b.iter(|| {
+            n += 1;
+            black_box(app.handle(AppEvent::Delta {
+                text: tui_support::stream_delta(n).to_owned(),
+                now_ms: n as i64,
+            }));
+            terminal
+                .draw(|f| strata::tui::draw(&app, f.area(), f.buffer_mut()))
+                .unwrap();
+        });
+    });
+}
+
+criterion_group!(benches, bench, inspector, streaming);
 criterion_main!(benches);

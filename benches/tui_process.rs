@@ -4,6 +4,11 @@
 //! - key-to-frame with a 10,000-message session loaded: one key through
 //!   `App::handle`, then one frame drawn at 120×36; p50 / p95 / p99 of 2,000
 //!   keys (target p95 ≤ 8 ms);
+//! - the same with the request inspector open on a 2M-token request
+//!   (10,000 messages of OpenAI wire JSON, pretty-printed), paging and
+//!   jumping through it, and the first frame after the request arrives;
+//! - a frame of a 20,000-line reply streaming in: one delta, then the
+//!   frame, 2,000 of them;
 //! - the picker over 10,000 sessions: the store query the picker runs, the
 //!   rows handed to the app, and the frame that shows them (target ≤ 50 ms);
 //! - the real binary in tmux with a 10,000-message session: time from
@@ -12,7 +17,8 @@
 //!   Skipped when tmux is not installed.
 //!
 //! Run: `cargo bench --bench tui_process` (a plain program: it prints its
-//! figures).
+//! figures); `-- NAME...` runs only those of `keys`, `inspector`,
+//! `streaming`, `picker`, `process`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use crossterm::event::KeyCode;
@@ -23,6 +29,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 use strata::domain::Role;
 use strata::store::{SessionQuery, Store};
+use strata::tokens::TokenCounter;
 use strata::tui::{AppEvent, Effect};
 
 #[path = "../tests/tui_support/mod.rs"]
@@ -80,6 +87,85 @@ fn key_to_frame() {
         }
     }
     println!("key to frame, 10,000 messages, 120x36: {}", percentiles(samples));
+}
+
+fn inspector() {
+    let json = tui_support::request_json(10_000);
+    let bytes = json.len();
+    let lines = json.lines().count();
+    let tokens = strata::tokens::counter_for("openai", "gpt-4o").count(&json);
+    let mut app = tui_support::inspecting(120, 36, String::new());
+    let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap();
+    terminal
+        .draw(|f| strata::tui::draw(&app, f.area(), f.buffer_mut()))
+        .unwrap();
+    let start = Instant::now();
+    app.handle(AppEvent::Request(Box::new(strata::tui::RequestView {
+        prepared_tokens: tokens as u64,
+        json,
+        report: Vec::new(),
+    })));
+    terminal
+        .draw(|f| strata::tui::draw(&app, f.area(), f.buffer_mut()))
+        .unwrap();
+    let first = start.elapsed();
+    let mut samples = Vec::with_capacity(2_000);
+    let mut first_end = None;
+    for n in 0..2_100u32 {
+        let code = tui_support::inspector_key(n);
+        let start = Instant::now();
+        black_box(app.handle(tui_support::key(code)));
+        terminal
+            .draw(|f| strata::tui::draw(&app, f.area(), f.buffer_mut()))
+            .unwrap();
+        if code == KeyCode::End && first_end.is_none() {
+            first_end = Some(start.elapsed());
+        }
+        if n >= 100 {
+            samples.push(start.elapsed());
+        }
+    }
+    println!(
+        "request inspector, {:.1} MB / {lines} lines of JSON ({:.2}M tokens, o200k): request to first frame \
+         {:.2} ms, first End {:.2} ms",
+        bytes as f64 / 1e6,
+        tokens as f64 / 1e6,
+        first.as_secs_f64() * 1e3,
+        first_end.unwrap_or_default().as_secs_f64() * 1e3
+    );
+    println!(
+        "key to frame, request inspector, 120x36: {}",
+        percentiles(samples)
+    );
+}
+
+fn streaming() {
+    let reply = tui_support::long_reply(20_000);
+    let lines = reply.lines().count();
+    let mut app = tui_support::app_with(120, 36, Vec::new(), None);
+    app.handle(AppEvent::Delta {
+        text: reply,
+        now_ms: 0,
+    });
+    let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap();
+    let mut samples = Vec::with_capacity(2_000);
+    for n in 0..2_100usize {
+        let start = Instant::now();
+        black_box(app.handle(AppEvent::Delta {
+            text: tui_support::stream_delta(n).to_owned(),
+            now_ms: n as i64,
+        }));
+        terminal
+            .draw(|f| strata::tui::draw(&app, f.area(), f.buffer_mut()))
+            .unwrap();
+        if n >= 100 {
+            samples.push(start.elapsed());
+        }
+    }
+    println!(
+        "delta to frame, {lines}-line reply streaming, 120x36: {}",
+        percentiles(samples)
+    );
 }
 
 fn picker() {
@@ -259,7 +345,21 @@ fn whole_process() {
 }
 
 fn main() {
-    key_to_frame();
-    picker();
-    whole_process();
+    let only: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
+    let run = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
+    if run("keys") {
+        key_to_frame();
+    }
+    if run("inspector") {
+        inspector();
+    }
+    if run("streaming") {
+        streaming();
+    }
+    if run("picker") {
+        picker();
+    }
+    if run("process") {
+        whole_process();
+    }
 }

@@ -2,8 +2,9 @@
 //! width, with fenced code highlighted off the UI task, and a cache of the
 //! wrapped lines per (message, width) for virtualised drawing.
 //!
-//! Owns: Markdown layout ([`markdown_lines`], [`render_markdown`]), plain
-//! text wrapping ([`plain_lines`]), the
+//! Owns: Markdown layout ([`markdown_lines`], [`render_markdown`]), the
+//! incremental layout of a reply still streaming in ([`MarkdownStream`]),
+//! plain text wrapping ([`plain_lines`]), the
 //! highlighting service ([`Highlighter`]), the wrap cache ([`WrapCache`]) and
 //! the Markdown styles ([`MarkdownTheme`]).
 //!
@@ -40,6 +41,7 @@
 mod cache;
 mod highlight;
 mod markdown;
+mod stream;
 mod style;
 mod table;
 mod wrap;
@@ -50,6 +52,7 @@ pub use highlight::{
     HighlighterOptions, MAX_HIGHLIGHT_BYTES, MAX_HIGHLIGHT_LINES, NoHighlights, fence_language,
     highlightable,
 };
+pub use stream::{MarkdownStream, StreamStep};
 pub use style::MarkdownTheme;
 
 use ratatui::style::Style;

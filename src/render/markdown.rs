@@ -16,7 +16,7 @@ use ratatui::style::Style;
 use ratatui::text::Line;
 
 /// The Markdown extensions strata renders.
-fn options() -> Options {
+pub(super) fn options() -> Options {
     Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS
 }
 
@@ -69,6 +69,8 @@ struct Writer<'a> {
     styles: Vec<Style>,
     /// A blank line is owed before the next block.
     gap: bool,
+    /// Lines came before this text (see [`render_after`]).
+    lines_before: bool,
     /// Next number of each open list (`None` for bullets).
     lists: Vec<Option<u64>>,
     code: Option<CodeBuf>,
@@ -85,6 +87,20 @@ pub(crate) fn render(
     lookup: &dyn HighlightLookup,
     theme: &MarkdownTheme,
 ) -> (Vec<Line<'static>>, Vec<HighlightKey>) {
+    render_after(text, width, lookup, theme, false)
+}
+
+/// [`render`] of `text` as it continues a text that ended with a complete
+/// top-level block (no block open) and produced lines (`lines_before`):
+/// its lines are the ones the whole text would have after those, the
+/// blank line owed to the earlier block included.
+pub(super) fn render_after(
+    text: &str,
+    width: usize,
+    lookup: &dyn HighlightLookup,
+    theme: &MarkdownTheme,
+    lines_before: bool,
+) -> (Vec<Line<'static>>, Vec<HighlightKey>) {
     if width == 0 {
         return (Vec::new(), Vec::new());
     }
@@ -97,7 +113,8 @@ pub(crate) fn render(
         containers: Vec::new(),
         inline: Vec::new(),
         styles: Vec::new(),
-        gap: false,
+        gap: lines_before,
+        lines_before,
         lists: Vec::new(),
         code: None,
         table: None,
@@ -218,7 +235,7 @@ impl Writer<'_> {
             return;
         }
         self.gap = false;
-        if self.lines.is_empty() {
+        if self.lines.is_empty() && !self.lines_before {
             return;
         }
         let (_, rest, _) = self.prefixes();

@@ -330,8 +330,8 @@ impl App {
                 Vec::new()
             }
             AppEvent::Request(view) => {
-                if let Some(Overlay::Request { view: v, .. }) = &mut self.overlay {
-                    *v = Some(view);
+                if let Some(o) = &mut self.overlay {
+                    o.set_request(view);
                 }
                 Vec::new()
             }
@@ -424,7 +424,7 @@ impl App {
             }
             Some(Action::Sessions) => self.open_picker(),
             Some(Action::Help) => {
-                self.overlay = Some(Overlay::Help { scroll: 0 });
+                self.overlay = Some(Overlay::help());
                 Vec::new()
             }
             Some(Action::Close) => {
@@ -491,6 +491,8 @@ impl App {
             (o, KeyCode::Down) => o.scroll(1),
             (o, KeyCode::PageUp) => o.scroll(-10),
             (o, KeyCode::PageDown) => o.scroll(10),
+            (o, KeyCode::Home) => o.home(),
+            (o, KeyCode::End) => o.end(),
             (Overlay::Picker(p), KeyCode::Enter) => {
                 let chosen = p.rows.get(p.selected).map(|r| r.id.to_string());
                 if let Some(id) = chosen {

@@ -1,8 +1,10 @@
 //! The chat pane: messages with their badges, collapsed summaries, the reply
-//! streaming in, scrolling. Rendering is virtualised: blocks are laid out
-//! from the newest message backwards only until the visible rows (plus the
-//! scroll offset) are covered, and each message's wrapped lines are cached
-//! per width, so a frame costs what is on screen, not the whole transcript.
+//! streaming in (laid out by `streaming`), scrolling. Rendering is
+//! virtualised: blocks are laid out from the newest message backwards only
+//! until the visible rows (plus the scroll offset) are covered, and each
+//! message's wrapped lines are cached per width, so a frame costs what is
+//! on screen, not the whole transcript; the streaming reply keeps the lines
+//! of its completed blocks and lays out only its growing end.
 //!
 //! The cache is the only state touched while drawing; it is a memo of pure
 //! functions of (message, width, expansion), so drawing stays observably
@@ -27,6 +29,8 @@ use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
+
+pub use super::streaming::Streaming;
 
 /// Whether a message's text is rendered as Markdown: assistant replies and
 /// summaries; user, tool and system text is shown as written.
@@ -98,35 +102,6 @@ pub fn badges(msg: &Message, report: Option<&ReportEntry>) -> Vec<String> {
     out
 }
 
-/// The reply arriving now.
-#[derive(Clone, Debug, Default)]
-pub struct Streaming {
-    /// Text so far.
-    pub text: String,
-    /// When the request started, unix ms.
-    pub started_ms: i64,
-    /// When the first text arrived, unix ms.
-    pub first_ms: Option<i64>,
-    /// When the latest text arrived, unix ms.
-    pub last_ms: i64,
-}
-
-impl Streaming {
-    /// Estimated completion tokens so far (4 characters a token).
-    #[must_use]
-    pub fn tokens(&self) -> u64 {
-        (self.text.chars().count() as u64).div_ceil(4)
-    }
-
-    /// Tokens per second since the first text, when measurable.
-    #[must_use]
-    pub fn rate(&self, now_ms: i64) -> Option<f64> {
-        let first = self.first_ms?;
-        let span = (now_ms.max(self.last_ms) - first) as f64 / 1_000.0;
-        (span > 0.2).then(|| self.tokens() as f64 / span)
-    }
-}
-
 #[derive(Clone, Debug, PartialEq, Eq)]
 struct CacheKey {
     id: MessageId,
@@ -135,6 +110,15 @@ struct CacheKey {
     len: usize,
     status: MessageStatus,
     badges: Vec<String>,
+}
+
+/// A block of the pane, as drawn by `render`.
+enum Block<'a> {
+    Message(&'a Message),
+    /// The user's message waiting to be stored.
+    Pending,
+    /// The reply streaming in.
+    Streaming,
 }
 
 /// Chat pane state.
@@ -302,39 +286,29 @@ impl ChatPane {
     }
 
     /// Draws the pane into `area`: block heights are summed from the newest
-    /// message back until the window is covered; only blocks that overlap
-    /// the window have their lines copied to the screen.
+    /// message back until the window is covered; only the rows of blocks
+    /// that overlap the window are copied to the screen. The reply
+    /// streaming in lays out only its still-growing end (see `streaming`).
     pub fn render(&self, area: Rect, buf: &mut Buffer) {
         if area.width == 0 || area.height == 0 {
             return;
         }
         let rows = usize::from(area.height);
         let want = rows + self.scroll;
-        let mut tail: Vec<Vec<Line<'static>>> = Vec::new();
-        if let Some(text) = &self.pending_user {
+        let pending = self.pending_user.as_ref().map(|text| {
             let m = Message::new(crate::domain::SessionId::default(), Role::User, text.clone(), 0);
-            tail.push(layout_block(&m, &[], None, area.width, &NoHighlights).lines);
+            layout_block(&m, &[], None, area.width, &NoHighlights).lines
+        });
+        let stream = self.streaming.as_ref().map(|s| s.rows(area.width));
+        // Newest first: (block, height).
+        let mut items: Vec<(Block<'_>, usize)> = Vec::new();
+        if let Some(s) = &stream {
+            items.push((Block::Streaming, s.len()));
         }
-        if let Some(s) = &self.streaming {
-            let mut m = Message::new(
-                crate::domain::SessionId::default(),
-                Role::Assistant,
-                s.text.clone(),
-                0,
-            );
-            m.status = MessageStatus::Streaming;
-            let b = badges(&m, None);
-            // Streaming text is laid out each frame; its code is highlighted
-            // once it is stored complete.
-            tail.push(layout_block(&m, &b, None, area.width, &NoHighlights).lines);
+        if let Some(p) = &pending {
+            items.push((Block::Pending, p.len()));
         }
-        // Newest first: (message or tail block, height).
-        let mut items: Vec<(Option<&Message>, usize, usize)> = Vec::new();
-        let mut have = 0;
-        for (i, t) in tail.iter().enumerate().rev() {
-            have += t.len();
-            items.push((None, i, t.len()));
-        }
+        let mut have: usize = items.iter().map(|(_, h)| h).sum();
         let mut reached_top = true;
         for msg in self.visible().rev() {
             if have >= want {
@@ -343,7 +317,7 @@ impl ChatPane {
             }
             let h = self.ensure(msg, area.width);
             have += h;
-            items.push((Some(msg), 0, h));
+            items.push((Block::Message(msg), h));
         }
         self.max_scroll
             .set(reached_top.then(|| have.saturating_sub(rows)));
@@ -357,19 +331,18 @@ impl ChatPane {
         let top = have - scroll - shown;
         let cache = self.cache.borrow();
         let mut start = 0;
-        for (msg, tail_index, h) in items.iter().rev() {
+        for (block, h) in items.iter().rev() {
             let end = start + h;
-            if end > top && start < top + shown {
-                let lines: &[Line<'static>] = match msg {
-                    Some(m) => cache.get(&m.id).map_or(&[], |c| c.lines.as_slice()),
-                    None => tail[*tail_index].as_slice(),
+            for at in start.max(top)..end.min(top + shown) {
+                let k = at - start;
+                let line = match block {
+                    Block::Message(m) => cache.get(&m.id).and_then(|c| c.lines.get(k)),
+                    Block::Pending => pending.as_ref().and_then(|p| p.get(k)),
+                    Block::Streaming => stream.as_ref().and_then(|s| s.get(k)),
                 };
-                for (k, line) in lines.iter().enumerate() {
-                    let at = start + k;
-                    if at >= top && at < top + shown {
-                        let y = area.y + u16::try_from(at - top).unwrap_or(u16::MAX);
-                        buf.set_line(area.x, y, line, area.width);
-                    }
+                if let Some(line) = line {
+                    let y = area.y + u16::try_from(at - top).unwrap_or(u16::MAX);
+                    buf.set_line(area.x, y, line, area.width);
                 }
             }
             start = end;
@@ -392,13 +365,35 @@ impl ChatPane {
 
 /// Lays out one message block (uncached); `collapsed` holds the key that
 /// expands a collapsed summary. `pending` lists the highlights drawn plain.
-fn layout_block(
+pub(super) fn layout_block(
     msg: &Message,
     badges: &[String],
     collapsed: Option<&str>,
     width: u16,
     highlights: &dyn HighlightLookup,
 ) -> Rendered {
+    let mut lines = vec![block_header(msg, badges)];
+    let mut pending = Vec::new();
+    let body_width = width.saturating_sub(2).max(1);
+    if let Some(expand_key) = collapsed {
+        let first = msg.content.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
+        let shown = fmt::cut(first, usize::from(body_width).saturating_sub(16));
+        lines.push(Line::from(vec![
+            Span::raw("  "),
+            Span::styled(format!("▸ {shown}"), theme::dim()),
+            Span::styled(format!("  ({expand_key} expands)"), theme::dim()),
+        ]));
+    } else {
+        let body = message_lines(msg, body_width, highlights);
+        pending = body.pending;
+        lines.extend(body.lines.into_iter().map(indent));
+    }
+    lines.push(Line::default());
+    Rendered { lines, pending }
+}
+
+/// The first line of a block: role, badges and tokens.
+pub(super) fn block_header(msg: &Message, badges: &[String]) -> Line<'static> {
     let label = match msg.role {
         Role::User => "you",
         Role::Assistant => "assistant",
@@ -416,28 +411,14 @@ fn layout_block(
             theme::dim(),
         ));
     }
-    let mut lines = vec![Line::from(header)];
-    let mut pending = Vec::new();
-    let body_width = width.saturating_sub(2).max(1);
-    if let Some(expand_key) = collapsed {
-        let first = msg.content.lines().find(|l| !l.trim().is_empty()).unwrap_or("");
-        let shown = fmt::cut(first, usize::from(body_width).saturating_sub(16));
-        lines.push(Line::from(vec![
-            Span::raw("  "),
-            Span::styled(format!("▸ {shown}"), theme::dim()),
-            Span::styled(format!("  ({expand_key} expands)"), theme::dim()),
-        ]));
-    } else {
-        let body = message_lines(msg, body_width, highlights);
-        pending = body.pending;
-        for l in body.lines {
-            let mut spans = vec![Span::raw("  ")];
-            spans.extend(l.spans);
-            let mut line = Line::from(spans);
-            line.style = l.style;
-            lines.push(line);
-        }
-    }
-    lines.push(Line::default());
-    Rendered { lines, pending }
+    Line::from(header)
+}
+
+/// A body line indented under its block's header.
+pub(super) fn indent(l: Line<'static>) -> Line<'static> {
+    let mut spans = vec![Span::raw("  ")];
+    spans.extend(l.spans);
+    let mut line = Line::from(spans);
+    line.style = l.style;
+    line
 }

@@ -53,50 +53,112 @@ pub fn cut(s: &str, max: usize) -> String {
 /// Always at least one line; a width of 0 is treated as 1.
 #[must_use]
 pub fn wrap(text: &str, max: usize) -> Vec<String> {
-    let max = max.max(1);
     let mut out = Vec::new();
     for raw in text.split('\n') {
-        let line = raw.replace('\t', "    ").replace('\r', "");
-        if width(&line) <= max {
-            out.push(line);
-            continue;
-        }
-        let mut current = String::new();
-        let mut used = 0;
-        // Index in `current` just after the last space, and the width before it.
-        let mut last_space: Option<(usize, usize)> = None;
-        for c in line.chars() {
-            let w = c.width().unwrap_or(0);
-            if used + w > max && c == ' ' {
-                out.push(std::mem::take(&mut current));
-                used = 0;
-                last_space = None;
-                continue;
-            }
-            if used + w > max {
-                match last_space {
-                    Some((at, before)) if at < current.len() => {
-                        let rest = current.split_off(at);
-                        out.push(current.trim_end().to_owned());
-                        current = rest;
-                        used -= before;
-                    }
-                    _ => {
-                        out.push(std::mem::take(&mut current));
-                        used = 0;
-                    }
-                }
-                last_space = None;
-            }
-            current.push(c);
-            used += w;
-            if c == ' ' {
-                last_space = Some((current.len(), used));
-            }
-        }
-        out.push(current);
+        rows(&expand(raw), max, |row| out.push(row.to_owned()));
     }
     out
+}
+
+/// How many lines [`wrap`] makes of `line` (one logical line, no `\n`),
+/// without building them: a line of at most `max` bytes is one row, as no
+/// character is wider than its UTF-8 encoding.
+#[must_use]
+pub fn wrapped_rows(line: &str, max: usize) -> usize {
+    if line.len() <= max.max(1) && !has_tab_or_cr(line) {
+        return 1;
+    }
+    let mut n = 0;
+    rows(&expand(line), max, |_| n += 1);
+    n
+}
+
+fn has_tab_or_cr(line: &str) -> bool {
+    memchr::memchr2(b'\t', b'\r', line.as_bytes()).is_some()
+}
+
+/// `line` with tabs as four spaces and carriage returns dropped.
+fn expand(line: &str) -> std::borrow::Cow<'_, str> {
+    if has_tab_or_cr(line) {
+        std::borrow::Cow::Owned(line.replace('\t', "    ").replace('\r', ""))
+    } else {
+        std::borrow::Cow::Borrowed(line)
+    }
+}
+
+/// Hands each row of one logical line (tabs expanded, no `\n`) to `emit`,
+/// wrapped as [`wrap`] documents. Printable ASCII (one cell a byte, the
+/// bulk of a JSON body) is walked by bytes, anything else by characters
+/// and their cell widths; [`split`] is the one place the rule lives.
+fn rows<'a>(line: &'a str, max: usize, mut emit: impl FnMut(&'a str)) {
+    let max = max.max(1);
+    if line.bytes().all(|b| (0x20..0x7f).contains(&b)) {
+        if line.len() <= max {
+            emit(line);
+        } else {
+            split(
+                line,
+                max,
+                line.bytes().enumerate().map(|(i, b)| (i, char::from(b), 1)),
+                emit,
+            );
+        }
+    } else if line.len() <= max || width(line) <= max {
+        emit(line);
+    } else {
+        split(line, max, by_chars(line), emit);
+    }
+}
+
+/// `line`'s characters with their byte index and cells.
+fn by_chars(line: &str) -> impl Iterator<Item = (usize, char, usize)> + '_ {
+    line.char_indices().map(|(i, c)| (i, c, c.width().unwrap_or(0)))
+}
+
+/// Breaks `line` into rows of at most `max` cells from its characters as
+/// (byte index, character, cells): at the last space where it can (a row
+/// ends before it, trailing blanks trimmed), inside a word where it must; a
+/// space that overflows ends the row and is dropped.
+fn split<'a>(
+    line: &'a str,
+    max: usize,
+    cells: impl Iterator<Item = (usize, char, usize)>,
+    mut emit: impl FnMut(&'a str),
+) {
+    let mut start = 0;
+    let mut used = 0;
+    // Index just after the last space of the row, and the row's width up
+    // to and including it.
+    let mut last_space: Option<(usize, usize)> = None;
+    for (i, c, w) in cells {
+        if used + w > max && c == ' ' {
+            emit(&line[start..i]);
+            start = i + 1;
+            used = 0;
+            last_space = None;
+            continue;
+        }
+        if used + w > max {
+            match last_space {
+                Some((at, before)) if at < i => {
+                    emit(line[start..at].trim_end());
+                    start = at;
+                    used -= before;
+                }
+                _ => {
+                    emit(&line[start..i]);
+                    start = i;
+                    used = 0;
+                }
+            }
+            last_space = None;
+        }
+        used += w;
+        if c == ' ' {
+            last_space = Some((i + 1, used));
+        }
+    }
+    emit(&line[start..]);
 }
 
 #[cfg(test)]
@@ -124,6 +186,40 @@ mod tests {
         assert_eq!(wrap("hello big world", 9), vec!["hello big", "world"]);
         assert_eq!(wrap("a\n\nb", 5), vec!["a", "", "b"]);
         assert_eq!(wrap("abcdefgh", 3), vec!["abc", "def", "gh"]);
+    }
+
+    #[test]
+    fn printable_ascii_wraps_by_bytes_as_by_characters() {
+        let line = "  \"content\": \"a long JSON   string value, that-wraps-across rows\",  ";
+        for max in 1..40 {
+            let (mut fast, mut slow) = (Vec::new(), Vec::new());
+            rows(line, max, |r| fast.push(r));
+            split(line, max, by_chars(line), |r| slow.push(r));
+            assert_eq!(fast, slow, "at {max}");
+        }
+    }
+
+    #[test]
+    fn wrapped_rows_counts_what_wrap_makes() {
+        let lines = [
+            "",
+            "short",
+            "hello big world",
+            "abcdefgh",
+            "ab  cd  ef   gh",
+            "日本語のテキスト mixed with words 🙂 and more",
+            "tab\tinside\tthe\tline and a carriage return\r",
+            "    \"content\": \"a long JSON string value that wraps across rows\",",
+        ];
+        for line in lines {
+            for max in 0..24 {
+                assert_eq!(
+                    wrapped_rows(line, max),
+                    wrap(line, max).len(),
+                    "{line:?} at {max}"
+                );
+            }
+        }
     }
 
     #[test]

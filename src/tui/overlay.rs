@@ -1,9 +1,13 @@
 //! Overlays drawn over the main screen: the session picker, the prompt
 //! inspector, the request inspector and help. Each holds only its own view
-//! state (query, selection, scroll); data comes from background results.
+//! state (query, selection, scroll and the text overlays' layout cache, see
+//! `pager`); data comes from background results. The text overlays are
+//! documents of logical lines laid out lazily, so a request of megabytes
+//! scrolls at the cost of one screen.
 
 use super::event::{ContextSnapshot, RequestView, short_id};
 use super::keymap::KeyMap;
+use super::pager::{Item, Pager, key_of};
 use super::slash;
 use super::{fmt, theme};
 use crate::domain::{SessionSummary, SystemPrompt};
@@ -34,24 +38,58 @@ pub enum Overlay {
     Picker(Picker),
     /// The frozen prompt with layer borders.
     Prompt {
-        /// Rows scrolled.
-        scroll: u16,
+        /// Scroll position and layout.
+        pager: Pager,
     },
-    /// The prepared request (`None` while it is being prepared).
+    /// The prepared request (`None` while it is being prepared; set it
+    /// with [`Overlay::set_request`] so the layout follows).
     Request {
         /// The request.
         view: Option<Box<RequestView>>,
-        /// Rows scrolled.
-        scroll: u16,
+        /// Scroll position and layout.
+        pager: Pager,
     },
     /// Keys and commands.
     Help {
-        /// Rows scrolled.
-        scroll: u16,
+        /// Scroll position and layout.
+        pager: Pager,
     },
 }
 
 impl Overlay {
+    /// The prompt inspector, at the top.
+    #[must_use]
+    pub fn prompt() -> Self {
+        Self::Prompt {
+            pager: Pager::default(),
+        }
+    }
+
+    /// The request inspector waiting for the prepared request.
+    #[must_use]
+    pub fn request() -> Self {
+        Self::Request {
+            view: None,
+            pager: Pager::default(),
+        }
+    }
+
+    /// Help, at the top.
+    #[must_use]
+    pub fn help() -> Self {
+        Self::Help {
+            pager: Pager::default(),
+        }
+    }
+
+    /// Shows `view` in the request inspector (other overlays ignore it).
+    pub fn set_request(&mut self, view: Box<RequestView>) {
+        if let Self::Request { view: v, pager } = self {
+            *v = Some(view);
+            pager.invalidate();
+        }
+    }
+
     /// Scrolls by `delta` rows (the picker moves its selection instead).
     pub fn scroll(&mut self, delta: i32) {
         match self {
@@ -62,9 +100,25 @@ impl Overlay {
                     p.selected = usize::try_from(at.clamp(0, i64::try_from(n - 1).unwrap_or(0))).unwrap_or(0);
                 }
             }
-            Self::Prompt { scroll } | Self::Request { scroll, .. } | Self::Help { scroll } => {
-                *scroll = u16::try_from((i32::from(*scroll) + delta).max(0)).unwrap_or(u16::MAX);
+            Self::Prompt { pager } | Self::Request { pager, .. } | Self::Help { pager } => {
+                pager.scroll_by(i64::from(delta));
             }
+        }
+    }
+
+    /// Goes to the first row (the picker: its first session).
+    pub fn home(&mut self) {
+        match self {
+            Self::Picker(p) => p.selected = 0,
+            Self::Prompt { pager } | Self::Request { pager, .. } | Self::Help { pager } => pager.to_top(),
+        }
+    }
+
+    /// Goes to the last page (the picker: its last session).
+    pub fn end(&mut self) {
+        match self {
+            Self::Picker(p) => p.selected = p.rows.len().saturating_sub(1),
+            Self::Prompt { pager } | Self::Request { pager, .. } | Self::Help { pager } => pager.to_end(),
         }
     }
 }
@@ -94,25 +148,11 @@ pub fn render(
         return;
     }
     Clear.render(area, buf);
-    let (title, lines, scroll) = match overlay {
-        Overlay::Picker(p) => (" Sessions ", picker_lines(p, area.width.saturating_sub(2)), 0),
-        Overlay::Prompt { scroll } => (
-            " Prompt inspector ",
-            match context {
-                Some(c) => prompt_lines(&c.prompt, area.width.saturating_sub(2)),
-                None => vec![Line::styled("loading…", theme::dim())],
-            },
-            *scroll,
-        ),
-        Overlay::Request { view, scroll } => (
-            " Request inspector ",
-            match view {
-                Some(v) => request_lines(v, area.width.saturating_sub(2)),
-                None => vec![Line::styled("preparing the request…", theme::dim())],
-            },
-            *scroll,
-        ),
-        Overlay::Help { scroll } => (" Help ", help_lines(keymap), *scroll),
+    let title = match overlay {
+        Overlay::Picker(_) => " Sessions ",
+        Overlay::Prompt { .. } => " Prompt inspector ",
+        Overlay::Request { .. } => " Request inspector ",
+        Overlay::Help { .. } => " Help ",
     };
     let block = Block::default()
         .borders(Borders::ALL)
@@ -120,7 +160,42 @@ pub fn render(
         .title_bottom(Span::styled(" Esc closes ", theme::dim()));
     let inner = block.inner(area);
     block.render(area, buf);
-    Paragraph::new(lines).scroll((scroll, 0)).render(inner, buf);
+    match overlay {
+        Overlay::Picker(p) => Paragraph::new(picker_lines(p, inner.width)).render(inner, buf),
+        Overlay::Prompt { pager } => match context {
+            Some(c) => pager.render(
+                prompt_key(&c.prompt),
+                &c.prompt.text,
+                || prompt_doc(&c.prompt),
+                inner,
+                buf,
+            ),
+            None => pager.render(
+                0,
+                "",
+                || vec![Item::line(Line::styled("loading…", theme::dim()))],
+                inner,
+                buf,
+            ),
+        },
+        Overlay::Request { view, pager } => match view {
+            Some(v) => pager.render(
+                key_of((v.json.len(), v.prepared_tokens, v.report.len())),
+                &v.json,
+                || request_doc(v),
+                inner,
+                buf,
+            ),
+            None => pager.render(
+                1,
+                "",
+                || vec![Item::line(Line::styled("preparing the request…", theme::dim()))],
+                inner,
+                buf,
+            ),
+        },
+        Overlay::Help { pager } => pager.render(2, "", || help_doc(keymap), inner, buf),
+    }
 }
 
 fn date(ms: i64) -> String {
@@ -181,8 +256,25 @@ fn picker_lines(p: &Picker, width: u16) -> Vec<Line<'static>> {
     out
 }
 
-fn prompt_lines(prompt: &SystemPrompt, width: u16) -> Vec<Line<'static>> {
-    let mut out = vec![Line::styled(
+/// What the prompt inspector's document depends on (not its text, which
+/// its sha256 stands for).
+fn prompt_key(prompt: &SystemPrompt) -> u64 {
+    let layers: Vec<_> = prompt
+        .layers
+        .iter()
+        .map(|l| (l.name.as_str(), l.tier.as_str(), l.tokens, l.start, l.end))
+        .collect();
+    key_of((
+        prompt.id,
+        prompt.version,
+        &prompt.sha256,
+        prompt.boundary_offset,
+        layers,
+    ))
+}
+
+fn prompt_doc(prompt: &SystemPrompt) -> Vec<Item> {
+    let mut out = vec![Item::line(Line::styled(
         format!(
             "version {} · {} bytes · sha256 {}…",
             prompt.version,
@@ -190,9 +282,8 @@ fn prompt_lines(prompt: &SystemPrompt, width: u16) -> Vec<Line<'static>> {
             prompt.sha256.chars().take(12).collect::<String>()
         ),
         theme::dim(),
-    )];
+    ))];
     for layer in &prompt.layers {
-        let text = prompt.text.get(layer.start..layer.end).unwrap_or("");
         let is_boundary = prompt
             .boundary_offset
             .is_some_and(|b| b >= layer.start && b < layer.end);
@@ -202,28 +293,35 @@ fn prompt_lines(prompt: &SystemPrompt, width: u16) -> Vec<Line<'static>> {
             layer.tier.as_str(),
             fmt::tokens(layer.tokens as u64)
         );
-        let fill = usize::from(width).saturating_sub(fmt::width(&head));
         let style = if is_boundary {
             theme::boundary()
         } else {
             theme::title()
         };
-        out.push(Line::styled(format!("{head}{}", "─".repeat(fill)), style));
+        out.push(Item::Rule(Box::new((head, style))));
         if is_boundary {
-            out.push(Line::styled("▲ cached prefix ends here ▲", theme::boundary()));
+            out.push(Item::line(Line::styled(
+                "▲ cached prefix ends here ▲",
+                theme::boundary(),
+            )));
         }
-        for l in fmt::wrap(text.trim_end_matches('\n'), usize::from(width)) {
-            out.push(Line::raw(l));
+        let body = prompt.text.get(layer.start..layer.end).unwrap_or("");
+        let end = layer.start + body.trim_end_matches('\n').len();
+        if end == layer.start {
+            // An empty layer still shows one (empty) row.
+            out.push(Item::Text(layer.start, layer.start));
+        } else {
+            Item::lines_of(&prompt.text, layer.start, end, &mut out);
         }
     }
     out
 }
 
-fn request_lines(v: &RequestView, width: u16) -> Vec<Line<'static>> {
-    let mut out = vec![Line::styled(
+fn request_doc(v: &RequestView) -> Vec<Item> {
+    let mut out = vec![Item::line(Line::styled(
         format!("estimated input {} tokens", fmt::tokens(v.prepared_tokens)),
         theme::title(),
-    )];
+    ))];
     let mut counts = std::collections::BTreeMap::new();
     for r in &v.report {
         *counts
@@ -231,16 +329,16 @@ fn request_lines(v: &RequestView, width: u16) -> Vec<Line<'static>> {
             .or_insert(0u32) += 1;
     }
     let summary: Vec<String> = counts.iter().map(|(k, n)| format!("{k} {n}")).collect();
-    out.push(Line::styled(
+    out.push(Item::line(Line::styled(
         format!("report: {}", summary.join(", ")),
         theme::dim(),
-    ));
-    for l in v.json.lines() {
-        for w in fmt::wrap(l, usize::from(width)) {
-            out.push(Line::raw(w));
-        }
-    }
+    )));
+    Item::lines_of(&v.json, 0, v.json.len(), &mut out);
     out
+}
+
+fn help_doc(keymap: &KeyMap) -> Vec<Item> {
+    help_lines(keymap).into_iter().map(Item::line).collect()
 }
 
 fn help_lines(keymap: &KeyMap) -> Vec<Line<'static>> {

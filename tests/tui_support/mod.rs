@@ -180,3 +180,173 @@ pub fn type_text(app: &mut App, text: &str) -> Vec<strata::tui::Effect> {
     }
     out
 }
+
+/// A realistic OpenAI wire body of `messages` messages, pretty-printed as
+/// the request inspector shows it: a long system prompt, then user turns,
+/// Markdown replies with code, tool calls and tool results, about 200
+/// tokens a message (10,000 messages: some 2M tokens, 8 MB of text).
+pub fn request_json(messages: usize) -> String {
+    use strata::domain::{ChatRequest, RequestMessage, RequestSystem, ToolCall};
+    const WORDS: [&str; 24] = [
+        "the",
+        "parser",
+        "keeps",
+        "a",
+        "stack",
+        "of",
+        "open",
+        "scopes",
+        "and",
+        "token",
+        "budget",
+        "layer",
+        "prompt",
+        "cache",
+        "boundary",
+        "history",
+        "compression",
+        "summary",
+        "message",
+        "request",
+        "session",
+        "store",
+        "日本語",
+        "🙂",
+    ];
+    let mut seed = 0x2545_f491_4f6c_dd1du64;
+    let mut next = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let mut prose = |words: usize| {
+        let mut s = String::new();
+        for i in 0..words {
+            s.push_str(WORDS[next(WORDS.len())]);
+            s.push(if i % 17 == 16 { '.' } else { ' ' });
+        }
+        s
+    };
+    let msg = |role, content: String| RequestMessage {
+        role,
+        content,
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+    };
+    let mut list = Vec::with_capacity(messages);
+    for i in 0..messages {
+        let m = match i % 4 {
+            0 => msg(
+                Role::User,
+                format!("Request {i}: {}\nRun `cargo test` after.", prose(150)),
+            ),
+            1 => msg(
+                Role::Assistant,
+                format!(
+                    "## Step {i}\n\n{}\n\n```rust\nfn step_{i}(x: u64) -> u64 {{\n    x * {i}\n}}\n```\n\n- {}\n- {}",
+                    prose(140),
+                    prose(16),
+                    prose(16)
+                ),
+            ),
+            2 => RequestMessage {
+                tool_calls: vec![ToolCall {
+                    id: format!("call_{i}"),
+                    name: "read_file".into(),
+                    arguments: format!("{{\"path\":\"src/module_{i}.rs\"}}"),
+                }],
+                ..msg(Role::Assistant, prose(30))
+            },
+            _ => RequestMessage {
+                tool_call_id: Some(format!("call_{}", i - 1)),
+                ..msg(
+                    Role::Tool,
+                    (0..12)
+                        .map(|l| format!("    let v{l} = {}; // {}\n", l * i, prose(6)))
+                        .collect(),
+                )
+            },
+        };
+        list.push(m);
+    }
+    let request = ChatRequest {
+        model: "gpt-4o".into(),
+        system: RequestSystem {
+            text: format!("You are strata's assistant.\n\n# AGENTS.md\n{}", prose(2_000)),
+            boundary_offset: None,
+        },
+        messages: list,
+        max_tokens: 16_384,
+        tools: Vec::new(),
+        temperature: None,
+    };
+    serde_json::to_string_pretty(&strata::provider::openai::request_body(&request)).unwrap()
+}
+
+/// A Markdown reply of at least `lines` lines, as a model writes one:
+/// headings, prose, lists, fenced code, tables and quotes in turn.
+pub fn long_reply(lines: usize) -> String {
+    let mut t = String::new();
+    let mut i = 0;
+    while t.lines().count() < lines {
+        t.push_str(&format!(
+            "## Step {i}\n\nThe **pipeline** keeps the prompt byte-stable so the provider's cache hits; \
+             see `prepare()` and [the design](https://example.com/{i}). Long sentences like this wrap \
+             across rows of the chat pane. 日本語も少し。\n\n"
+        ));
+        match i % 4 {
+            0 => {
+                t.push_str("```rust\n");
+                for j in 0..12 {
+                    t.push_str(&format!("let total_{j} = items.iter().map(|x| x.cost * {j}).sum::<u64>();\n"));
+                }
+                t.push_str("```\n\n");
+            }
+            1 => t.push_str("- first point about tokens\n- second, with `code`\n  - nested detail\n1. ordered\n2. list\n\n"),
+            2 => t.push_str("| layer | tokens | status |\n|---|---:|---|\n| project | 1204 | found |\n| memory | 88 | cut |\n\n"),
+            _ => t.push_str("> A quoted remark\n> over two lines.\n\n"),
+        }
+        i += 1;
+    }
+    t
+}
+
+/// The keys of the inspector benchmarks, in turn: mostly paging and line
+/// steps down, some back up, and a jump to each end.
+pub fn inspector_key(n: u32) -> KeyCode {
+    match n % 100 {
+        0..40 => KeyCode::PageDown,
+        40..70 => KeyCode::Down,
+        70 => KeyCode::End,
+        71..90 => KeyCode::PageUp,
+        90 => KeyCode::Home,
+        _ => KeyCode::Up,
+    }
+}
+
+/// The deltas of the streaming benchmarks, in turn: words of a paragraph,
+/// then the blank line that ends it.
+pub fn stream_delta(n: usize) -> &'static str {
+    const WORDS: [&str; 8] = [
+        "The ", "reply ", "keeps ", "growing ", "word ", "by ", "word, ", "`code` ",
+    ];
+    if n % 60 == 59 {
+        "\n\n"
+    } else {
+        WORDS[n % WORDS.len()]
+    }
+}
+
+/// An app of `w`×`h` with the request inspector open on `json`.
+pub fn inspecting(w: u16, h: u16, json: String) -> App {
+    let mut app = app_with(w, h, Vec::new(), None);
+    type_text(&mut app, "/inspect");
+    app.handle(key(KeyCode::Enter));
+    app.handle(AppEvent::Request(Box::new(strata::tui::RequestView {
+        prepared_tokens: (json.len() / 4) as u64,
+        json,
+        report: Vec::new(),
+    })));
+    app
+}

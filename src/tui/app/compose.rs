@@ -116,14 +116,11 @@ impl App {
             SlashCommand::Rename => vec![Effect::Rename(arg)],
             SlashCommand::Fork => vec![Effect::Fork],
             SlashCommand::Prompt => {
-                self.overlay = Some(Overlay::Prompt { scroll: 0 });
+                self.overlay = Some(Overlay::prompt());
                 Vec::new()
             }
             SlashCommand::Inspect => {
-                self.overlay = Some(Overlay::Request {
-                    view: None,
-                    scroll: 0,
-                });
+                self.overlay = Some(Overlay::request());
                 vec![Effect::InspectRequest]
             }
             SlashCommand::Reload => vec![Effect::Reload],
@@ -139,7 +136,7 @@ impl App {
                 }
             },
             SlashCommand::Help => {
-                self.overlay = Some(Overlay::Help { scroll: 0 });
+                self.overlay = Some(Overlay::help());
                 Vec::new()
             }
             SlashCommand::Quit => vec![Effect::Quit],
