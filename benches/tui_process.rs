@@ -93,7 +93,7 @@ fn inspector() {
     let json = tui_support::request_json(10_000);
     let bytes = json.len();
     let lines = json.lines().count();
-    let tokens = strata::tokens::counter_for("openai", "gpt-4o").count(&json);
+    let tokens = strata::tokens::counter_for(strata::domain::ProviderKind::OpenAi, "gpt-4o").count(&json);
     let mut app = tui_support::inspecting(120, 36, String::new());
     let mut terminal = Terminal::new(TestBackend::new(120, 36)).unwrap();
     terminal
