@@ -448,6 +448,20 @@ impl Conversation {
     /// # Errors
     /// [`PrepareError`] when the request cannot fit the window.
     pub fn prepare(&mut self) -> Result<Prepared, PrepareError> {
+        self.run_pipeline(false)
+    }
+
+    /// What [`Conversation::prepare`] says of the next request (report and
+    /// token figures, identical) without copying the messages into a
+    /// request: for showing it, never for sending ([`pipeline::report_with`]).
+    ///
+    /// # Errors
+    /// As [`Conversation::prepare`].
+    pub fn report(&mut self) -> Result<Prepared, PrepareError> {
+        self.run_pipeline(true)
+    }
+
+    fn run_pipeline(&mut self, report_only: bool) -> Result<Prepared, PrepareError> {
         let counter = self.counter.as_ref();
         let counts = self.cache.count_history(counter, &self.messages);
         if !counts.newly_counted.is_empty() {
@@ -482,7 +496,11 @@ impl Conversation {
             max_tokens: self.max_tokens,
             temperature: None,
         };
-        pipeline::prepare_with(&input, &mut self.cuts)
+        if report_only {
+            pipeline::report_with(&input, &mut self.cuts)
+        } else {
+            pipeline::prepare_with(&input, &mut self.cuts)
+        }
     }
 
     /// Tokens of each active message under the session's counter (cached

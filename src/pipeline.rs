@@ -251,6 +251,27 @@ pub fn prepare(input: &PrepareInput<'_>) -> Result<Prepared, PrepareError> {
 ///
 /// As [`prepare`].
 pub fn prepare_with(input: &PrepareInput<'_>, memo: &mut CutMemo) -> Result<Prepared, PrepareError> {
+    let prepared = run(input, memo, false)?;
+    validate::validate(&prepared, input)?;
+    Ok(prepared)
+}
+
+/// What [`prepare_with`] says of a request — its report, `prepared_tokens`,
+/// `prelimit_tokens` and `prelimit_counts`, identical — without copying the
+/// messages into a request: for showing the next request (the context pane,
+/// `strata context`), not for sending it. The returned `request` holds
+/// stand-in contents and is never valid to send; it is not validated.
+///
+/// # Errors
+/// [`PrepareError::WindowTooSmall`] and [`PrepareError::TooLargeToSend`] as
+/// [`prepare`]; [`PrepareError::Invalid`] for inconsistent input.
+pub fn report_with(input: &PrepareInput<'_>, memo: &mut CutMemo) -> Result<Prepared, PrepareError> {
+    run(input, memo, true)
+}
+
+/// The stages up to repair (see the module doc); validation is the
+/// caller's.
+fn run(input: &PrepareInput<'_>, memo: &mut CutMemo, report_only: bool) -> Result<Prepared, PrepareError> {
     if input.counts.len() != input.messages.len() {
         return Err(PrepareError::Invalid(format!(
             "{} counts for {} messages",
@@ -265,7 +286,5 @@ pub fn prepare_with(input: &PrepareInput<'_>, memo: &mut CutMemo) -> Result<Prep
     memo.use_tokenizer(input.counter.id());
     limit::reduce(&mut work, &budget, input.counter, memo);
     limit::limit(&mut work, &budget, input.counter, memo)?;
-    let prepared = repair::assemble(&mut work, input);
-    validate::validate(&prepared, input)?;
-    Ok(prepared)
+    Ok(repair::assemble(&mut work, input, report_only))
 }

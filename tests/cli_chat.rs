@@ -356,3 +356,36 @@ async fn a_reply_still_streaming_in_another_process_is_not_sent_as_history() {
     assert!(!sent.contains("half of a rep"), "{sent}");
     assert!(sent.contains("other question"));
 }
+
+/// `chat --json` says a failure once, in the event stream, before `done`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_turn_is_one_error_event_in_the_json_stream() {
+    let server = Server::start(vec![Reply::sse("")]).await;
+    let sb = Sandbox::new();
+    let out = run(chat_cmd(&sb, &server, &["chat", "--json", "anyone there?"])).await;
+    assert_eq!(out.status.code(), Some(1));
+    let events = lines(&out);
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "error").count(), 1, "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"done"), "{kinds:?}");
+    assert_eq!(events.last().unwrap()["status"], "error");
+}
+
+/// The full-screen app without a terminal (a script, a pipe) says so in one
+/// sentence instead of an operating-system error.
+#[test]
+fn the_app_without_a_terminal_says_what_to_use_instead() {
+    let sb = Sandbox::new();
+    let out = sb
+        .cmd(&["--provider", "openai"])
+        .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = common::one_line_error(&out);
+    assert!(
+        err.contains("needs a terminal") && err.contains("strata chat"),
+        "{err}"
+    );
+}

@@ -61,8 +61,14 @@ fn complete(provider: &LocalProvider, request: ChatRequest) -> Result<Reply, Pro
     let mut text = String::new();
     let mut usage = None;
     let mut finish_reason = None;
+    let mut connected = false;
     for event in block_on_stream(provider.stream(request)) {
         match event? {
+            // The prefill starts: before any reply text, once.
+            StreamEvent::Connected => {
+                assert!(!connected && text.is_empty(), "connected once, before the reply");
+                connected = true;
+            }
             StreamEvent::TextDelta { text: delta } => text.push_str(&delta),
             StreamEvent::Usage(reported) => usage = Some(reported),
             StreamEvent::Done {
@@ -71,6 +77,7 @@ fn complete(provider: &LocalProvider, request: ChatRequest) -> Result<Reply, Pro
             other => panic!("unexpected event {other:?}"),
         }
     }
+    assert!(connected, "the model thread says when it takes the request");
     Ok(Reply {
         text,
         usage: usage.expect("a usage event"),
@@ -174,6 +181,7 @@ fn dropping_the_stream_stops_generation_and_the_next_request_is_answered() {
     while deltas < 3 {
         match events.next().expect("an event").unwrap() {
             StreamEvent::TextDelta { .. } => deltas += 1,
+            StreamEvent::Connected => {}
             other => panic!("the reply ended early with {other:?}"),
         }
     }

@@ -16,7 +16,7 @@ mod pipeline_support;
 use pipeline_support::{Hist, input, system};
 use proptest::prelude::*;
 use strata::domain::{MessageKind, RequestMessage, Role};
-use strata::pipeline::{Action, CutMemo, PrepareError, prepare, prepare_with};
+use strata::pipeline::{Action, CutMemo, PrepareError, prepare, prepare_with, report_with};
 
 /// What a generated message holds.
 #[derive(Clone, Copy, Debug)]
@@ -254,6 +254,14 @@ proptest! {
         let mut memo = CutMemo::new();
         prop_assert_eq!(&prepare_with(&inp, &mut memo), &prepared);
         prop_assert_eq!(&prepare_with(&inp, &mut memo), &prepared);
+        // The report-only run (for showing the next request) says the same.
+        if let (Ok(report), Ok(full)) = (report_with(&inp, &mut memo), &prepared) {
+            prop_assert_eq!(&report.report, &full.report);
+            prop_assert_eq!(report.prepared_tokens, full.prepared_tokens);
+            prop_assert_eq!(report.prelimit_tokens, full.prelimit_tokens);
+            prop_assert_eq!(&report.prelimit_counts, &full.prelimit_counts);
+            prop_assert_eq!(report.request.messages.len(), full.request.messages.len());
+        }
         match prepared {
             Err(PrepareError::WindowTooSmall { fixed: f, window }) => {
                 prop_assert_eq!(f, fixed);

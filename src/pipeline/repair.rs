@@ -127,7 +127,18 @@ fn join(into: &mut String, text: &str, sep_tokens: u32) -> u32 {
 }
 
 /// Runs repair and builds the request and the report from the working copy.
-pub(crate) fn assemble(work: &mut Work<'_>, input: &PrepareInput<'_>) -> Prepared {
+/// With `report_only`, message contents are not copied into the request
+/// (each holds a one-byte stand-in when it has text, so merges and their
+/// separators are decided and counted as for the real request): the report
+/// and token figures are the real request's, the request is not to be sent.
+pub(crate) fn assemble(work: &mut Work<'_>, input: &PrepareInput<'_>, report_only: bool) -> Prepared {
+    let copy = |text: &str| -> String {
+        match (report_only, text.is_empty()) {
+            (false, _) => text.to_owned(),
+            (true, true) => String::new(),
+            (true, false) => "x".to_owned(),
+        }
+    };
     let counter = input.counter;
     let kept = pair(work, counter);
     let msgs = work.msgs;
@@ -156,7 +167,7 @@ pub(crate) fn assemble(work: &mut Work<'_>, input: &PrepareInput<'_>) -> Prepare
         }
         match out.last_mut() {
             Some(prev) if prev.role == m.role && m.role != Role::Tool && prev.tool_calls.is_empty() => {
-                after[i] = body + join(&mut prev.content, text, sep_tokens);
+                after[i] = body + join(&mut prev.content, &copy(text), sep_tokens);
                 prev.tool_calls = kept_calls(m, kept[i].as_ref());
                 merged[i] = true;
             }
@@ -164,7 +175,7 @@ pub(crate) fn assemble(work: &mut Work<'_>, input: &PrepareInput<'_>) -> Prepare
                 after[i] = work.tokens[i];
                 out.push(RequestMessage {
                     role: m.role,
-                    content: text.to_owned(),
+                    content: copy(text),
                     tool_calls: kept_calls(m, kept[i].as_ref()),
                     tool_call_id: m.tool_call_id.clone(),
                 });

@@ -223,7 +223,7 @@ impl Runtime {
         choice: &ModelChoice,
     ) -> super::service::ContextSnapshot {
         let stored = conversation.history_tokens();
-        let prepared = conversation.prepare();
+        let prepared = conversation.report();
         let counter = std::sync::Arc::clone(conversation.counter());
         let prompt = conversation.prompt().clone();
         let messages = conversation.messages();

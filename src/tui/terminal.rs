@@ -30,6 +30,12 @@ const WHEEL_ROWS: i32 = 3;
 /// # Errors
 /// When the terminal cannot be set up or drawn to.
 pub fn run(launch: Launch) -> anyhow::Result<()> {
+    use std::io::IsTerminal as _;
+    if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
+        anyhow::bail!(
+            "the full-screen app needs a terminal on standard input and output; run it in a terminal, or use `strata chat MESSAGE` from scripts"
+        );
+    }
     let (keymap, warnings) = KeyMap::from_config(&launch.config.ui);
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(1)

@@ -147,7 +147,9 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
             Some((Phase::Retrying { attempt, max, reason }, since)) => {
                 format!("retry {attempt}/{max} {} · {reason}", elapsed(app.now_ms, *since))
             }
-            _ => format!("streaming{rate}"),
+            Some((Phase::Streaming | Phase::Done, _)) => format!("streaming{rate}"),
+            // Sent; the service has not said more yet.
+            None => "preparing".to_owned(),
         };
         spans.push(Span::raw(format!(" {spinner} {label} ")));
     } else {

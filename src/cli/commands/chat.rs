@@ -11,8 +11,10 @@ use strata::runtime::service::{Launch, Opening, ServiceEvent, SessionService, Si
 
 pub fn chat(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     let result = turn(env, args);
+    // A turn that failed has said so in its event stream already.
     if args.json
         && let Err(e) = &result
+        && e.downcast_ref::<TurnFailed>().is_none()
     {
         // Scripts reading the event stream see the failure there too.
         let line = json!({"type": "error", "message": crate::cli::output::sentence(e)});
@@ -80,17 +82,23 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     p.json_line(done);
     let error = p.error.take();
     p.finish()?;
-    match (status, error) {
-        (MessageStatus::Complete, _) => Ok(()),
-        (_, Some(message)) => Err(anyhow::anyhow!("{message}")),
-        (MessageStatus::Interrupted, None) => Err(anyhow::anyhow!(
+    let message = match (status, error) {
+        (MessageStatus::Complete, _) => return Ok(()),
+        (_, Some(message)) => return Err(TurnFailed(message).into()),
+        (MessageStatus::Interrupted, None) => {
             "the reply was interrupted; the partial reply is kept in the session"
-        )),
-        (_, None) => Err(anyhow::anyhow!(
-            "the reply failed; the message is kept in the session, try again"
-        )),
-    }
+        }
+        (_, None) => "the reply failed; the message is kept in the session, try again",
+    };
+    p.json_line(json!({"type": "error", "message": message}));
+    Err(TurnFailed(message.to_owned()).into())
 }
+
+/// A turn that ended without a complete reply; its sentence is already in
+/// the `--json` event stream.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+struct TurnFailed(String);
 
 /// The message: the words joined by spaces, or standard input for `-`.
 fn message_text(words: &[String]) -> anyhow::Result<String> {

@@ -155,6 +155,8 @@ impl<'m> Engine<'m> {
             queued_ms = job.submitted_at.elapsed().as_millis(),
             "prefill"
         );
+        // The model thread took the job: what follows is the prefill.
+        let _ = job.events.unbounded_send(Ok(StreamEvent::Connected));
         let prefill_started = Instant::now();
         for chunk in tokens[reused..].chunks(self.chunk) {
             if job.events.is_closed() {
