@@ -210,3 +210,49 @@ fn a_cancelled_reply_says_it_was_kept_not_that_it_is_cancelling() {
     });
     assert!(app.notice().unwrap().text.contains("partial reply is kept"));
 }
+
+/// The status bar names the turn's phase and how long it has lasted, from
+/// the first frame after Enter to the reply.
+#[test]
+fn the_status_bar_follows_the_turns_phases() {
+    use strata::compress::Trigger;
+    use strata::conversation::Phase;
+    let mut app = app_with(120, 20, Vec::new(), None);
+    type_text(&mut app, "hello");
+    app.handle(key(KeyCode::Enter));
+    let status = |app: &strata::tui::App| draw(app, 120, 20).lines().last().unwrap_or("").to_owned();
+    assert!(status(&app).contains("preparing"), "{}", status(&app));
+    app.handle(AppEvent::Tick { now_ms: 1_000 });
+    app.handle(AppEvent::Phase(Phase::Compressing(Trigger::Preflight)));
+    app.handle(AppEvent::Tick { now_ms: 4_000 });
+    assert!(status(&app).contains("compressing 3s"), "{}", status(&app));
+    app.handle(AppEvent::Phase(Phase::Connecting));
+    assert!(status(&app).contains("connecting 0s"), "{}", status(&app));
+    app.handle(AppEvent::Phase(Phase::Retrying {
+        attempt: 1,
+        max: 3,
+        reason: "the server is overloaded".into(),
+    }));
+    assert!(
+        status(&app).contains("retry 1/3 0s · the server is overloaded"),
+        "{}",
+        status(&app)
+    );
+    app.handle(AppEvent::Phase(Phase::WaitingForFirstToken));
+    app.handle(AppEvent::Tick { now_ms: 9_000 });
+    assert!(
+        status(&app).contains("waiting for the first token 5s"),
+        "{}",
+        status(&app)
+    );
+    app.handle(AppEvent::Phase(Phase::Streaming));
+    app.handle(AppEvent::Delta {
+        text: "Hi".into(),
+        now_ms: 9_100,
+    });
+    assert!(status(&app).contains("streaming"), "{}", status(&app));
+    app.handle(AppEvent::TurnDone {
+        status: strata::domain::MessageStatus::Complete,
+    });
+    assert!(status(&app).contains("idle"), "{}", status(&app));
+}

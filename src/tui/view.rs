@@ -148,6 +148,9 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
                 format!("retry {attempt}/{max} {} · {reason}", elapsed(app.now_ms, *since))
             }
             Some((Phase::Streaming | Phase::Done, _)) => format!("streaming{rate}"),
+            None if app.chat.streaming.as_ref().is_some_and(|s| !s.text.is_empty()) => {
+                format!("streaming{rate}")
+            }
             // Sent; the service has not said more yet.
             None => "preparing".to_owned(),
         };
