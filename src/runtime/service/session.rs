@@ -353,6 +353,15 @@ impl SessionService {
         // Show what is stored before the (possibly slow) connection.
         self.refresh()?;
         self.ensure_connected(choice)?;
+        // Shown again only when the connection changed what is counted
+        // (the embedded model's own tokenizer, once it is pulled).
+        let counted_alike = match (&self.conversation, &self.connected) {
+            (Some(c), Some(connected)) => c.counter().id() == connected.counter.id(),
+            _ => self.session.is_none(),
+        };
+        if counted_alike {
+            return Ok(());
+        }
         self.refresh()
     }
 
