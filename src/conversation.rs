@@ -95,6 +95,18 @@ pub enum Phase {
     Done,
 }
 
+/// What the pipeline said of the request sent last: its report and
+/// figures (for showing the request in flight).
+#[derive(Clone, Debug, PartialEq)]
+pub struct SentRequest {
+    /// What happened to each active message, in order.
+    pub report: Vec<crate::pipeline::ReportEntry>,
+    /// Input tokens of the request as sent.
+    pub prepared_tokens: u64,
+    /// Its pre-limit estimate.
+    pub prelimit_tokens: u64,
+}
+
 /// A compression the runtime ran for [`Effect::Compress`] and stored.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Compacted {
@@ -234,6 +246,18 @@ pub struct Conversation {
     max_messages: Option<usize>,
     /// Counts made since the last [`Effect::StoreTokenCounts`].
     new_counts: Vec<(MessageId, TokenCount)>,
+    /// The request sent last.
+    sent: Option<SentRequest>,
+}
+
+impl std::fmt::Debug for Conversation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Conversation")
+            .field("session", &self.session.id)
+            .field("messages", &self.messages.len())
+            .field("in_turn", &self.active.is_some())
+            .finish_non_exhaustive()
+    }
 }
 
 /// Context window assumed until [`Conversation::with_window`] sets one.
@@ -275,6 +299,7 @@ impl Conversation {
             parts: Vec::new(),
             max_messages: None,
             new_counts: Vec::new(),
+            sent: None,
         }
     }
 
@@ -355,6 +380,13 @@ impl Conversation {
     #[must_use]
     pub fn has_output(&self) -> bool {
         self.active.as_ref().is_some_and(Active::has_output)
+    }
+
+    /// What the pipeline said of the request sent last (its report and
+    /// figures), once one was sent.
+    #[must_use]
+    pub fn sent(&self) -> Option<&SentRequest> {
+        self.sent.as_ref()
     }
 
     /// The frozen system prompt in use.

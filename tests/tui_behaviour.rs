@@ -716,3 +716,33 @@ async fn a_huge_paste_shows_the_prepared_request_everywhere_and_compresses_nothi
         .len();
     assert!(last < 40_000, "the paste was cut to fit: {last} bytes");
 }
+
+/// The pane follows the turn: once the request is sent, its figures are
+/// the request in flight (the new message in it), not the last turn's.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pane_shows_the_request_in_flight_while_the_reply_runs() {
+    let held =
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"wait\"},\"finish_reason\":null}]}\n\n";
+    let server = Server::start(vec![Reply::sse(sse(&["ok"])), Reply::sse_hold(held)]).await;
+    let mut h = Harness::from_config(&format!(
+        "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\ncontext_window = 8192\nmax_tokens = 1024\n[providers.openai]\nbase_url = \"{}/v1\"\n",
+        server.base_url()
+    ));
+    h.until("the connection", |a| a.context().is_some()).await;
+    h.send("a short question first").await;
+    let before = h.app.context().unwrap().stored_tokens;
+    let paste: String = (0..3_000)
+        .map(|i| format!("log line {i} of the paste\n"))
+        .collect();
+    h.act(AppEvent::Paste(paste));
+    h.act(key(KeyCode::Enter));
+    h.until("the context of the request in flight", |a| {
+        a.is_busy() && a.context().is_some_and(|c| c.stored_tokens > before + 10_000)
+    })
+    .await;
+    let c = h.app.context().unwrap();
+    assert_eq!(c.prepared_tokens, Some(c.budget.input_tokens()));
+    assert!(c.prepared_tokens.unwrap() < c.stored_tokens);
+    h.act(ctrl('c'));
+    h.until("the cancel", |a| !a.is_busy()).await;
+}

@@ -147,6 +147,11 @@ impl Conversation {
     /// overflow retry.
     fn send(&mut self, prepared: Prepared, now_ms: i64) -> Vec<Effect> {
         let estimate = prepared.prepared_tokens;
+        self.sent = Some(super::SentRequest {
+            report: prepared.report,
+            prepared_tokens: prepared.prepared_tokens,
+            prelimit_tokens: prepared.prelimit_tokens,
+        });
         let Some(active) = self.active.as_mut() else {
             return Vec::new();
         };

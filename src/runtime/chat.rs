@@ -38,6 +38,10 @@ pub enum ChatOutput<'a> {
     /// A message was stored in its final form (the user's message and its
     /// parts; a reply once finished).
     Stored(&'a crate::domain::Message),
+    /// A request went to the provider; the conversation holds what the
+    /// pipeline said of it ([`Conversation::sent`]) and the history it was
+    /// made from.
+    Sent(&'a Conversation),
     /// A compaction was stored: its row and the plan applied (the
     /// originals it archived, the messages it inserted).
     Compacted {
@@ -165,6 +169,7 @@ impl Runtime {
                     Effect::SendRequest(request) => {
                         error = None;
                         stream = Some(provider.stream(request));
+                        out(ChatOutput::Sent(&*conversation));
                     }
                     Effect::Compress { trigger } => compress = Some(trigger),
                     Effect::SaveEngineState(state) => self.save_engine_state(session_id, &state)?,

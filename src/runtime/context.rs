@@ -54,6 +54,72 @@ pub struct ContextReport {
     pub compression: CompressionStatus,
 }
 
+/// What the pipeline says of the next request, for [`context_of`].
+pub(super) struct NextRequest<'a> {
+    pub report: &'a [ReportEntry],
+    pub prepared_tokens: u64,
+    pub prelimit_tokens: u64,
+}
+
+/// The context snapshot of `conversation`'s next request from figures
+/// already made: `stored` (each message's stored count) and `next` (the
+/// pipeline's report and figures, or why it cannot be prepared). Pure: no
+/// store, no pipeline run. Last usage and compaction are left empty.
+pub(super) fn context_of(
+    conversation: &crate::conversation::Conversation,
+    stored: &[u32],
+    next: Result<NextRequest<'_>, String>,
+    choice: &ModelChoice,
+    threshold: crate::tokens::ThresholdSettings,
+    blocked_reason: Option<String>,
+) -> super::service::ContextSnapshot {
+    let counter = conversation.counter();
+    let prompt = conversation.prompt().clone();
+    let messages = conversation.messages();
+    let budget_with = |tokens: &[u32]| {
+        Budget::compute(crate::tokens::BudgetInput {
+            layers: &prompt.layers,
+            boundary_offset: prompt.boundary_offset,
+            history: messages,
+            history_tokens: tokens,
+            tools: &[],
+            window: choice.context_window,
+            reserved_output: choice.max_tokens,
+            threshold,
+            tokenizer: counter.id(),
+            exact: counter.exact(),
+        })
+    };
+    let stored_budget = budget_with(stored);
+    let stored_tokens = stored_budget.input_tokens();
+    let (budget, report, prepared_tokens, prelimit_tokens, prepare_error) = match next {
+        Ok(p) => {
+            let sent: Vec<u32> = p.report.iter().map(|r| r.tokens_after).collect();
+            let budget = budget_with(&sent).fitted_to(p.prepared_tokens);
+            (
+                budget,
+                p.report.to_vec(),
+                Some(p.prepared_tokens),
+                Some(p.prelimit_tokens),
+                None,
+            )
+        }
+        Err(why) => (stored_budget, Vec::new(), None, None, Some(why)),
+    };
+    super::service::ContextSnapshot {
+        prompt,
+        budget,
+        report,
+        prepared_tokens,
+        prelimit_tokens,
+        stored_tokens,
+        prepare_error,
+        last_usage: None,
+        last_compaction: None,
+        blocked_reason,
+    }
+}
+
 /// `compression` in `strata context --json`.
 #[derive(Clone, Debug, Serialize)]
 pub struct CompressionStatus {
@@ -224,39 +290,23 @@ impl Runtime {
     ) -> super::service::ContextSnapshot {
         let stored = conversation.history_tokens();
         let prepared = conversation.report();
-        let counter = std::sync::Arc::clone(conversation.counter());
-        let prompt = conversation.prompt().clone();
-        let messages = conversation.messages();
-        let stored_budget = self.budget_of(&prompt, counter.as_ref(), messages, &stored, choice);
-        let stored_tokens = stored_budget.input_tokens();
-        let (budget, report, prepared_tokens, prelimit_tokens, prepare_error) = match prepared {
-            Ok(p) => {
-                let sent: Vec<u32> = p.report.iter().map(|r| r.tokens_after).collect();
-                let budget = self
-                    .budget_of(&prompt, counter.as_ref(), messages, &sent, choice)
-                    .fitted_to(p.prepared_tokens);
-                (
-                    budget,
-                    p.report,
-                    Some(p.prepared_tokens),
-                    Some(p.prelimit_tokens),
-                    None,
-                )
-            }
-            Err(e) => (stored_budget, Vec::new(), None, None, Some(e.to_string())),
+        let blocked = self.blocked_reason(conversation.engine().status().locked.as_ref());
+        let next = match &prepared {
+            Ok(p) => Ok(NextRequest {
+                report: &p.report,
+                prepared_tokens: p.prepared_tokens,
+                prelimit_tokens: p.prelimit_tokens,
+            }),
+            Err(e) => Err(e.to_string()),
         };
-        super::service::ContextSnapshot {
-            prompt,
-            budget,
-            report,
-            prepared_tokens,
-            prelimit_tokens,
-            stored_tokens,
-            prepare_error,
-            last_usage: None,
-            last_compaction: None,
-            blocked_reason: self.blocked_reason(conversation.engine().status().locked.as_ref()),
-        }
+        context_of(
+            conversation,
+            &stored,
+            next,
+            choice,
+            self.threshold_settings(),
+            blocked,
+        )
     }
 
     /// Automatic compression's state for the session: on or off, strikes,

@@ -619,10 +619,45 @@ impl SessionService {
         sink(ServiceEvent::StreamStarted {
             now_ms: crate::runtime::now_ms(),
         });
+        // For the context of the request in flight (the pane follows the
+        // turn, not only its end).
+        let choice = self.choice.clone();
+        let threshold = self.runtime.threshold_settings();
+        let blocked = self
+            .runtime
+            .blocked_reason(conversation.engine().status().locked.as_ref());
+        let last_usage = self.rows.as_ref().and_then(|r| r.usage.last().cloned());
+        let last_compaction = self.rows.as_ref().and_then(|r| r.last_compaction.clone());
         let rows = &mut self.rows;
         let mut compacted = false;
         let mut out = |o: ChatOutput<'_>| {
             let e = match o {
+                ChatOutput::Sent(conversation) => {
+                    let (Some(choice), Some(sent)) = (&choice, conversation.sent()) else {
+                        return;
+                    };
+                    let stored: Vec<u32> = conversation
+                        .messages()
+                        .iter()
+                        .map(|m| m.tokens.as_ref().map_or(0, |t| t.tokens))
+                        .collect();
+                    let next = Ok(crate::runtime::context::NextRequest {
+                        report: &sent.report,
+                        prepared_tokens: sent.prepared_tokens,
+                        prelimit_tokens: sent.prelimit_tokens,
+                    });
+                    let mut context = crate::runtime::context::context_of(
+                        conversation,
+                        &stored,
+                        next,
+                        choice,
+                        threshold,
+                        blocked.clone(),
+                    );
+                    context.last_usage.clone_from(&last_usage);
+                    context.last_compaction.clone_from(&last_compaction);
+                    ServiceEvent::Context(Box::new(context))
+                }
                 ChatOutput::Stored(m) => {
                     if let Some(rows) = rows.as_mut() {
                         rows.upsert(m);
