@@ -193,6 +193,22 @@ impl SessionService {
         } else {
             crate::runtime::Client::Cli
         };
+        // Sessions on a hosted model count with o200k_base: its table is
+        // built on a thread of its own while the store opens and the
+        // session is read, instead of in the way of the first screen.
+        let local_new = launch.opening == Opening::New
+            && select_model(&SelectionRequest {
+                provider: launch.provider.as_deref(),
+                model: launch.model.as_deref(),
+                config: &launch.config,
+                env: &|name: &str| (launch.env)(name),
+            })
+            .is_ok_and(|c| c.provider == ProviderKind::Local);
+        if !local_new {
+            let _ = std::thread::Builder::new()
+                .name("strata-warm".into())
+                .spawn(|| crate::tokens::Encoding::O200kBase.warm());
+        }
         let runtime = Runtime::open(launch.paths, launch.config)?.for_client(client);
         let watch = PromptWatch::new(Arc::clone(&sink), runtime.paths.config_dir.clone());
         Ok(Self {
