@@ -404,27 +404,32 @@ impl SessionService {
     fn refresh(&mut self) -> anyhow::Result<()> {
         let choice = self.choice()?;
         let mode = self.mode(&choice);
-        let view = match self.session.clone() {
-            Some(s) => {
-                let session = self.runtime.store.session(s.id)?.unwrap_or(s);
-                self.session = Some(session.clone());
-                self.conversation_for(&session, &choice, false)?;
-                let context = self.context_now(&choice);
-                let messages = self.rows.as_ref().map(|r| r.messages.clone()).unwrap_or_default();
-                super::SessionView {
-                    session: Some(session),
-                    messages,
-                    context,
-                }
-            }
-            None => snapshot::pending_view(&self.runtime, &choice, mode, &self.cwd)?,
+        let Some(s) = self.session.clone() else {
+            let view = snapshot::pending_view(&self.runtime, &choice, mode, &self.cwd)?;
+            // A session not stored yet is built from the files as they are
+            // when it is sent, so nothing is watched.
+            self.watch.follow(None, None, &self.cwd);
+            self.emit(ServiceEvent::Loaded(Box::new(view)));
+            return Ok(());
         };
+        let session = self.runtime.store.session(s.id)?.unwrap_or(s);
+        self.session = Some(session.clone());
+        self.conversation_for(&session, &choice, false)?;
         // A new session, another session or a rebuilt prompt restarts the
-        // watch; a session not stored yet is built from the files as they
-        // are when it is sent, so nothing is watched.
-        let prompt = view.context.as_ref().map(|c| &c.prompt);
-        self.watch.follow(view.session.as_ref(), prompt, &self.cwd);
-        self.emit(ServiceEvent::Loaded(Box::new(view)));
+        // watch.
+        let prompt = self.conversation.as_ref().map(|c| c.prompt().clone());
+        self.watch.follow(Some(&session), prompt.as_ref(), &self.cwd);
+        // The messages go out first: the context needs the tokenizer,
+        // whose table may still be being built on a fresh start.
+        let messages = self.rows.as_ref().map(|r| r.messages.clone()).unwrap_or_default();
+        self.emit(ServiceEvent::Loaded(Box::new(super::SessionView {
+            session: Some(session),
+            messages,
+            context: None,
+        })));
+        if let Some(context) = self.context_now(&choice) {
+            self.emit(ServiceEvent::Context(Box::new(context)));
+        }
         Ok(())
     }
 
