@@ -15,14 +15,16 @@
 
 #[path = "../tests/support/server.rs"]
 mod server;
+#[path = "../tests/service_support/mod.rs"]
+mod service_support;
 
 use server::{Reply, Server};
+use service_support::Dirs;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
-use strata::config::{Config, Paths, SelectionRequest, select_model};
+use strata::config::Config;
 use strata::conversation::Phase;
-use strata::runtime::Runtime;
-use strata::runtime::service::{Launch, Opening, ServiceEvent, SessionService, Sink};
+use strata::runtime::service::{ServiceEvent, Sink};
 
 const MESSAGES: usize = 10_000;
 const TURNS: usize = 40;
@@ -51,9 +53,7 @@ fn percentiles(mut samples: Vec<Duration>) -> String {
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let server = Server::with(|_| Reply::sse(sse())).await;
-    let home = tempfile::tempdir().unwrap();
-    let ws = tempfile::tempdir().unwrap();
-    std::fs::create_dir(ws.path().join(".git")).unwrap();
+    let dirs = Dirs::new();
     // A window that holds the whole history (about 2 M tokens) and no
     // automatic compression: the figure is the turn's, not a compaction's.
     let text = format!(
@@ -61,51 +61,13 @@ async fn main() {
         server.base_url()
     );
     let config = Config::parse(&text).unwrap().config;
-    let paths = Paths::under(home.path());
     let body = "The parser keeps a stack of open scopes and the tests cover each of them. ".repeat(12);
-    let history: Vec<serde_json::Value> = (0..MESSAGES)
-        .map(|i| {
-            let role = if i % 2 == 0 { "user" } else { "assistant" };
-            serde_json::json!({"role": role, "content": format!("Message {i}: {body}")})
-        })
-        .collect();
-    let choice = select_model(&SelectionRequest {
-        provider: None,
-        model: None,
-        config: &config,
-        env: &|_: &str| None,
-    })
-    .unwrap();
-    let id = Runtime::open(paths.clone(), config.clone())
-        .unwrap()
-        .import(
-            &serde_json::to_string(&history).unwrap(),
-            None,
-            ws.path(),
-            &choice,
-            None,
-        )
-        .unwrap()
-        .session
-        .id;
-
+    let id = service_support::import(&dirs, &config, &service_support::history(MESSAGES, &body));
     let events: Arc<Mutex<Vec<(Instant, ServiceEvent)>>> = Arc::default();
     let seen = Arc::clone(&events);
     let sink: Sink = Arc::new(move |e| seen.lock().unwrap().push((Instant::now(), e)));
-    let launch = Launch {
-        paths,
-        config,
-        provider: None,
-        model: None,
-        prompt_mode: None,
-        opening: Opening::Resume(id.to_string()),
-        cwd: ws.path().to_path_buf(),
-        env: Arc::new(|_: &str| None),
-        interactive: false,
-    };
     let start = Instant::now();
-    let mut service = SessionService::open(launch, sink, None).unwrap();
-    service.start(Opening::Resume(id.to_string())).unwrap();
+    let mut service = service_support::open(&dirs, config, id, false, sink);
     println!(
         "open a {MESSAGES}-message session in the service (rows, conversation, context): {:.1} ms",
         start.elapsed().as_secs_f64() * 1e3

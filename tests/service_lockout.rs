@@ -5,66 +5,29 @@
 //! commands and never a `strata` subcommand, and a headless client
 //! (`strata chat`) naming the subcommands and no slash command.
 
-use std::sync::{Arc, Mutex};
-use strata::config::{Config, Paths, SelectionRequest, select_model};
-use strata::runtime::Runtime;
-use strata::runtime::service::{Launch, Opening, ServiceEvent, SessionService, Sink};
+mod service_support;
+
+use service_support::{Dirs, recorder};
+use strata::config::Config;
+use strata::runtime::service::ServiceEvent;
 
 const OLD_STATE: &str = r#"{"status":{"strikes":2,"fallbacks_in_row":0,"locked":"Automatic compression is paused: compressions in a row found nothing outside the protected messages; start a new session (/new, or `strata chat --new`) or compress by hand (/compress <topic>, or `strata compress ID --topic T`).","cooldown_until_ms":null},"last_reading":null,"compacted_since_reading":false,"overflow_retry_used":false}"#;
 
 /// The blocked reason of the context the service publishes when it opens
 /// a session whose stored state is [`OLD_STATE`].
 fn blocked_reason(interactive: bool) -> String {
-    let home = tempfile::tempdir().unwrap();
-    let ws = tempfile::tempdir().unwrap();
-    std::fs::create_dir(ws.path().join(".git")).unwrap();
+    let dirs = Dirs::new();
     // A server that is never asked: opening a session sends nothing.
     let text = "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"http://127.0.0.1:9/v1\"\n";
     let config = Config::parse(text).unwrap().config;
-    let paths = Paths::under(home.path());
-    let choice = select_model(&SelectionRequest {
-        provider: None,
-        model: None,
-        config: &config,
-        env: &|_: &str| None,
-    })
-    .unwrap();
-    let id = {
-        let mut runtime = Runtime::open(paths.clone(), config.clone()).unwrap();
-        let messages = r#"[{"role":"user","content":"hello"},{"role":"assistant","content":"hi"}]"#;
-        let id = runtime
-            .import(messages, None, ws.path(), &choice, None)
-            .unwrap()
-            .session
-            .id;
-        strata::store::Store::open(paths.database())
-            .unwrap()
-            .set_compression_state(id, OLD_STATE)
-            .unwrap();
-        id
-    };
-
-    let events: Arc<Mutex<Vec<ServiceEvent>>> = Arc::default();
-    let seen = Arc::clone(&events);
-    let sink: Sink = Arc::new(move |e| seen.lock().unwrap().push(e));
-    let opening = Opening::Resume(id.to_string());
-    let mut service = SessionService::open(
-        Launch {
-            paths,
-            config,
-            provider: None,
-            model: None,
-            prompt_mode: None,
-            opening: opening.clone(),
-            cwd: ws.path().to_path_buf(),
-            env: Arc::new(|_: &str| None),
-            interactive,
-        },
-        sink,
-        None,
-    )
-    .unwrap();
-    service.start(opening).unwrap();
+    let messages = r#"[{"role":"user","content":"hello"},{"role":"assistant","content":"hi"}]"#;
+    let id = service_support::import(&dirs, &config, messages);
+    strata::store::Store::open(dirs.paths().database())
+        .unwrap()
+        .set_compression_state(id, OLD_STATE)
+        .unwrap();
+    let (sink, events) = recorder();
+    let _service = service_support::open(&dirs, config, id, interactive, sink);
 
     let events = events.lock().unwrap();
     events

@@ -7,12 +7,15 @@
 #[path = "support/server.rs"]
 mod server;
 
+mod service_support;
+
 use server::{Reply, Server};
+use service_support::{Dirs, history, recorder};
 use std::sync::{Arc, Mutex};
-use strata::config::{Config, Paths, SelectionRequest, select_model};
+use strata::config::Config;
 use strata::domain::{MessageStatus, Role};
-use strata::runtime::service::{Launch, Opening, ServiceEvent, SessionService, Sink};
-use strata::runtime::{Runtime, counters_built};
+use strata::runtime::counters_built;
+use strata::runtime::service::{ServiceEvent, SessionService};
 
 fn sse(text: &str) -> String {
     let chunk =
@@ -23,72 +26,29 @@ fn sse(text: &str) -> String {
     )
 }
 
-/// A `messages` array of `n` alternating user and assistant messages.
-fn history(n: usize) -> String {
-    let messages: Vec<serde_json::Value> = (0..n)
-        .map(|i| {
-            let role = if i % 2 == 0 { "user" } else { "assistant" };
-            serde_json::json!({"role": role, "content": format!("message {i}: the parser keeps its state in a table")})
-        })
-        .collect();
-    serde_json::to_string(&messages).unwrap()
-}
-
 /// A service on a stored 10,000-message session, opened; the rows it read.
 struct Opened {
     service: SessionService,
     events: Arc<Mutex<Vec<ServiceEvent>>>,
     server: Server,
-    _dirs: (tempfile::TempDir, tempfile::TempDir),
+    dirs: Dirs,
 }
 
 async fn open(model_section: &str) -> Opened {
     let server = Server::start(vec![Reply::sse(sse("one")), Reply::sse(sse("two"))]).await;
-    let home = tempfile::tempdir().unwrap();
-    let ws = tempfile::tempdir().unwrap();
-    std::fs::create_dir(ws.path().join(".git")).unwrap();
+    let dirs = Dirs::new();
     let text = format!(
         "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n{model_section}\n[providers.openai]\nbase_url = \"{}/v1\"\n",
         server.base_url()
     );
     let config = Config::parse(&text).unwrap().config;
-    let paths = Paths::under(home.path());
-    let id = {
-        let choice = select_model(&SelectionRequest {
-            provider: None,
-            model: None,
-            config: &config,
-            env: &|_: &str| None,
-        })
-        .unwrap();
-        let mut runtime = Runtime::open(paths.clone(), config.clone()).unwrap();
-        runtime
-            .import(&history(10_000), None, ws.path(), &choice, None)
-            .unwrap()
-            .session
-            .id
-    };
-
-    let events: Arc<Mutex<Vec<ServiceEvent>>> = Arc::default();
-    let seen = Arc::clone(&events);
-    let sink: Sink = Arc::new(move |e| seen.lock().unwrap().push(e));
-    let mut service = SessionService::open(
-        Launch {
-            paths,
-            config,
-            provider: None,
-            model: None,
-            prompt_mode: None,
-            opening: Opening::Resume(id.to_string()),
-            cwd: ws.path().to_path_buf(),
-            env: Arc::new(|_: &str| None),
-            interactive: false,
-        },
-        sink,
-        None,
-    )
-    .unwrap();
-    service.start(Opening::Resume(id.to_string())).unwrap();
+    let id = service_support::import(
+        &dirs,
+        &config,
+        &history(10_000, "the parser keeps its state in a table"),
+    );
+    let (sink, events) = recorder();
+    let service = service_support::open(&dirs, config, id, false, sink);
     assert_eq!(
         service.message_rows_read(),
         10_000,
@@ -98,7 +58,7 @@ async fn open(model_section: &str) -> Opened {
         service,
         events,
         server,
-        _dirs: (home, ws),
+        dirs,
     }
 }
 
@@ -109,7 +69,7 @@ async fn a_turn_on_a_10000_message_session_reads_no_row_the_service_holds() {
         mut service,
         events,
         server,
-        _dirs,
+        dirs: _dirs,
     } = open("context_window = 1000000").await;
     let opened = service.message_rows_read();
     let counters = counters_built();
@@ -166,7 +126,7 @@ async fn a_compaction_inside_a_turn_is_applied_to_the_rows_the_service_holds() {
         mut service,
         events,
         server,
-        _dirs,
+        dirs,
     } = open("context_window = 128000\nmax_tokens = 4096\n[compression]\nsummarizer = \"extractive\"").await;
     let opened = service.message_rows_read();
     service
@@ -196,7 +156,7 @@ async fn a_compaction_inside_a_turn_is_applied_to_the_rows_the_service_holds() {
     assert!(archived > 8_000, "the originals are kept, archived: {archived}");
     assert_eq!(summaries.len(), 1);
     // As the store has it, row for row.
-    let stored = strata::store::Store::open(Paths::under(_dirs.0.path()).database())
+    let stored = strata::store::Store::open(dirs.paths().database())
         .unwrap()
         .messages(view.session.as_ref().unwrap().id, true)
         .unwrap();
