@@ -256,3 +256,29 @@ fn the_status_bar_follows_the_turns_phases() {
     });
     assert!(status(&app).contains("idle"), "{}", status(&app));
 }
+
+/// The pane adds the pre-limit and stored figures only when the pipeline
+/// cut, pruned or dropped something; framing alone does not show them.
+#[test]
+fn the_pre_limit_and_stored_figures_show_only_when_the_pipeline_reduced_something() {
+    use strata::domain::Role;
+    use strata::pipeline::{Action, ReportEntry};
+    let messages = vec![msg(Role::User, "hello", 7), msg(Role::Assistant, "hi", 5)];
+    let mut ctx = context(&messages);
+    ctx.stored_tokens = ctx.prepared_tokens.unwrap() - 6;
+    ctx.report = messages
+        .iter()
+        .map(|m| ReportEntry {
+            message_id: m.id,
+            action: Action::Kept,
+            tokens_before: 7,
+            tokens_after: 7,
+        })
+        .collect();
+    let app = app_with(140, 30, messages.clone(), Some(ctx.clone()));
+    assert!(!draw(&app, 140, 30).contains("stored"));
+    ctx.report[0].action = Action::Truncated;
+    ctx.stored_tokens = 40_000;
+    let app = app_with(140, 30, messages, Some(ctx));
+    assert!(draw(&app, 140, 30).contains("stored"));
+}

@@ -127,10 +127,17 @@ pub fn lines(s: &ContextSnapshot, live: Live<'_>, width: u16) -> Vec<Line<'stati
     if let Some(p) = s.prepared_tokens {
         out.push(Line::raw(format!("next request {a}{}", fmt::tokens(p))));
     }
-    // The other two figures, when they differ from what is sent.
+    // The other two figures, when the pipeline cut, pruned or dropped
+    // something (otherwise they differ from what is sent only by framing).
     let prelimit = s.prelimit_tokens.filter(|&t| Some(t) != s.prepared_tokens);
     let stored = Some(s.stored_tokens).filter(|&t| t > 0 && Some(t) != s.prepared_tokens);
-    if prelimit.is_some() || stored.is_some() {
+    let reduced = s.report.iter().any(|r| {
+        !matches!(
+            r.action,
+            crate::pipeline::Action::Kept | crate::pipeline::Action::Merged
+        )
+    });
+    if reduced && (prelimit.is_some() || stored.is_some()) {
         let show = |v: Option<u64>| v.map_or_else(|| "–".to_owned(), |t| format!("{a}{}", fmt::tokens(t)));
         out.push(Line::styled(
             format!(
