@@ -4,10 +4,10 @@ use super::*;
 use crate::domain::{Fingerprint, MessageKind, PromptId, PromptMode, Role, SessionId};
 use crate::tokens::{Encoding, TiktokenCounter};
 
-fn conversation() -> Conversation {
-    let id = SessionId::new();
-    let session = Session {
-        id,
+/// A session on gpt-4o for the specifications.
+pub(super) fn session() -> Session {
+    Session {
+        id: SessionId::new(),
         title: "t".into(),
         workspace: "/w".into(),
         model: "gpt-4o".into(),
@@ -16,14 +16,19 @@ fn conversation() -> Conversation {
         parent_id: None,
         created_at: 0,
         updated_at: 0,
-    };
-    let prompt = SystemPrompt {
+    }
+}
+
+/// Version 1 of `session`'s prompt, holding `text` with the cache boundary
+/// at `boundary_offset`.
+pub(super) fn prompt(session: &Session, text: &str, boundary_offset: Option<usize>) -> SystemPrompt {
+    SystemPrompt {
         id: PromptId::new(),
-        session_id: id,
+        session_id: session.id,
         version: 1,
-        text: "You are helpful.\n\nvolatile".into(),
+        text: text.into(),
         layers: Vec::new(),
-        boundary_offset: Some(18),
+        boundary_offset,
         sha256: String::new(),
         fingerprint: Fingerprint {
             provider: crate::domain::ProviderKind::OpenAi,
@@ -33,7 +38,12 @@ fn conversation() -> Conversation {
             template_version: 1,
         },
         created_at: 0,
-    };
+    }
+}
+
+fn conversation() -> Conversation {
+    let session = session();
+    let prompt = prompt(&session, "You are helpful.\n\nvolatile", Some(18));
     Conversation::new(
         session,
         prompt,

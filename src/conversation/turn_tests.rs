@@ -3,47 +3,14 @@
 //! no async: a small executor below plays the runtime's part, running the
 //! real compression engine on the conversation's own history.
 
+use super::tests::{prompt, session};
 use super::*;
 use crate::compress::{CompressionInput, Decision, SkipReason};
-use crate::domain::{Fingerprint, MessageKind, PromptId, PromptMode, Role, SessionId};
+use crate::domain::{MessageKind, PromptId, Role};
 use crate::tokens::{Encoding, TiktokenCounter, request_overhead};
 
 const WINDOW: u64 = 8_192;
 const MAX_TOKENS: u64 = 1_024;
-
-fn session() -> Session {
-    Session {
-        id: SessionId::new(),
-        title: "t".into(),
-        workspace: "/w".into(),
-        model: "gpt-4o".into(),
-        provider: crate::domain::ProviderKind::OpenAi,
-        current_prompt_id: None,
-        parent_id: None,
-        created_at: 0,
-        updated_at: 0,
-    }
-}
-
-fn prompt(session: &Session) -> SystemPrompt {
-    SystemPrompt {
-        id: PromptId::new(),
-        session_id: session.id,
-        version: 1,
-        text: "You are helpful.".into(),
-        layers: Vec::new(),
-        boundary_offset: None,
-        sha256: String::new(),
-        fingerprint: Fingerprint {
-            provider: crate::domain::ProviderKind::OpenAi,
-            model: "gpt-4o".into(),
-            mode: PromptMode::Full,
-            tool_set_hash: String::new(),
-            template_version: 1,
-        },
-        created_at: 0,
-    }
-}
 
 fn engine() -> Box<DefaultEngine> {
     Box::new(DefaultEngine::new(EngineConfig {
@@ -85,7 +52,7 @@ fn history(session: &Session, turns: usize, words: usize, pinned: bool) -> Vec<M
 
 /// A conversation over `messages` with compression on.
 fn conversation(messages: Vec<Message>, session: Session) -> Conversation {
-    let prompt = prompt(&session);
+    let prompt = prompt(&session, "You are helpful.", None);
     Conversation::new(
         session,
         prompt,
