@@ -1,0 +1,262 @@
+//! The commands a client runs on the open session (`/new`, `/resume`,
+//! `/model`, `/compress`, `/reload`, ...) and the sentence a failed model
+//! switch gets.
+
+use super::SessionService;
+use crate::config::ModelChoice;
+use crate::domain::ProviderKind;
+use crate::provider::ProviderError;
+use crate::runtime::service::{ExportFormat, ServiceEvent, files};
+use std::path::{Path, PathBuf};
+
+/// A command of a client, run by [`SessionService::run`].
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Command {
+    /// Start a new session (created when its first message is sent).
+    NewSession,
+    /// Resume a session by id or unique id prefix.
+    Resume(String),
+    /// Rename the current session.
+    Rename(String),
+    /// Fork the current session.
+    Fork,
+    /// Compress the history, with an optional focus topic.
+    Compress(Option<String>),
+    /// Undo the last compression.
+    UndoCompress,
+    /// Apply changed instruction files, memory and skills.
+    Reload,
+    /// Switch the session's model.
+    Model(String),
+    /// Append a line to `MEMORY.md`.
+    Memory(String),
+    /// Load a skill into the next message.
+    Skill(String),
+    /// Export the session to a file in the workspace.
+    Export(ExportFormat),
+    /// Prepare the next request for the request inspector.
+    InspectRequest,
+}
+
+/// Why `/model` could not switch to `choice`, as one sentence short enough
+/// for the status bar that says what would work (the session stays on its
+/// model).
+fn switch_failed(choice: &ModelChoice, e: &ProviderError) -> String {
+    let model = &choice.model;
+    let gguf = Path::new(model)
+        .extension()
+        .is_some_and(|x| x.eq_ignore_ascii_case("gguf"));
+    match e {
+        ProviderError::Local { .. } if gguf && !Path::new(model).is_file() => {
+            format!("the model file {model} does not exist; use /model with an existing .gguf file")
+        }
+        ProviderError::Local { .. } if !gguf && model != crate::config::LOCAL_MODEL_NAME => {
+            match hosted_provider(model).and_then(|p| Some((p.as_str(), p.default_key_env()?))) {
+                Some((provider, key)) => format!(
+                    "the embedded model cannot run {model}; use /model FILE.gguf, or set {key} and use --provider {provider}"
+                ),
+                None => format!(
+                    "the embedded model cannot run {model}; use /model FILE.gguf, or start strata with another --provider"
+                ),
+            }
+        }
+        ProviderError::NoKey { provider, key_env } => {
+            format!("{key_env} is not set, so {provider} cannot run {model}; export it and restart strata")
+        }
+        other => format!("cannot switch to {model}: {other}"),
+    }
+}
+
+/// The hosted provider that serves a well-known model (`claude-*` on
+/// Anthropic, the GPT and o-series on OpenAI), if any.
+fn hosted_provider(model: &str) -> Option<ProviderKind> {
+    crate::tokens::context_window_for(ProviderKind::OpenAi, model)?;
+    Some(if model.to_ascii_lowercase().starts_with("claude") {
+        ProviderKind::Anthropic
+    } else {
+        ProviderKind::OpenAi
+    })
+}
+
+impl SessionService {
+    /// `/compress [topic]`: a manual compression with the session's
+    /// summariser (the connected provider when it is a model); the feedback
+    /// line goes to the status bar and the summary appears in the chat.
+    pub(super) async fn compress(&mut self, topic: Option<String>) -> anyhow::Result<()> {
+        let Some(session) = self.session.clone() else {
+            anyhow::bail!("this session is empty; there is nothing to compress yet");
+        };
+        let choice = self.choice()?;
+        let request = crate::runtime::CompressRequest {
+            trigger: crate::compress::Trigger::Manual,
+            topic,
+            summarizer: crate::runtime::SummarizerArg::Config,
+            dry_run: false,
+            choice: &choice,
+            provider: self.connected.as_ref().map(|c| c.provider.as_ref()),
+        };
+        let outcome = self.runtime.compress(&session, &request).await?;
+        self.forget_history();
+        self.refresh()?;
+        let line = if outcome.noop {
+            outcome.reason.unwrap_or(outcome.feedback)
+        } else {
+            outcome.feedback
+        };
+        self.emit(ServiceEvent::Notice(line));
+        Ok(())
+    }
+
+    pub(super) fn command(&mut self, command: Command) -> anyhow::Result<()> {
+        match command {
+            Command::NewSession => {
+                if self.choice.is_none() {
+                    // The opening failed before a model was chosen.
+                    self.choice = Some(self.choice_for(None)?);
+                }
+                self.session = None;
+                self.forget_history();
+                self.refresh()?;
+                self.emit(ServiceEvent::Notice(
+                    "new session; it is stored when you send the first message".into(),
+                ));
+            }
+            Command::Resume(id) => {
+                let session = self.runtime.store.find_session(&id)?;
+                let choice = self.choice_for(Some(&session))?;
+                // The current session stays open until the other's model is connected.
+                let model = choice.model.clone();
+                self.ensure_connected(choice)
+                    .map_err(|e| anyhow::anyhow!("cannot resume the session on {model}: {e}"))?;
+                self.session = Some(session);
+                self.forget_history();
+                self.refresh()?;
+            }
+            Command::Rename(title) => {
+                let Some(s) = &self.session else {
+                    anyhow::bail!("this session is not stored yet; send a message first, then rename it");
+                };
+                self.runtime.store.rename_session(s.id, &title)?;
+                self.refresh()?;
+                self.emit(ServiceEvent::Notice(format!("renamed to {title}")));
+            }
+            Command::Memory(text) => {
+                let path = files::append_memory(&self.runtime.paths, &text)?;
+                self.emit(ServiceEvent::Notice(format!(
+                    "saved to {}; /reload applies it to this session, new sessions include it",
+                    path.display()
+                )));
+            }
+            Command::Export(format) => {
+                let Some(s) = self.session.clone() else {
+                    anyhow::bail!("this session is empty; send a message before exporting it");
+                };
+                let path = files::export(&self.runtime, &s, format, &self.cwd)?;
+                self.emit(ServiceEvent::Notice(format!("exported to {}", path.display())));
+            }
+            Command::Model(name) => {
+                let provider = self.choice.as_ref().map(|c| c.provider.as_str());
+                let choice = self.select(provider, Some(&name))?;
+                // For this session (and new ones from it); a resumed session
+                // keeps its own model. A model that cannot connect changes nothing.
+                let wanted = choice.clone();
+                self.ensure_connected(choice)
+                    .map_err(|e| anyhow::anyhow!(switch_failed(&wanted, &e)))?;
+                // The prompt version for the new model is built now, so the
+                // pane's numbers and the stored session are right at once.
+                self.open_conversation()?;
+                self.refresh()?;
+            }
+            Command::InspectRequest => {
+                self.open_conversation()?;
+                let Some(c) = self.conversation.as_mut() else {
+                    anyhow::bail!(
+                        "this session is empty; the first request is prepared when you send a message"
+                    );
+                };
+                let prepared = c.prepare()?;
+                let wire = match self.choice()?.provider {
+                    crate::config::ProviderKind::OpenAi => serde_json::to_string_pretty(
+                        &crate::provider::openai::request_body(&prepared.request),
+                    )?,
+                    crate::config::ProviderKind::Anthropic => serde_json::to_string_pretty(
+                        &crate::provider::anthropic::request_body(&prepared.request),
+                    )?,
+                    crate::config::ProviderKind::Local => {
+                        crate::provider::local::chatml::render(&prepared.request).to_text()
+                    }
+                };
+                self.emit(ServiceEvent::Request(Box::new(
+                    crate::runtime::service::RequestView {
+                        json: wire,
+                        report: prepared.report,
+                        prepared_tokens: prepared.prepared_tokens,
+                    },
+                )));
+            }
+            Command::UndoCompress => {
+                let Some(s) = self.session.clone() else {
+                    anyhow::bail!("this session is empty; there is no compression to undo");
+                };
+                let undone = self.runtime.undo_compress(&s)?;
+                self.forget_history();
+                self.refresh()?;
+                self.emit(ServiceEvent::Notice(format!(
+                    "compression undone: {} messages active, prompt version {}",
+                    undone.messages, undone.prompt_version
+                )));
+            }
+            Command::Fork => {
+                let Some(s) = self.session.clone() else {
+                    anyhow::bail!("this session is empty; send a message before forking it");
+                };
+                let fork = self.runtime.fork_session(&s)?;
+                let title = fork.title.clone();
+                self.session = Some(fork);
+                self.forget_history();
+                self.refresh()?;
+                self.emit(ServiceEvent::Notice(format!(
+                    "now in the fork \"{title}\"; the original session is unchanged (/sessions)"
+                )));
+            }
+            Command::Skill(name) => {
+                let root = match &self.session {
+                    Some(s) => PathBuf::from(&s.workspace),
+                    None => crate::workspace::workspace_root(&self.cwd),
+                };
+                let part = self.runtime.skill_part(&root, &name)?;
+                self.parts.push((part, None));
+                self.emit(ServiceEvent::Notice(format!(
+                    "the skill {name} goes with your next message"
+                )));
+            }
+            Command::Reload => {
+                let Some(s) = self.session.clone() else {
+                    anyhow::bail!(
+                        "this session is empty; its prompt is built from the current files when you send"
+                    );
+                };
+                let choice = self.choice()?;
+                let reloaded = self.runtime.reload_prompt(&s, &choice)?;
+                // The prompt now matches the files: nothing is stale.
+                self.watch.reset();
+                match reloaded {
+                    crate::runtime::Reloaded::Unchanged(_) => self.emit(ServiceEvent::Notice(
+                        "the instruction files, memory and skills give the same prompt; nothing changed"
+                            .into(),
+                    )),
+                    crate::runtime::Reloaded::NewVersion(p) => {
+                        self.forget_history();
+                        self.refresh()?;
+                        self.emit(ServiceEvent::Notice(format!(
+                            "system prompt rebuilt as version {}; the provider's prompt cache starts over",
+                            p.version
+                        )));
+                    }
+                }
+            }
+            Command::Compress(_) => {}
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,177 @@
+//! One turn of the open session: connect and create the session when
+//! needed, run the core's turn through the runtime, keep the rows the
+//! service holds up to date from what the turn stored, and tell the client
+//! as it goes (the context of the request in flight included).
+
+use super::SessionService;
+use crate::domain::{Message, Role, SessionId};
+use crate::runtime::service::ServiceEvent;
+use crate::runtime::{ChatOutput, NewSession, title_from};
+use std::future::Future;
+use std::sync::Arc;
+
+impl SessionService {
+    /// Sends `text` as the user's next message: connects and creates the
+    /// session when needed, runs the turn until it ends or `cancel`
+    /// resolves. When nothing could be stored, the text comes back as
+    /// [`ServiceEvent::Unsent`]. [`ServiceEvent::TurnDone`] always follows.
+    ///
+    /// # Errors
+    /// One sentence, when the turn could not start or the store failed.
+    pub async fn send(&mut self, text: String, cancel: impl Future<Output = ()>) -> anyhow::Result<()> {
+        if let Err(e) = self.ready_for_turn(&text) {
+            // Nothing was stored: the text goes back to the composer.
+            self.emit(ServiceEvent::Unsent(text));
+            self.emit(ServiceEvent::TurnDone {
+                status: crate::domain::MessageStatus::Error,
+            });
+            return Err(e);
+        }
+        let result = self.turn(text, cancel).await;
+        let status = match &result {
+            Ok((s, _)) => *s,
+            Err(_) => crate::domain::MessageStatus::Error,
+        };
+        // The turn's messages went out as they were stored; a compaction
+        // rewrote the history the service holds, which goes out whole (from
+        // memory); a failed turn is read back from the store.
+        let reread = result.is_err();
+        let compacted = matches!(result, Ok((_, true)));
+        if reread {
+            self.rows = None;
+        }
+        if reread || compacted {
+            if let Err(e) = self.refresh() {
+                self.emit(ServiceEvent::Error(e.to_string()));
+            }
+        } else if let Ok(choice) = self.choice()
+            && let Some(context) = self.context_now(&choice)
+        {
+            self.emit(ServiceEvent::Context(Box::new(context)));
+        }
+        self.emit(ServiceEvent::TurnDone { status });
+        result.map(|_| ())
+    }
+
+    /// Connects, creates the session (titled after `text`) when there is
+    /// none, and opens its conversation.
+    fn ready_for_turn(&mut self, text: &str) -> anyhow::Result<()> {
+        let choice = self.choice()?;
+        if self.connected.is_none() {
+            self.ensure_connected(choice.clone())?;
+        }
+        if self.session.is_none() {
+            let mode = self.mode(&choice);
+            let title = title_from(&[Message::new(SessionId::new(), Role::User, text, 0)]);
+            let (session, _, warnings) = self.runtime.create_session(NewSession {
+                cwd: &self.cwd,
+                choice: &choice,
+                mode,
+                title,
+                now: &jiff::Zoned::now(),
+                interactive: self.interactive,
+                env: crate::prompt::EnvFacts::from_process(),
+            })?;
+            for w in warnings {
+                self.emit(ServiceEvent::Notice(format!("warning: {w}")));
+            }
+            self.session = Some(session);
+            self.forget_history();
+            // The client learns the session (title, id) and the watch starts.
+            self.refresh()?;
+        }
+        self.open_conversation()
+    }
+
+    async fn turn(
+        &mut self,
+        text: String,
+        cancel: impl Future<Output = ()>,
+    ) -> anyhow::Result<(crate::domain::MessageStatus, bool)> {
+        let (Some(conversation), Some(connected)) = (self.conversation.as_mut(), self.connected.as_ref())
+        else {
+            anyhow::bail!("no provider is connected; check the key or the model, then try again");
+        };
+        for (part, ttl) in std::mem::take(&mut self.parts) {
+            conversation.attach(part, ttl);
+        }
+        let sink = Arc::clone(&self.sink);
+        sink(ServiceEvent::StreamStarted {
+            now_ms: crate::runtime::now_ms(),
+        });
+        // For the context of the request in flight (the pane follows the
+        // turn, not only its end).
+        let choice = self.choice.clone();
+        let threshold = self.runtime.threshold_settings();
+        let blocked = self
+            .runtime
+            .blocked_reason(conversation.engine().status().locked.as_ref());
+        let last_usage = self.rows.as_ref().and_then(|r| r.usage.last().cloned());
+        let last_compaction = self.rows.as_ref().and_then(|r| r.last_compaction.clone());
+        let rows = &mut self.rows;
+        let mut compacted = false;
+        let mut out = |o: ChatOutput<'_>| {
+            let e = match o {
+                ChatOutput::Sent(conversation) => {
+                    let (Some(choice), Some(sent)) = (&choice, conversation.sent()) else {
+                        return;
+                    };
+                    let stored: Vec<u32> = conversation
+                        .messages()
+                        .iter()
+                        .map(|m| m.tokens.as_ref().map_or(0, |t| t.tokens))
+                        .collect();
+                    let next = Ok(crate::runtime::context::NextRequest {
+                        report: &sent.report,
+                        prepared_tokens: sent.prepared_tokens,
+                        prelimit_tokens: sent.prelimit_tokens,
+                    });
+                    let mut context = crate::runtime::context::context_of(
+                        conversation,
+                        &stored,
+                        next,
+                        choice,
+                        threshold,
+                        blocked.clone(),
+                    );
+                    context.last_usage.clone_from(&last_usage);
+                    context.last_compaction.clone_from(&last_compaction);
+                    ServiceEvent::Context(Box::new(context))
+                }
+                ChatOutput::Stored(m) => {
+                    if let Some(rows) = rows.as_mut() {
+                        rows.upsert(m);
+                    }
+                    ServiceEvent::Message(Box::new(m.clone()))
+                }
+                ChatOutput::Delta(t) => ServiceEvent::Delta {
+                    text: t.to_owned(),
+                    now_ms: crate::runtime::now_ms(),
+                },
+                ChatOutput::Usage(u) => {
+                    if let Some(rows) = rows.as_mut() {
+                        rows.usage.push(u.clone());
+                    }
+                    ServiceEvent::Usage(u.clone())
+                }
+                ChatOutput::Error(m) => ServiceEvent::Error(m.to_owned()),
+                ChatOutput::Notice(m) => ServiceEvent::Notice(m.to_owned()),
+                ChatOutput::Compressed(c) => ServiceEvent::Compressed(Box::new(c.clone())),
+                ChatOutput::Compacted { compaction, plan } => {
+                    compacted = true;
+                    if let Some(rows) = rows.as_mut() {
+                        rows.compact(compaction, plan);
+                    }
+                    return;
+                }
+                ChatOutput::Phase(phase) => ServiceEvent::Phase(phase),
+            };
+            sink(e);
+        };
+        let outcome = self
+            .runtime
+            .chat_turn(conversation, connected.provider.as_ref(), text, cancel, &mut out)
+            .await;
+        Ok((outcome?.status, compacted))
+    }
+}
