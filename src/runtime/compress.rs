@@ -56,6 +56,30 @@ impl Snapshot {
     }
 }
 
+/// The budget of a request holding `messages` at `tokens` each with
+/// `prompt`, under `choice`'s window and output reserve and `threshold`.
+pub(super) fn budget_with(
+    prompt: &SystemPrompt,
+    counter: &dyn TokenCounter,
+    messages: &[Message],
+    tokens: &[u32],
+    choice: &ModelChoice,
+    threshold: ThresholdSettings,
+) -> Budget {
+    Budget::compute(BudgetInput {
+        layers: &prompt.layers,
+        boundary_offset: prompt.boundary_offset,
+        history: messages,
+        history_tokens: tokens,
+        tools: &[],
+        window: choice.context_window,
+        reserved_output: choice.max_tokens,
+        threshold,
+        tokenizer: counter.id(),
+        exact: counter.exact(),
+    })
+}
+
 /// A compaction as stored: the plan applied, the prompt version made
 /// current with it, and its row.
 pub(super) struct StoredCompaction {
@@ -214,18 +238,14 @@ impl Runtime {
         tokens: &[u32],
         choice: &ModelChoice,
     ) -> Budget {
-        Budget::compute(BudgetInput {
-            layers: &prompt.layers,
-            boundary_offset: prompt.boundary_offset,
-            history: messages,
-            history_tokens: tokens,
-            tools: &[],
-            window: choice.context_window,
-            reserved_output: choice.max_tokens,
-            threshold: self.threshold_settings(),
-            tokenizer: counter.id(),
-            exact: counter.exact(),
-        })
+        budget_with(
+            prompt,
+            counter,
+            messages,
+            tokens,
+            choice,
+            self.threshold_settings(),
+        )
     }
 
     pub(super) fn threshold_settings(&self) -> ThresholdSettings {

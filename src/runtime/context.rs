@@ -77,18 +77,7 @@ pub(super) fn context_of(
     let prompt = conversation.prompt().clone();
     let messages = conversation.messages();
     let budget_with = |tokens: &[u32]| {
-        Budget::compute(crate::tokens::BudgetInput {
-            layers: &prompt.layers,
-            boundary_offset: prompt.boundary_offset,
-            history: messages,
-            history_tokens: tokens,
-            tools: &[],
-            window: choice.context_window,
-            reserved_output: choice.max_tokens,
-            threshold,
-            tokenizer: counter.id(),
-            exact: counter.exact(),
-        })
+        super::compress::budget_with(&prompt, counter.as_ref(), messages, tokens, choice, threshold)
     };
     let stored_budget = budget_with(stored);
     let stored_tokens = stored_budget.input_tokens();

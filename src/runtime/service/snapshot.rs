@@ -8,7 +8,6 @@ use crate::config::ModelChoice;
 use crate::domain::{PromptMode, SessionId};
 use crate::prompt::EnvFacts;
 use crate::runtime::{PromptPreview, Runtime, fingerprint, session_counter, to_system_prompt};
-use crate::tokens::{Budget, BudgetInput, ThresholdSettings};
 use std::path::Path;
 
 /// The view of a new session before its first message: no messages, the
@@ -42,21 +41,7 @@ pub fn pending_view(
         now.timestamp().as_millisecond(),
     );
     let counter = session_counter(&runtime.paths, &runtime.config, choice.provider, &choice.model);
-    let budget = Budget::compute(BudgetInput {
-        layers: &prompt.layers,
-        boundary_offset: prompt.boundary_offset,
-        history: &[],
-        history_tokens: &[],
-        tools: &[],
-        window: choice.context_window,
-        reserved_output: choice.max_tokens,
-        threshold: ThresholdSettings {
-            ratio: runtime.config.compression.threshold,
-            cap_tokens: runtime.config.compression.threshold_tokens,
-        },
-        tokenizer: counter.id(),
-        exact: counter.exact(),
-    });
+    let budget = runtime.budget_of(&prompt, counter.as_ref(), &[], &[], choice);
     Ok(SessionView {
         session: None,
         messages: Vec::new(),
