@@ -20,10 +20,12 @@
 //! - 1 [`pipeline`]: the per-turn preparation of the exact request.
 //! - 1 [`compress`]: the compression plan of a session's history.
 //! - 1 [`conversation`]: the turn state machine, `handle(Event) -> Vec<Effect>`.
+//! - 1 [`tooling`]: tool schemas, output limits and spill decisions, approval rules.
 //! - 2 [`provider`]: OpenAI-compatible, Anthropic and embedded llama.cpp streams.
 //! - 2 [`store`]: the SQLite session store and its search index.
 //! - 2 [`workspace`]: instruction files, skills, memory and the file watcher.
 //! - 2 [`config`]: file locations, the config file and model selection.
+//! - 2 [`tools`]: the built-in tools' handlers (files, search, shell).
 //! - 3 [`runtime`]: the session service; executes the core's effects.
 //! - 4 [`render`]: Markdown and highlighted code as ratatui lines, cached.
 //! - 4 [`tui`]: the full-screen app: view model, drawing, keys and intents.
@@ -41,5 +43,7 @@ pub mod runtime;
 pub mod store;
 pub mod text;
 pub mod tokens;
+pub mod tooling;
+pub mod tools;
 pub mod tui;
 pub mod workspace;

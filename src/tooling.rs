@@ -1,0 +1,99 @@
+//! Layer 1 (pure): the decisions about tools, none of their execution
+//! (DESIGN §15). Which tools exist and the exact bytes of their schemas
+//! ([`schema`]); how a tool's output is cut, spilled and previewed to fit
+//! the window ([`limits`]); whether a call runs, asks or is denied
+//! ([`approval`]). The handlers that run a call live in the `tools`
+//! adapter; the runtime routes calls to them and feeds the outcomes back to
+//! the conversation, which stores the results.
+
+pub mod approval;
+pub mod limits;
+pub mod schema;
+
+use serde::{Deserialize, Serialize};
+
+/// What a tool does to the world, which decides whether it may run without
+/// asking and whether it may run concurrently with others.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Access {
+    /// Reads only (files, search, memory append, the clock): runs at once,
+    /// concurrently with other read-only calls of the same round.
+    ReadOnly,
+    /// Changes files in the workspace (`write_file`, `edit_file`).
+    Write,
+    /// Runs a program (`shell`): not confined by strata.
+    Run,
+}
+
+/// How a tool call ended, as stored with its `tool` message and reported in
+/// `strata chat --json` (`ok|error|denied|interrupted|not_run`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ToolStatus {
+    /// The tool ran and succeeded.
+    Ok,
+    /// The tool ran and failed, or the call could not run (unknown tool,
+    /// arguments that are not valid JSON, a path outside the workspace).
+    Error,
+    /// The user or a rule denied the call.
+    Denied,
+    /// The call was cancelled or strata stopped while it ran.
+    Interrupted,
+    /// The call was not run (the round limit was reached).
+    NotRun,
+}
+
+impl ToolStatus {
+    /// The wire name (`"ok"`, `"error"`, `"denied"`, `"interrupted"`, `"not_run"`).
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ok => "ok",
+            Self::Error => "error",
+            Self::Denied => "denied",
+            Self::Interrupted => "interrupted",
+            Self::NotRun => "not_run",
+        }
+    }
+}
+
+/// A tool's raw output as the handler captured it, before the limits.
+///
+/// Small outputs are whole (`tail` empty, `omitted_bytes == 0`). A handler
+/// that streams a large output (the shell) keeps only its first and last
+/// part in memory — each at least [`limits::Limits::max_chars`] characters —
+/// writes the whole output to the spill file itself, and counts what it
+/// left out, so [`limits::cut`] gives the same text it would give on the
+/// whole output.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Output {
+    /// The output, or its first part.
+    pub head: String,
+    /// The last part when the middle was left out; empty otherwise.
+    pub tail: String,
+    /// Bytes left out between `head` and `tail`.
+    pub omitted_bytes: u64,
+    /// Newlines in the left-out bytes.
+    pub omitted_lines: u64,
+    /// Where the whole output was written already (a handler that streams
+    /// it), as a path string.
+    pub spilled_to: Option<String>,
+}
+
+impl Output {
+    /// A whole output held in memory.
+    #[must_use]
+    pub fn whole(text: impl Into<String>) -> Self {
+        Self {
+            head: text.into(),
+            ..Self::default()
+        }
+    }
+
+    /// Whether the middle was left out.
+    #[must_use]
+    pub fn is_elided(&self) -> bool {
+        self.omitted_bytes > 0 || !self.tail.is_empty()
+    }
+}

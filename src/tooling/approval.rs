@@ -1,0 +1,1 @@
+//! Approval policy and rules: run, ask or deny a call.

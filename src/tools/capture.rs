@@ -1,0 +1,2 @@
+//! Bounded capture of a streamed output: head and tail in memory, the whole
+//! written to the spill file.

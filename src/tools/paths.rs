@@ -1,0 +1,1 @@
+//! Confinement of file tools to the workspace root and `allow_paths`.

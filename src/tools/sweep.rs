@@ -1,0 +1,1 @@
+//! The start-up sweep of process groups recorded as running.
