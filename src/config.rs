@@ -8,6 +8,7 @@
 mod file;
 mod paths;
 mod selection;
+mod tools;
 
 pub use file::{CompressionConfig, Config, LoadedConfig, ModelConfig, ProviderConfig, ProvidersConfig};
 pub use paths::Paths;
@@ -15,6 +16,7 @@ pub use selection::{
     FALLBACK_CONTEXT_WINDOW, LOCAL_CONTEXT_WINDOW, LOCAL_MODEL_NAME, ModelChoice, ProviderKind,
     SelectionRequest, select_model,
 };
+pub use tools::ToolsConfig;
 
 use std::path::PathBuf;
 

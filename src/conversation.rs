@@ -30,9 +30,11 @@ mod calibration;
 mod flow;
 mod notice;
 mod reply;
+mod round;
 
 pub use calibration::Calibration;
 pub use notice::TurnNotice;
+pub use round::{Approval, DEFAULT_MAX_ROUNDS, MAX_CONCURRENT, ToolRun, Tools};
 
 use crate::compress::{
     CompressionEngine, CompressionPlan, DefaultEngine, EngineConfig, EngineState, SummarizerChoice, Trigger,
@@ -61,6 +63,10 @@ pub enum FailureKind {
     /// `context_length_exceeded`, "prompt is too long"): compress, then
     /// retry once.
     Overflow,
+    /// The server refuses requests with tools (a model without tool
+    /// support): tools are switched off for the session and the request
+    /// goes again once without them.
+    ToolsUnsupported,
     /// Anything else; the message says what.
     Other,
 }
@@ -91,6 +97,18 @@ pub enum Phase {
     },
     /// The reply is arriving.
     Streaming,
+    /// Tool calls of the reply run.
+    RunningTool {
+        /// The first call still running.
+        name: String,
+        /// How many more run with it.
+        others: usize,
+    },
+    /// A tool call waits for the user's approval.
+    AwaitingApproval {
+        /// The tool.
+        name: String,
+    },
     /// The turn ended.
     Done,
 }
@@ -159,6 +177,24 @@ pub enum Event {
         /// Now, unix ms.
         now_ms: i64,
     },
+    /// The [`Effect::RunTool`] for `tool_call_id` finished.
+    ToolFinished {
+        /// The call.
+        tool_call_id: String,
+        /// How it ended and what it printed.
+        run: ToolRun,
+        /// Now, unix ms.
+        now_ms: i64,
+    },
+    /// The user answered the [`Effect::AskApproval`] for `tool_call_id`.
+    Approved {
+        /// The call.
+        tool_call_id: String,
+        /// The answer.
+        approval: Approval,
+        /// Now, unix ms.
+        now_ms: i64,
+    },
     /// The [`Effect::Compress`] in flight finished: `Some` when a
     /// compaction was stored (boxed: it holds the new history), `None`
     /// when it changed nothing (a no-op or an aborted summary; the runtime
@@ -198,6 +234,34 @@ pub enum Effect {
     Compress {
         /// Why.
         trigger: Trigger,
+    },
+    /// Run a tool call and answer with [`Event::ToolFinished`]. All
+    /// `RunTool` effects of one batch may run concurrently (the core
+    /// emits several at once only for read-only calls).
+    RunTool {
+        /// The call as the model wrote it.
+        call: ToolCall,
+        /// Its arguments, parsed (a JSON object).
+        arguments: serde_json::Value,
+        /// What it does.
+        access: crate::tooling::Access,
+    },
+    /// Ask the user whether `call` may run; answer with [`Event::Approved`].
+    AskApproval {
+        /// The call.
+        call: ToolCall,
+        /// Its arguments, parsed.
+        arguments: serde_json::Value,
+        /// What it does.
+        access: crate::tooling::Access,
+    },
+    /// Write a tool's whole output to its spill file (mode 0600) before the
+    /// result that names it is stored.
+    WriteSpill {
+        /// `DATA/spill/<session>/<tool_call_id>.txt`.
+        path: String,
+        /// The whole output.
+        text: String,
     },
     /// Store the compression engine's state (strikes, lockout, cooldown,
     /// last reading), so it holds across processes.
@@ -248,6 +312,14 @@ pub struct Conversation {
     new_counts: Vec<(MessageId, TokenCount)>,
     /// The request sent last.
     sent: Option<SentRequest>,
+    /// The tools offered; `None` when tools are off.
+    tools: Option<Tools>,
+    /// Why tools are off, when they were switched off during the session.
+    tools_off: Option<String>,
+    /// Tokens of the tools array (counted once per change).
+    tool_tokens: Option<u64>,
+    /// Approvals granted until strata exits.
+    grants: Vec<crate::tooling::approval::Rule>,
 }
 
 impl std::fmt::Debug for Conversation {
@@ -300,7 +372,50 @@ impl Conversation {
             max_messages: None,
             new_counts: Vec::new(),
             sent: None,
+            tools: None,
+            tools_off: None,
+            tool_tokens: None,
+            grants: Vec::new(),
         }
+    }
+
+    /// Offers `tools` with every request (the agent turn).
+    #[must_use]
+    pub fn with_tools(mut self, tools: Tools) -> Self {
+        self.tools = Some(tools);
+        self.tool_tokens = None;
+        self
+    }
+
+    /// The tools offered, when tools are on.
+    #[must_use]
+    pub fn tools(&self) -> Option<&Tools> {
+        self.tools.as_ref()
+    }
+
+    /// Why tools were switched off during the session, if they were.
+    #[must_use]
+    pub fn tools_off(&self) -> Option<&str> {
+        self.tools_off.as_deref()
+    }
+
+    /// Switches one tool on or off for the session (`/tools`); `false`
+    /// when tools are off or there is no such tool. The frozen prompt is
+    /// not touched: only the request's tools array changes.
+    pub fn set_tool_enabled(&mut self, name: &str, on: bool) -> bool {
+        let Some(tools) = self.tools.as_mut() else {
+            return false;
+        };
+        let changed = tools.set.set_enabled(name, on);
+        self.tool_tokens = None;
+        changed
+    }
+
+    /// Switches tools off for the rest of the session.
+    pub fn disable_tools(&mut self, reason: String) {
+        self.tools = None;
+        self.tools_off = Some(reason);
+        self.tool_tokens = None;
     }
 
     /// The model's context window in tokens, for the per-turn pipeline.
@@ -454,6 +569,16 @@ impl Conversation {
             Event::Tick { now_ms } => self.tick(now_ms),
             Event::Cancel { now_ms } => self.cancel(now_ms),
             Event::Compressed { compacted, now_ms } => self.compressed(compacted.map(|c| *c), now_ms),
+            Event::ToolFinished {
+                tool_call_id,
+                run,
+                now_ms,
+            } => self.tool_finished(&tool_call_id, run, now_ms),
+            Event::Approved {
+                tool_call_id,
+                approval,
+                now_ms,
+            } => self.approved(&tool_call_id, approval, now_ms),
         };
         if !self.new_counts.is_empty() {
             // Stored before the runtime starts slow work or ends the turn.
@@ -462,7 +587,11 @@ impl Conversation {
                 .position(|e| {
                     matches!(
                         e,
-                        Effect::SendRequest(_) | Effect::Compress { .. } | Effect::TurnFinished { .. }
+                        Effect::SendRequest(_)
+                            | Effect::Compress { .. }
+                            | Effect::TurnFinished { .. }
+                            | Effect::RunTool { .. }
+                            | Effect::AskApproval { .. }
                     )
                 })
                 .unwrap_or(effects.len());
@@ -511,14 +640,18 @@ impl Conversation {
             text: self.prompt.text.clone(),
             boundary_offset: self.prompt.boundary_offset,
         };
+        let tools: &[serde_json::Value] = self.tools.as_ref().map_or(&[], |t| t.set.array());
+        let tool_tokens = *self
+            .tool_tokens
+            .get_or_insert_with(|| u64::from(crate::tokens::tool_schema_tokens(counter, tools)));
         let input = PrepareInput {
             system: &system,
             system_tokens,
             messages: &self.messages,
             counts: &counts.tokens,
             counter,
-            tools: &[],
-            tool_tokens: 0,
+            tools,
+            tool_tokens,
             window: self.window,
             reserved_output: self.max_tokens,
             exact: counter.exact(),

@@ -12,6 +12,7 @@ mod provider;
 mod request;
 mod session;
 mod system_prompt;
+mod tool;
 mod usage;
 
 pub use compaction::{Compaction, CompactionTrigger, Summarizer};
@@ -23,4 +24,5 @@ pub use session::{Session, SessionSummary};
 pub use system_prompt::{
     Fingerprint, LayerInfo, LayerName, PromptMode, SourceInfo, SourceStatus, SystemPrompt, Tier,
 };
+pub use tool::{ToolResultMeta, ToolStatus};
 pub use usage::Usage;

@@ -18,6 +18,8 @@ mod providers;
 pub mod service;
 mod session;
 mod session_ops;
+mod tool_run;
+mod tools_setup;
 mod transcript;
 mod turn_parts;
 mod wording;
@@ -34,6 +36,8 @@ pub use providers::{
 };
 pub use session::{Imported, NewSession, Runtime, RuntimeError, title_from};
 pub use session_ops::{Reloaded, SKILL_MAX_CHARS};
+pub use tool_run::{ApprovalAnswer, TurnTools};
+pub use tools_setup::{ToolsState, approval_rules, tools_state};
 pub use transcript::{export_json, export_markdown};
 pub use turn_parts::{TURN_REMINDER_MAX_CHARS, TURN_REMINDER_TIMEOUT, TurnParts};
 pub use wording::Client;

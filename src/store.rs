@@ -18,6 +18,7 @@
 //! thread owns the [`Store`] and applies jobs in order). Core modules and the
 //! TUI never touch it. Timestamps are unix milliseconds; ids are TEXT.
 
+mod changes;
 mod codec;
 mod compaction;
 mod error;
@@ -30,6 +31,7 @@ mod schema;
 mod search;
 mod sessions;
 
+pub use changes::StoredChange;
 pub use compaction::CompactionWrite;
 pub use error::StoreError;
 pub use handle::StoreHandle;

@@ -8,8 +8,10 @@
 
 pub mod approval;
 pub mod limits;
+pub mod orphans;
 pub mod schema;
 
+pub use crate::domain::ToolStatus;
 use serde::{Deserialize, Serialize};
 
 /// What a tool does to the world, which decides whether it may run without
@@ -24,38 +26,6 @@ pub enum Access {
     Write,
     /// Runs a program (`shell`): not confined by strata.
     Run,
-}
-
-/// How a tool call ended, as stored with its `tool` message and reported in
-/// `strata chat --json` (`ok|error|denied|interrupted|not_run`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ToolStatus {
-    /// The tool ran and succeeded.
-    Ok,
-    /// The tool ran and failed, or the call could not run (unknown tool,
-    /// arguments that are not valid JSON, a path outside the workspace).
-    Error,
-    /// The user or a rule denied the call.
-    Denied,
-    /// The call was cancelled or strata stopped while it ran.
-    Interrupted,
-    /// The call was not run (the round limit was reached).
-    NotRun,
-}
-
-impl ToolStatus {
-    /// The wire name (`"ok"`, `"error"`, `"denied"`, `"interrupted"`, `"not_run"`).
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Ok => "ok",
-            Self::Error => "error",
-            Self::Denied => "denied",
-            Self::Interrupted => "interrupted",
-            Self::NotRun => "not_run",
-        }
-    }
 }
 
 /// A tool's raw output as the handler captured it, before the limits.

@@ -57,6 +57,11 @@ pub enum Command {
     /// previous system prompt come back.
     #[command(name = "undo-compress")]
     UndoCompress(UndoCompressArgs),
+    /// Undo the latest file change a tool (`write_file`, `edit_file`) made in
+    /// a session: the file gets its previous content back when it is
+    /// unchanged since.
+    #[command(name = "undo-edit")]
+    UndoEdit(UndoEditArgs),
     /// Send one message and stream the reply to stdout (continues the latest
     /// session of the workspace unless --session or --new says otherwise).
     Chat(ChatArgs),
@@ -175,6 +180,12 @@ pub enum SummarizerValue {
 }
 
 #[derive(Debug, Args)]
+pub struct UndoEditArgs {
+    /// Session id (or a unique prefix).
+    pub id: String,
+}
+
+#[derive(Debug, Args)]
 pub struct UndoCompressArgs {
     /// Session id (or a unique prefix).
     pub id: String,
@@ -216,9 +227,47 @@ pub struct ChatArgs {
     /// Workspace directory (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// Print one JSON object per line: start, delta, usage, done, error.
+    /// Print one JSON object per line: start, delta, tool_call,
+    /// tool_result, usage, notice, done, error.
     #[arg(long)]
     pub json: bool,
+    /// Which tool calls run without asking, for this command ([tools]
+    /// approval otherwise; headless runs never ask, so `ask` acts as
+    /// read-only): read-only tools only, or every tool.
+    #[arg(long, value_name = "POLICY")]
+    pub approve: Option<Approve>,
+    /// Offer tools to the model, or not, for this command.
+    #[arg(long, value_name = "on|off")]
+    pub tools: Option<OnOff>,
+}
+
+/// `--approve`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Approve {
+    /// Read-only tools run; `write_file`, `edit_file` and `shell` are denied.
+    ReadOnly,
+    /// Every tool runs without asking.
+    All,
+}
+
+impl Approve {
+    /// The `[tools] approval` value.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::ReadOnly => "read-only",
+            Self::All => "all",
+        }
+    }
+}
+
+/// `on` or `off`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum OnOff {
+    /// On.
+    On,
+    /// Off.
+    Off,
 }
 
 #[derive(Debug, Args)]

@@ -10,7 +10,7 @@ mod prompt;
 mod sessions;
 
 pub use chat::chat;
-pub use compress::{compress, undo_compress};
+pub use compress::{compress, undo_compress, undo_edit};
 pub use context::context;
 pub use doctor::doctor;
 pub use import::import;

@@ -18,6 +18,8 @@ pub struct Config {
     pub compression: CompressionConfig,
     /// `[history]`: limits of the per-turn pipeline.
     pub history: HistoryConfig,
+    /// `[tools]`: the model's tools and their approval rules.
+    pub tools: super::ToolsConfig,
     /// `[ui]`: the full-screen app (read by the app itself).
     pub ui: toml::Table,
 }

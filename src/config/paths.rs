@@ -71,6 +71,20 @@ impl Paths {
     pub fn logs_dir(&self) -> PathBuf {
         self.data_dir.join("logs")
     }
+
+    /// `data_dir/spill`: whole tool outputs too large for the context,
+    /// one directory per session (`spill/<session>/<tool_call_id>.txt`).
+    #[must_use]
+    pub fn spill_dir(&self) -> PathBuf {
+        self.data_dir.join("spill")
+    }
+
+    /// `data_dir/run/shell-groups`: the process groups of `shell` calls
+    /// running now, swept at start-up.
+    #[must_use]
+    pub fn shell_registry(&self) -> PathBuf {
+        self.data_dir.join("run").join("shell-groups")
+    }
 }
 
 #[cfg(test)]

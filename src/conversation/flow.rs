@@ -3,6 +3,7 @@
 //! every turn. [`Active`] is the state of the turn in progress.
 
 use super::reply::Reply;
+use super::round::Round;
 use super::{Compacted, Conversation, Effect, FailureKind, Phase, TurnNotice};
 use crate::compress::{Decision, Trigger};
 use crate::domain::{
@@ -33,12 +34,16 @@ pub(super) struct Active {
     /// The compression in flight.
     compressing: Option<Compressing>,
     /// The current request already had its overflow retry.
-    overflow_retried: bool,
+    pub(super) overflow_retried: bool,
     /// The overflow error that started the compression in flight: the
     /// turn ends with it when the compression changes nothing.
     overflow_error: Option<String>,
     /// The last finished request.
     ended: Option<Ended>,
+    /// The tool round in progress.
+    pub(super) round: Option<Round>,
+    /// Tool rounds finished in this turn.
+    pub(super) rounds: u32,
 }
 
 impl Active {
@@ -49,6 +54,8 @@ impl Active {
             overflow_retried: false,
             overflow_error: None,
             ended: None,
+            round: None,
+            rounds: 0,
         }
     }
 
@@ -95,7 +102,7 @@ impl Conversation {
 
     /// Starts the turn's next model request: preflight (when `preflight`),
     /// then the request itself.
-    fn request(&mut self, preflight: bool, now_ms: i64) -> Vec<Effect> {
+    pub(super) fn request(&mut self, preflight: bool, now_ms: i64) -> Vec<Effect> {
         let prepared = match self.prepare() {
             Ok(p) => p,
             // The user's words are kept; nothing is sent. Compressing cannot
@@ -147,6 +154,7 @@ impl Conversation {
     /// overflow retry.
     fn send(&mut self, prepared: Prepared, now_ms: i64) -> Vec<Effect> {
         let estimate = prepared.prepared_tokens;
+        let tools_sha256 = self.tools.as_ref().map(|t| t.set.sha256());
         self.sent = Some(super::SentRequest {
             report: prepared.report,
             prepared_tokens: prepared.prepared_tokens,
@@ -161,11 +169,14 @@ impl Conversation {
                 let seq = reply.seq;
                 *reply = Reply::new(reply.message_id, now_ms, estimate);
                 reply.seq = seq;
+                reply.tools_sha256 = tools_sha256;
             }
             None => {
                 let mut assistant = Message::new(self.session.id, Role::Assistant, "", now_ms);
                 assistant.status = MessageStatus::Streaming;
-                active.reply = Some(Reply::new(assistant.id, now_ms, estimate));
+                let mut reply = Reply::new(assistant.id, now_ms, estimate);
+                reply.tools_sha256 = tools_sha256;
+                active.reply = Some(reply);
                 effects.push(Effect::SaveMessage(assistant));
             }
         }
@@ -244,7 +255,13 @@ impl Conversation {
                 let cut = (finish_reason == Some(FinishReason::Length))
                     .then_some(TurnNotice::OutputLimit { max_tokens });
                 let mut done = self.finish_reply(MessageStatus::Complete, cut, now_ms);
-                done.extend(self.after_response(now_ms));
+                let calls = self.unanswered_calls();
+                if calls.is_empty() {
+                    done.extend(self.after_response(now_ms));
+                } else {
+                    self.observe_usage();
+                    done.extend(self.start_round(calls, now_ms));
+                }
                 return done;
             }
         }
@@ -260,6 +277,12 @@ impl Conversation {
         };
         if active.streaming().is_none() {
             return Vec::new();
+        }
+        if kind == FailureKind::ToolsUnsupported && !active.has_output() && self.tools.is_some() {
+            self.disable_tools(message.clone());
+            let mut effects = vec![Effect::ShowError(TurnNotice::ToolsOff { reason: message })];
+            effects.extend(self.request(false, now_ms));
+            return effects;
         }
         if kind == FailureKind::Overflow && !active.has_output() && !active.overflow_retried {
             active.overflow_retried = true;
@@ -279,6 +302,7 @@ impl Conversation {
         };
         if reply.has_output() {
             let mut effects = self.finish_reply(MessageStatus::Interrupted, Some(TurnNotice::CutOff), now_ms);
+            effects.extend(self.interrupt_calls(now_ms));
             effects.extend(self.end_turn());
             effects
         } else {
@@ -303,9 +327,11 @@ impl Conversation {
         active.compressing = None;
         active.overflow_error = None;
         let mut effects = if active.reply.is_some() {
-            self.finish_reply(MessageStatus::Interrupted, None, now_ms)
+            let mut effects = self.finish_reply(MessageStatus::Interrupted, None, now_ms);
+            effects.extend(self.interrupt_calls(now_ms));
+            effects
         } else {
-            Vec::new()
+            self.cancel_round(now_ms)
         };
         if self.active.as_ref().is_some_and(|a| a.ended.is_none()) {
             // Cancelled before any request was sent.
@@ -380,8 +406,47 @@ impl Conversation {
             MessageStatus::Error
         };
         let mut effects = self.finish_reply(status, Some(notice), now_ms);
+        effects.extend(self.interrupt_calls(now_ms));
         effects.extend(self.end_turn());
         effects
+    }
+
+    /// The tool calls of the reply just stored that have no result yet.
+    fn unanswered_calls(&self) -> Vec<crate::domain::ToolCall> {
+        match self.messages.last() {
+            Some(m) if m.role == Role::Assistant => m.tool_calls.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// A reply that asked for tool calls ended before they could run (cut
+    /// off, failed, cancelled): each call is answered `interrupted`, so
+    /// every call keeps a result.
+    fn interrupt_calls(&mut self, now_ms: i64) -> Vec<Effect> {
+        let calls = self.unanswered_calls();
+        if calls.is_empty() {
+            return Vec::new();
+        }
+        self.answer_all(
+            calls,
+            crate::domain::ToolStatus::Interrupted,
+            "Interrupted: the reply ended before this call could run.",
+            now_ms,
+        )
+    }
+
+    /// The provider's reading of a response inside the turn goes to the
+    /// engine (its last reading); compression waits for the next request's
+    /// preflight or the end of the turn.
+    fn observe_usage(&mut self) {
+        let reading = self
+            .active
+            .as_ref()
+            .and_then(|a| a.ended)
+            .and_then(|e| Some((e.usage?.prompt_tokens?, e.estimate)));
+        if let Some((prompt_tokens, estimate)) = reading {
+            self.engine.on_usage(prompt_tokens, estimate);
+        }
     }
 
     /// Finalises the reply in flight: stored with `status`, added to the
@@ -428,7 +493,7 @@ impl Conversation {
     }
 
     /// Ends the turn after its last request.
-    fn end_turn(&mut self) -> Vec<Effect> {
+    pub(super) fn end_turn(&mut self) -> Vec<Effect> {
         let Some(active) = self.active.take() else {
             return Vec::new();
         };

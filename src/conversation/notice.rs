@@ -24,4 +24,16 @@ pub enum TurnNotice {
     TooLong,
     /// The request could not be prepared; nothing was sent.
     Prepare(PrepareError),
+    /// The turn reached `[tools] max_rounds`; the last reply's calls were
+    /// not run.
+    MaxRounds {
+        /// The limit.
+        max: u32,
+    },
+    /// The server refused tools; they are off for the session and the
+    /// request went again without them.
+    ToolsOff {
+        /// The server's sentence.
+        reason: String,
+    },
 }

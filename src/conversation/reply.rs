@@ -23,6 +23,8 @@ pub(super) struct Reply {
     pub estimate: u64,
     pub text: String,
     pub usage: Option<ProviderUsage>,
+    /// SHA-256 of the tools array the request carried.
+    pub tools_sha256: Option<String>,
     calls: Vec<PartialCall>,
     flushed_len: usize,
     flushed_at_ms: i64,
@@ -38,6 +40,7 @@ impl Reply {
             estimate,
             text: String::new(),
             usage: None,
+            tools_sha256: None,
             calls: Vec::new(),
             flushed_len: 0,
             flushed_at_ms: now_ms,
@@ -127,6 +130,7 @@ impl Reply {
                 .map(|t| u64::try_from(t - self.started_at_ms).unwrap_or(0)),
             duration_ms: Some(u64::try_from(now_ms - self.started_at_ms).unwrap_or(0)),
             created_at: now_ms,
+            tools_sha256: self.tools_sha256.clone(),
         }
     }
 }

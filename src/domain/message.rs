@@ -125,6 +125,10 @@ pub struct Message {
     pub created_at: i64,
     /// Cached token count, if computed.
     pub tokens: Option<TokenCount>,
+    /// For a `tool` message stored by strata's tool loop: the result's
+    /// status and what the output limits did (none for imported ones).
+    #[serde(default)]
+    pub tool: Option<super::ToolResultMeta>,
 }
 
 impl Message {
@@ -146,6 +150,7 @@ impl Message {
             status: MessageStatus::Complete,
             created_at,
             tokens: None,
+            tool: None,
         }
     }
 }

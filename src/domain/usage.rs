@@ -33,4 +33,8 @@ pub struct Usage {
     pub duration_ms: Option<u64>,
     /// When the request finished, unix milliseconds.
     pub created_at: i64,
+    /// SHA-256 (hex) of the request's tools array as sent; `None` when it
+    /// offered no tools.
+    #[serde(default)]
+    pub tools_sha256: Option<String>,
 }

@@ -147,6 +147,7 @@ fn with_content(m: &Message, content: &str) -> Message {
         status: m.status,
         created_at: m.created_at,
         tokens: None,
+        tool: None,
     }
 }
 

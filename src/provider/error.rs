@@ -112,6 +112,25 @@ impl ProviderError {
         }
     }
 
+    /// Whether the server refused the request because it carried tools the
+    /// model cannot call (Ollama: "registry.ollama.ai/... does not support
+    /// tools"; llama.cpp without `--jinja`: "tools param requires --jinja
+    /// flag"; vLLM without auto tool choice: "\"auto\" tool choice requires
+    /// --enable-auto-tool-choice"): strata switches tools off for the session
+    /// and sends the request again without them.
+    #[must_use]
+    pub fn is_tools_unsupported(&self) -> bool {
+        let Self::BadRequest { message, .. } = self else {
+            return false;
+        };
+        let m = message.to_ascii_lowercase();
+        m.contains("does not support tools")
+            || m.contains("tools param requires")
+            || m.contains("tool choice requires")
+            || m.contains("tool use is not supported")
+            || (m.contains("tools") && m.contains("not supported"))
+    }
+
     /// Whether this is a context overflow (which compression may fix).
     #[must_use]
     pub fn is_overflow(&self) -> bool {

@@ -8,10 +8,11 @@
 //! as `streaming` and updated as text arrives, so a crash or kill leaves it
 //! in the database (marked interrupted at the next start).
 
+use super::tool_run::{self, Finished, ProgressLine, Running, TurnTools};
 use super::{CompressOutcome, Runtime, RuntimeError};
 use crate::config::ModelChoice;
 use crate::conversation::{Conversation, Effect, Event, FailureKind, Phase};
-use crate::domain::{MessageStatus, Session, SessionId, Usage};
+use crate::domain::{MessageStatus, Session, SessionId, ToolCall, Usage};
 use crate::provider::{EventStream, Provider, ProviderError};
 use crate::tokens::TokenCounter;
 use futures::StreamExt;
@@ -42,6 +43,33 @@ pub enum ChatOutput<'a> {
     /// pipeline said of it ([`Conversation::sent`]) and the history it was
     /// made from.
     Sent(&'a Conversation),
+    /// A tool call started running.
+    ToolStarted(&'a ToolCall),
+    /// The latest output of a running call (the shell's last lines).
+    ToolProgress {
+        /// The call.
+        tool_call_id: &'a str,
+        /// Its latest output.
+        tail: &'a str,
+    },
+    /// A call finished running (its result is stored with the round, as a
+    /// [`ChatOutput::Stored`] `tool` message).
+    ToolFinished {
+        /// The call.
+        call: &'a ToolCall,
+        /// The unified diff of the file it changed, if any.
+        diff: Option<&'a str>,
+    },
+    /// A call waits for the user's approval (answer through the turn's
+    /// approvals channel).
+    ApprovalNeeded {
+        /// The call.
+        call: &'a ToolCall,
+        /// Its arguments, parsed.
+        arguments: &'a serde_json::Value,
+        /// What it does.
+        access: crate::tooling::Access,
+    },
     /// A compaction was stored: its row and the plan applied (the
     /// originals it archived, the messages it inserted).
     Compacted {
@@ -71,6 +99,12 @@ enum Wake {
     Stream(Option<Result<crate::domain::StreamEvent, ProviderError>>),
     /// The flush interval passed.
     Tick,
+    /// A tool call finished.
+    Tool(Finished),
+    /// A running call printed something.
+    Progress(ProgressLine),
+    /// The user answered an approval.
+    Approval(super::ApprovalAnswer),
     /// The caller cancelled.
     Cancel,
 }
@@ -121,6 +155,7 @@ impl Runtime {
         provider: &dyn Provider,
         text: String,
         cancel: impl Future<Output = ()>,
+        mut tools: Option<TurnTools<'_>>,
         out: &mut dyn FnMut(ChatOutput<'_>),
     ) -> Result<TurnOutcome, RuntimeError> {
         let session_id = conversation.session().id;
@@ -142,6 +177,9 @@ impl Runtime {
         let mut error: Option<ProviderError> = None;
         let mut message: Option<String> = None;
         let mut cancel = std::pin::pin!(cancel);
+        let mut running = Running::new();
+        let mut asking: Option<String> = None;
+        let (progress_tx, mut progress_rx) = tokio::sync::mpsc::unbounded_channel::<ProgressLine>();
         loop {
             while let Some(effect) = pending.pop_front() {
                 match effect {
@@ -206,6 +244,53 @@ impl Runtime {
                     Effect::Busy => out(ChatOutput::Error(
                         "a reply is already streaming; wait for it or cancel it",
                     )),
+                    Effect::RunTool { call, arguments, .. } => match tools.as_ref() {
+                        Some(t) => {
+                            out(ChatOutput::ToolStarted(&call));
+                            running.push(tool_run::start(
+                                Arc::clone(&t.env),
+                                call,
+                                arguments,
+                                progress_tx.clone(),
+                            ));
+                        }
+                        None => pending.extend(conversation.handle(Event::ToolFinished {
+                            tool_call_id: call.id,
+                            run: tool_run::unavailable(),
+                            now_ms: super::now_ms(),
+                        })),
+                    },
+                    Effect::AskApproval {
+                        call,
+                        arguments,
+                        access,
+                    } => {
+                        if tools.as_ref().is_some_and(|t| t.approvals.is_some()) {
+                            out(ChatOutput::ApprovalNeeded {
+                                call: &call,
+                                arguments: &arguments,
+                                access,
+                            });
+                            asking = Some(call.id);
+                        } else {
+                            let approval = crate::conversation::Approval::Deny {
+                                reason: Some("no one can answer approvals in this run".to_owned()),
+                            };
+                            pending.extend(conversation.handle(Event::Approved {
+                                tool_call_id: call.id,
+                                approval,
+                                now_ms: super::now_ms(),
+                            }));
+                        }
+                    }
+                    Effect::WriteSpill { path, text } => {
+                        if let Err(e) = crate::tools::write_spill(std::path::Path::new(&path), &text) {
+                            tracing::warn!(%path, error = %e, "spill file not written");
+                            out(ChatOutput::Error(&format!(
+                                "cannot write the tool output to {path} ({e}); the model sees the cut result only"
+                            )));
+                        }
+                    }
                 }
             }
             if let Some(trigger) = compress.take() {
@@ -225,21 +310,25 @@ impl Runtime {
                 .into();
                 continue;
             }
-            let Some(s) = stream.as_mut() else {
+            if stream.is_none() && running.is_empty() && asking.is_none() {
                 // The core always ends a turn with `TurnFinished`; a turn
-                // that asked for neither a request nor a compression is over.
+                // that asked for nothing more is over.
                 return Ok(TurnOutcome {
                     session_id,
                     status: MessageStatus::Error,
                     error,
                     message,
                 });
-            };
+            }
             let tick = tokio::time::sleep(std::time::Duration::from_millis(
                 u64::try_from(crate::conversation::FLUSH_INTERVAL_MS).unwrap_or(250),
             ));
+            let approvals = tools.as_mut().and_then(|t| t.approvals.as_deref_mut());
             let wake = tokio::select! {
-                next = s.next() => Wake::Stream(next),
+                next = next_event(&mut stream), if stream.is_some() => Wake::Stream(next),
+                Some(done) = running.next(), if !running.is_empty() => Wake::Tool(done),
+                Some(line) = progress_rx.recv() => Wake::Progress(line),
+                Some(answer) = recv(approvals), if asking.is_some() => Wake::Approval(answer),
                 () = &mut cancel => Wake::Cancel,
                 () = tick => Wake::Tick,
             };
@@ -251,6 +340,8 @@ impl Runtime {
                     stream = None;
                     let kind = if e.is_overflow() {
                         FailureKind::Overflow
+                    } else if e.is_tools_unsupported() {
+                        FailureKind::ToolsUnsupported
                     } else {
                         FailureKind::Other
                     };
@@ -266,12 +357,75 @@ impl Runtime {
                     stream = None;
                     conversation.handle(Event::StreamEnded { now_ms })
                 }
+                Wake::Tool(done) => {
+                    if let Some(change) = &done.output.change {
+                        self.store.record_change(&crate::store::StoredChange {
+                            num: 0,
+                            session_id,
+                            tool_call_id: done.call.id.clone(),
+                            path: change.path.display().to_string(),
+                            before: change.before.clone(),
+                            after_sha256: change.after_sha256.clone(),
+                            created_at: now_ms,
+                        })?;
+                    }
+                    out(ChatOutput::ToolFinished {
+                        call: &done.call,
+                        diff: done.output.diff.as_deref(),
+                    });
+                    conversation.handle(Event::ToolFinished {
+                        tool_call_id: done.call.id.clone(),
+                        run: done.run(),
+                        now_ms,
+                    })
+                }
+                Wake::Progress((tool_call_id, tail)) => {
+                    out(ChatOutput::ToolProgress {
+                        tool_call_id: &tool_call_id,
+                        tail: &tail,
+                    });
+                    Vec::new()
+                }
+                Wake::Approval(answer) => {
+                    if asking.as_deref() == Some(answer.tool_call_id.as_str()) {
+                        asking = None;
+                    }
+                    conversation.handle(Event::Approved {
+                        tool_call_id: answer.tool_call_id,
+                        approval: answer.approval,
+                        now_ms,
+                    })
+                }
                 Wake::Cancel => {
                     stream = None;
+                    asking = None;
+                    // Dropping the tasks kills their process groups.
+                    running.clear();
                     conversation.handle(Event::Cancel { now_ms })
                 }
             }
             .into();
         }
+    }
+}
+
+/// The next event of the stream in flight (`None` when it ended); only
+/// polled while there is one.
+async fn next_event(
+    stream: &mut Option<EventStream>,
+) -> Option<Result<crate::domain::StreamEvent, ProviderError>> {
+    match stream.as_mut() {
+        Some(s) => s.next().await,
+        None => std::future::pending().await,
+    }
+}
+
+/// The next approval answer; pending forever without a channel.
+async fn recv(
+    approvals: Option<&mut tokio::sync::mpsc::UnboundedReceiver<super::ApprovalAnswer>>,
+) -> Option<super::ApprovalAnswer> {
+    match approvals {
+        Some(rx) => rx.recv().await,
+        None => std::future::pending().await,
     }
 }

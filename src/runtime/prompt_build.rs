@@ -135,7 +135,11 @@ impl PromptPreview<'_> {
             time_zone: workspace::session_time_zone(self.now),
             interactive: self.interactive,
             env: self.env,
-            tools: ToolFacts::default(),
+            tools: ToolFacts {
+                enabled: super::tools_state(self.config, self.choice).on,
+                native: true,
+                listing: None,
+            },
         });
         prompt::assemble(&inputs, counter.as_ref())
     }

@@ -94,10 +94,62 @@ pub enum ServiceEvent {
     /// An automatic compression ran inside a turn, or found nothing to do
     /// (its feedback line is for people; the rest for scripts).
     Compressed(Box<crate::runtime::CompressOutcome>),
+    /// A tool call started, printed, finished or waits for approval.
+    Tool(ToolEvent),
     /// A one-line notice (feedback of a command).
     Notice(String),
     /// A one-line problem.
     Error(String),
+}
+
+/// What happens to a tool call while its round runs (its result arrives
+/// with the round as a `tool` [`ServiceEvent::Message`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum ToolEvent {
+    /// The call started running.
+    Started {
+        /// The call.
+        call: crate::domain::ToolCall,
+        /// Its one-line argument summary.
+        summary: String,
+        /// When, unix ms.
+        now_ms: i64,
+    },
+    /// The latest output of a running call (the shell's last lines).
+    Progress {
+        /// The call.
+        tool_call_id: String,
+        /// Its latest output.
+        tail: String,
+    },
+    /// The call finished running.
+    Finished {
+        /// The call.
+        tool_call_id: String,
+        /// The diff of the file it changed, if any.
+        diff: Option<String>,
+        /// When, unix ms.
+        now_ms: i64,
+    },
+    /// The call waits for the user's approval; answer it through
+    /// [`SessionService::approvals`].
+    ApprovalNeeded(Box<ApprovalRequest>),
+}
+
+/// A tool call waiting for the user's approval.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ApprovalRequest {
+    /// The call.
+    pub call: crate::domain::ToolCall,
+    /// Its one-line argument summary.
+    pub summary: String,
+    /// What it would do, in full: the command, or the diff of the change.
+    pub detail: String,
+    /// What it does.
+    pub access: crate::tooling::Access,
+    /// What "allow until strata exits" allows (`shell:git status`,
+    /// `edit_file`).
+    pub grant: String,
 }
 
 /// Where the service's events go (e.g. a channel's `send`); called on the

@@ -41,6 +41,12 @@ pub enum RuntimeError {
     /// An import file was refused; nothing was written.
     #[error(transparent)]
     Import(#[from] super::import::ImportError),
+    /// A file change could not be undone; nothing changed.
+    #[error("{0}")]
+    Undo(String),
+    /// A config value is invalid (one sentence naming it).
+    #[error("{0}; fix it in config.toml")]
+    Config(String),
 }
 
 /// The runtime for headless commands: paths, config and the open store.
@@ -54,6 +60,9 @@ pub struct Runtime {
     pub(in crate::runtime) store: Store,
     /// Who reads the sentences it makes (lockout, warnings, turn errors).
     client: super::Client,
+    /// The strata binary that supervises `shell` commands (`strata
+    /// __supervise`), when the process is strata itself.
+    pub supervisor: Option<std::path::PathBuf>,
 }
 
 /// What a new session starts from.
@@ -88,6 +97,11 @@ impl Runtime {
             config,
             store,
             client: super::Client::Cli,
+            // `shell` commands are supervised by `strata __supervise` when
+            // this process is the strata binary (not a test harness).
+            supervisor: std::env::current_exe()
+                .ok()
+                .filter(|p| p.file_stem().is_some_and(|s| s == "strata")),
         })
     }
 

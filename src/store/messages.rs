@@ -15,7 +15,7 @@ use crate::domain::{Message, MessageId, MessageStatus, SessionId, TokenCount, To
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 const MESSAGE_COLUMNS: &str = "id, session_id, seq, role, content, tool_calls, tool_call_id, pinned,
-     ephemeral_ttl, kind, archived_by, status, created_at, tokens, tokenizer";
+     ephemeral_ttl, kind, archived_by, status, created_at, tokens, tokenizer, tool_meta";
 
 fn message_row(row: &Row<'_>) -> rusqlite::Result<Message> {
     let tool_calls: Option<String> = row.get(5)?;
@@ -31,6 +31,17 @@ fn message_row(row: &Row<'_>) -> rusqlite::Result<Message> {
     };
     let tokens: Option<u32> = row.get(13)?;
     let tokenizer: Option<String> = row.get(14)?;
+    let tool_meta: Option<String> = row.get(15)?;
+    let tool = match tool_meta {
+        None => None,
+        Some(text) => Some(serde_json::from_str(&text).map_err(|e| {
+            rusqlite::Error::FromSqlConversionFailure(
+                15,
+                rusqlite::types::Type::Text,
+                format!("bad tool_meta JSON: {e}").into(),
+            )
+        })?),
+    };
     Ok(Message {
         id: id(row, 0)?,
         session_id: id(row, 1)?,
@@ -48,6 +59,7 @@ fn message_row(row: &Row<'_>) -> rusqlite::Result<Message> {
         tokens: tokens
             .zip(tokenizer)
             .map(|(tokens, tokenizer)| TokenCount { tokenizer, tokens }),
+        tool,
     })
 }
 
@@ -66,11 +78,12 @@ pub(crate) fn insert(conn: &Connection, session: SessionId, seq: i64, m: &Messag
     } else {
         Some(to_json(&m.tool_calls, "tool_calls")?)
     };
+    let tool_meta = m.tool.as_ref().map(|t| to_json(t, "tool_meta")).transpose()?;
     conn.prepare_cached(
         "INSERT INTO messages (id, session_id, seq, role, content, tool_calls, tool_call_id,
                                pinned, ephemeral_ttl, kind, archived_by, status, created_at,
-                               tokens, tokenizer, writer_pid)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+                               tokens, tokenizer, writer_pid, tool_meta)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
     )?
     .execute(params![
         m.id.to_string(),
@@ -89,6 +102,7 @@ pub(crate) fn insert(conn: &Connection, session: SessionId, seq: i64, m: &Messag
         m.tokens.as_ref().map(|t| t.tokens),
         m.tokens.as_ref().map(|t| t.tokenizer.as_str()),
         (m.status == MessageStatus::Streaming).then(std::process::id),
+        tool_meta,
     ])?;
     Ok(())
 }

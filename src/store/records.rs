@@ -43,6 +43,7 @@ fn usage_row(row: &Row<'_>) -> rusqlite::Result<Usage> {
         ttft_ms: opt_uint(row, 9)?,
         duration_ms: opt_uint(row, 10)?,
         created_at: row.get(11)?,
+        tools_sha256: row.get(12)?,
     })
 }
 
@@ -115,8 +116,8 @@ impl Store {
             .prepare_cached(
                 "INSERT INTO usage (session_id, message_id, model, prompt_tokens,
                      completion_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,
-                     estimated_prompt_tokens, ttft_ms, duration_ms, created_at)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
+                     estimated_prompt_tokens, ttft_ms, duration_ms, created_at, tools_sha256)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
             )?
             .execute(params![
                 u.session_id.to_string(),
@@ -131,6 +132,7 @@ impl Store {
                 opt_int(u.ttft_ms, "ttft_ms")?,
                 opt_int(u.duration_ms, "duration_ms")?,
                 u.created_at,
+                u.tools_sha256,
             ])?;
         Ok(())
     }
@@ -145,7 +147,7 @@ impl Store {
             .prepare_cached(
                 "SELECT session_id, message_id, model, prompt_tokens, completion_tokens,
                         cache_read_tokens, cache_write_tokens, reasoning_tokens,
-                        estimated_prompt_tokens, ttft_ms, duration_ms, created_at
+                        estimated_prompt_tokens, ttft_ms, duration_ms, created_at, tools_sha256
                    FROM usage WHERE session_id = ?1 ORDER BY num",
             )?
             .query_map([session.to_string()], usage_row)?

@@ -13,6 +13,7 @@ const FILES: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0001_initial.sql")),
     M::up(include_str!("../../migrations/0002_stream_writer.sql")),
     M::up(include_str!("../../migrations/0003_compaction.sql")),
+    M::up(include_str!("../../migrations/0004_tools.sql")),
 ];
 
 /// The migration set handed to `rusqlite_migration`. It runs every pending

@@ -14,3 +14,11 @@ pub fn write_file(_env: &ToolEnv, _args: &Value) -> ToolOutput {
 pub fn edit_file(_env: &ToolEnv, _args: &Value) -> ToolOutput {
     ToolOutput::error("unimplemented")
 }
+
+/// Undoes `change` (stub).
+///
+/// # Errors
+/// Always, in the stub.
+pub fn undo(_change: &super::FileChange) -> Result<String, String> {
+    Err("unimplemented".into())
+}

@@ -346,6 +346,7 @@ impl App {
                 }
                 Vec::new()
             }
+            AppEvent::Tool(_) => Vec::new(),
             AppEvent::Notice(text) => {
                 self.notify(&text, false);
                 Vec::new()

@@ -48,6 +48,8 @@ pub enum AppEvent {
     /// The turn moved to another phase (compressing, connecting,
     /// streaming, done).
     Phase(crate::conversation::Phase),
+    /// A tool call started, printed, finished or waits for approval.
+    Tool(crate::runtime::service::ToolEvent),
     /// A reply started streaming.
     StreamStarted {
         /// When, unix ms.

@@ -147,6 +147,17 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
             Some((Phase::Retrying { attempt, max, reason }, since)) => {
                 format!("retry {attempt}/{max} {} · {reason}", elapsed(app.now_ms, *since))
             }
+            Some((Phase::RunningTool { name, others }, since)) => {
+                let more = if *others > 0 {
+                    format!(" +{others}")
+                } else {
+                    String::new()
+                };
+                format!("running {name}{more} {}", elapsed(app.now_ms, *since))
+            }
+            Some((Phase::AwaitingApproval { name }, since)) => {
+                format!("waiting for approval of {name} {}", elapsed(app.now_ms, *since))
+            }
             Some((Phase::Streaming | Phase::Done, _)) => format!("streaming{rate}"),
             None if app.chat.streaming.as_ref().is_some_and(|s| !s.text.is_empty()) => {
                 format!("streaming{rate}")

@@ -61,6 +61,7 @@ impl From<ServiceEvent> for AppEvent {
             ServiceEvent::Request(r) => Self::Request(r),
             ServiceEvent::Stale(layers) => Self::Stale(layers),
             ServiceEvent::Compressed(outcome) => Self::Notice(outcome.feedback),
+            ServiceEvent::Tool(t) => Self::Tool(t),
             ServiceEvent::Notice(n) => Self::Notice(n),
             ServiceEvent::Error(e) => Self::Error(e),
         }

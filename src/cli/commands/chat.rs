@@ -6,8 +6,8 @@ use anyhow::Context as _;
 use serde_json::json;
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
-use strata::domain::{MessageStatus, SessionId};
-use strata::runtime::service::{Launch, Opening, ServiceEvent, SessionService, Sink};
+use strata::domain::{Message, MessageStatus, Role, SessionId};
+use strata::runtime::service::{Launch, Opening, ServiceEvent, SessionService, Sink, ToolEvent};
 
 pub fn chat(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     let result = turn(env, args);
@@ -49,9 +49,16 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
             p.show(event);
         }
     });
+    let mut config = env.config.clone();
+    if let Some(tools) = args.tools {
+        config.tools.enabled = Some(tools == crate::cli::args::OnOff::On);
+    }
+    if let Some(approve) = &args.approve {
+        config.tools.approval = approve.as_str().to_owned();
+    }
     let launch = Launch {
         paths: env.paths.clone(),
-        config: env.config.clone(),
+        config,
         provider: env.provider.clone(),
         model: env.model.clone(),
         prompt_mode: env.prompt_mode,
@@ -199,9 +206,13 @@ impl Printer {
                 }
             }
             ServiceEvent::TurnDone { status } => self.status = Some(status),
+            ServiceEvent::Message(m) => self.show_tool_message(&m),
+            ServiceEvent::Tool(ToolEvent::Started { call, summary, .. }) if !self.json => {
+                eprintln!("strata: running {} {summary}", call.name);
+            }
             // For clients that keep a view of the session.
             ServiceEvent::Connected { .. }
-            | ServiceEvent::Message(_)
+            | ServiceEvent::Tool(_)
             | ServiceEvent::Context(_)
             | ServiceEvent::StreamStarted { .. }
             | ServiceEvent::Phase(_)
@@ -210,6 +221,45 @@ impl Printer {
             | ServiceEvent::Sessions { .. }
             | ServiceEvent::Request(_)
             | ServiceEvent::Stale(_) => {}
+        }
+    }
+
+    /// `tool_call` events for a stored reply's calls, `tool_result` for a
+    /// stored result (text mode: one line on stderr per result).
+    fn show_tool_message(&mut self, m: &Message) {
+        if m.role == Role::Assistant && m.status != MessageStatus::Streaming {
+            for call in &m.tool_calls {
+                self.json_line(json!({
+                    "type": "tool_call",
+                    "id": call.id,
+                    "name": call.name,
+                    "arguments": call.arguments,
+                }));
+            }
+        }
+        let (Role::Tool, Some(meta)) = (m.role, m.tool.as_ref()) else {
+            return;
+        };
+        let id = m.tool_call_id.as_deref().unwrap_or("");
+        if self.json {
+            self.json_line(json!({
+                "type": "tool_result",
+                "id": id,
+                "name": meta.name,
+                "status": meta.status.as_str(),
+                "tokens": m.tokens.as_ref().map(|t| t.tokens),
+                "truncated": meta.truncated,
+                "previewed": meta.previewed,
+                "spilled_to": meta.spilled_to,
+                "duration_ms": meta.duration_ms,
+            }));
+        } else {
+            let spilled = meta
+                .spilled_to
+                .as_deref()
+                .map_or_else(String::new, |p| format!(", whole output in {p}"));
+            let cut = if meta.truncated { ", truncated" } else { "" };
+            eprintln!("strata: {} {}{cut}{spilled}", meta.name, meta.status.as_str());
         }
     }
 

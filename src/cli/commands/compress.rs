@@ -1,7 +1,7 @@
 //! `strata compress ID` and `strata undo-compress ID`.
 
 use super::{Env, print_json};
-use crate::cli::args::{CompressArgs, SummarizerValue, UndoCompressArgs};
+use crate::cli::args::{CompressArgs, SummarizerValue, UndoCompressArgs, UndoEditArgs};
 use anyhow::Context as _;
 use std::io::Write;
 use strata::compress::{SummarizerChoice, Trigger};
@@ -84,5 +84,13 @@ pub fn undo_compress(env: &Env, args: &UndoCompressArgs) -> anyhow::Result<()> {
         undone.messages,
         undone.prompt_version
     )?;
+    Ok(())
+}
+
+pub fn undo_edit(env: &Env, args: &UndoEditArgs) -> anyhow::Result<()> {
+    let mut runtime = env.runtime()?;
+    let session = runtime.find_session(&args.id)?;
+    let line = runtime.undo_edit(&session)?;
+    writeln!(std::io::stdout().lock(), "{line}").context("cannot write to stdout")?;
     Ok(())
 }

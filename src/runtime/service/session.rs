@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use std::sync::{Arc, mpsc as std_mpsc};
 
 mod commands;
+mod tools;
 mod turn;
 
 pub use commands::Command;
@@ -69,6 +70,13 @@ pub struct SessionService {
     interactive: bool,
     /// The open session's rows as last read, kept up to date by its turns.
     rows: Option<Rows>,
+    /// The open conversation's tool environment, when tools are on.
+    tool_env: Option<Arc<crate::tools::ToolEnv>>,
+    /// Approval answers from the client, read by the turn.
+    approvals: (
+        tokio::sync::mpsc::UnboundedSender<crate::runtime::ApprovalAnswer>,
+        tokio::sync::mpsc::UnboundedReceiver<crate::runtime::ApprovalAnswer>,
+    ),
 }
 
 /// A stored session's rows the service holds, so a turn reads none again.
@@ -162,6 +170,8 @@ impl SessionService {
             counts,
             rows: None,
             interactive: launch.interactive,
+            tool_env: None,
+            approvals: tokio::sync::mpsc::unbounded_channel(),
         })
     }
 
@@ -407,6 +417,7 @@ impl SessionService {
                 last_compaction,
             });
             self.conversation = None;
+            self.answer_orphan_calls(session)?;
         }
         let counter = self.counter_for(session);
         let mode = self.mode(choice);
@@ -445,14 +456,15 @@ impl SessionService {
         let Some(rows) = &self.rows else {
             return Ok(());
         };
-        self.conversation = Some(self.runtime.conversation_from(
+        let conversation = self.runtime.conversation_from(
             session,
             prompt,
             rows.messages.clone(),
             &rows.usage,
             choice,
             counter,
-        )?);
+        )?;
+        self.conversation = Some(self.with_tools(conversation, choice)?);
         Ok(())
     }
 

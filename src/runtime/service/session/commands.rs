@@ -36,6 +36,17 @@ pub enum Command {
     Export(ExportFormat),
     /// Prepare the next request for the request inspector.
     InspectRequest,
+    /// List the tools with their schema tokens (`/tools`).
+    Tools,
+    /// Switch one tool on or off for the session (`/tools on|off NAME`).
+    ToggleTool {
+        /// The tool.
+        name: String,
+        /// On or off.
+        on: bool,
+    },
+    /// Undo the latest file change of a tool (`/undo-edit`).
+    UndoEdit,
 }
 
 /// Why `/model` could not switch to `choice`, as one sentence short enough
@@ -167,6 +178,19 @@ impl SessionService {
                 self.open_conversation()?;
                 self.refresh()?;
             }
+            Command::Tools => {
+                if self.session.is_some() && self.connected.is_some() {
+                    self.open_conversation()?;
+                }
+                self.list_tools()?;
+            }
+            Command::ToggleTool { name, on } => {
+                if self.session.is_some() && self.connected.is_some() {
+                    self.open_conversation()?;
+                }
+                self.toggle_tool(&name, on)?;
+            }
+            Command::UndoEdit => self.undo_edit()?,
             Command::InspectRequest => {
                 self.open_conversation()?;
                 let Some(c) = self.conversation.as_mut() else {

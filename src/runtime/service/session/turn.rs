@@ -5,7 +5,7 @@
 
 use super::SessionService;
 use crate::domain::{Message, Role, SessionId};
-use crate::runtime::service::ServiceEvent;
+use crate::runtime::service::{ServiceEvent, ToolEvent};
 use crate::runtime::{ChatOutput, NewSession, title_from};
 use std::future::Future;
 use std::sync::Arc;
@@ -88,6 +88,10 @@ impl SessionService {
         text: String,
         cancel: impl Future<Output = ()>,
     ) -> anyhow::Result<(crate::domain::MessageStatus, bool)> {
+        let tools = self.tool_env.clone().map(|env| crate::runtime::TurnTools {
+            env,
+            approvals: self.interactive.then_some(&mut self.approvals.1),
+        });
         let (Some(conversation), Some(connected)) = (self.conversation.as_mut(), self.connected.as_ref())
         else {
             anyhow::bail!("no provider is connected; check the key or the model, then try again");
@@ -165,12 +169,43 @@ impl SessionService {
                     return;
                 }
                 ChatOutput::Phase(phase) => ServiceEvent::Phase(phase),
+                ChatOutput::ToolStarted(call) => {
+                    let arguments = serde_json::from_str(&call.arguments).unwrap_or(serde_json::Value::Null);
+                    ServiceEvent::Tool(ToolEvent::Started {
+                        call: call.clone(),
+                        summary: crate::tooling::schema::summary(&call.name, &arguments),
+                        now_ms: crate::runtime::now_ms(),
+                    })
+                }
+                ChatOutput::ToolProgress { tool_call_id, tail } => ServiceEvent::Tool(ToolEvent::Progress {
+                    tool_call_id: tool_call_id.to_owned(),
+                    tail: tail.to_owned(),
+                }),
+                ChatOutput::ToolFinished { call, diff } => ServiceEvent::Tool(ToolEvent::Finished {
+                    tool_call_id: call.id.clone(),
+                    diff: diff.map(str::to_owned),
+                    now_ms: crate::runtime::now_ms(),
+                }),
+                ChatOutput::ApprovalNeeded {
+                    call,
+                    arguments,
+                    access,
+                } => ServiceEvent::Tool(ToolEvent::ApprovalNeeded(Box::new(
+                    SessionService::approval_request(call, arguments, access),
+                ))),
             };
             sink(e);
         };
         let outcome = self
             .runtime
-            .chat_turn(conversation, connected.provider.as_ref(), text, cancel, &mut out)
+            .chat_turn(
+                conversation,
+                connected.provider.as_ref(),
+                text,
+                cancel,
+                tools,
+                &mut out,
+            )
             .await;
         Ok((outcome?.status, compacted))
     }

@@ -1,0 +1,179 @@
+//! The tool side of the open session: the conversation's tools and their
+//! environment, approvals from the client, calls left without a result by
+//! a killed process, `/tools` and `/undo-edit`.
+
+use super::SessionService;
+use crate::config::ModelChoice;
+use crate::conversation::Conversation;
+use crate::domain::{Message, Role, Session, ToolResultMeta, ToolStatus};
+use crate::runtime::ApprovalAnswer;
+use crate::runtime::service::{ApprovalRequest, ServiceEvent};
+use crate::tooling::{Access, approval, schema};
+use tokio::sync::mpsc::UnboundedSender;
+
+/// What a call left without a result by a killed process is answered.
+const ORPHAN_RESULT: &str = "Interrupted: strata stopped while this call ran; its output, if any, is lost.";
+
+impl SessionService {
+    /// Where the client sends its answers to [`ServiceEvent::ApprovalNeeded`].
+    #[must_use]
+    pub fn approvals(&self) -> UnboundedSender<ApprovalAnswer> {
+        self.approvals.0.clone()
+    }
+
+    /// `conversation` with the session's tools, when tools are on for
+    /// `choice` (the environment is kept for the turns).
+    pub(super) fn with_tools(
+        &mut self,
+        conversation: Conversation,
+        choice: &ModelChoice,
+    ) -> anyhow::Result<Conversation> {
+        let session = conversation.session().clone();
+        match self.runtime.session_tools(&session, choice, self.interactive)? {
+            Some((tools, env)) => {
+                self.tool_env = Some(env);
+                Ok(conversation.with_tools(tools))
+            }
+            None => {
+                self.tool_env = None;
+                Ok(conversation)
+            }
+        }
+    }
+
+    /// Stores an `interrupted` result for each call of the session's last
+    /// reply that has none (a process killed while the tool ran).
+    pub(super) fn answer_orphan_calls(&mut self, session: &Session) -> anyhow::Result<()> {
+        let Some(rows) = self.rows.as_mut() else {
+            return Ok(());
+        };
+        let active: Vec<Message> = rows
+            .messages
+            .iter()
+            .filter(|m| m.archived_by.is_none())
+            .cloned()
+            .collect();
+        let calls = crate::tooling::orphans::unanswered_calls(&active);
+        for call in calls {
+            let mut m = Message::new(session.id, Role::Tool, ORPHAN_RESULT, crate::runtime::now_ms());
+            m.tool_call_id = Some(call.id.clone());
+            m.tool = Some(ToolResultMeta {
+                name: call.name.clone(),
+                status: ToolStatus::Interrupted,
+                truncated: false,
+                previewed: false,
+                spilled_to: None,
+                output_chars: 0,
+                duration_ms: None,
+            });
+            self.runtime.store.append_message(&mut m)?;
+            tracing::info!(session = %session.id, call = %call.id, "call without a result marked interrupted");
+            rows.messages.push(m);
+        }
+        Ok(())
+    }
+
+    /// The approval request shown to the user for a call.
+    pub(super) fn approval_request(
+        call: &crate::domain::ToolCall,
+        arguments: &serde_json::Value,
+        access: Access,
+    ) -> ApprovalRequest {
+        let text = |key: &str| {
+            arguments
+                .get(key)
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("")
+        };
+        let detail = match call.name.as_str() {
+            "shell" => text("command").to_owned(),
+            "edit_file" => format!(
+                "{}\n{}",
+                text("path"),
+                similar::TextDiff::from_lines(text("old_string"), text("new_string"))
+                    .unified_diff()
+                    .context_radius(3)
+            ),
+            "write_file" => format!("{}\n{}", text("path"), text("content")),
+            _ => serde_json::to_string_pretty(arguments).unwrap_or_default(),
+        };
+        ApprovalRequest {
+            call: call.clone(),
+            summary: schema::summary(&call.name, arguments),
+            detail,
+            access,
+            grant: approval::grant_for(&call.name, arguments).to_string(),
+        }
+    }
+
+    /// `/tools`: the tools offered with their schema tokens, or why tools
+    /// are off.
+    pub(super) fn list_tools(&mut self) -> anyhow::Result<()> {
+        let choice = self.choice()?;
+        let Some(conversation) = self.conversation.as_ref() else {
+            let state = crate::runtime::tools_state(&self.runtime.config, &choice);
+            let line = match state.why_off {
+                Some(why) => format!("tools are off: {why}"),
+                None => "tools: send a message first; the session's tools are set up with its first request"
+                    .to_owned(),
+            };
+            self.emit(ServiceEvent::Notice(line));
+            return Ok(());
+        };
+        let Some(tools) = conversation.tools() else {
+            let why = conversation.tools_off().map_or_else(
+                || {
+                    crate::runtime::tools_state(&self.runtime.config, &choice)
+                        .why_off
+                        .unwrap_or_else(|| "they are off".to_owned())
+                },
+                str::to_owned,
+            );
+            self.emit(ServiceEvent::Notice(format!("tools are off: {why}")));
+            return Ok(());
+        };
+        let counter = conversation.counter();
+        let list: Vec<String> = tools
+            .set
+            .tokens(counter.as_ref())
+            .into_iter()
+            .map(|(name, tokens)| format!("{name} {tokens}"))
+            .collect();
+        self.emit(ServiceEvent::Notice(format!(
+            "tools (schema tokens): {}",
+            list.join(" · ")
+        )));
+        Ok(())
+    }
+
+    /// `/tools off NAME` and `/tools on NAME`.
+    pub(super) fn toggle_tool(&mut self, name: &str, on: bool) -> anyhow::Result<()> {
+        let Some(conversation) = self.conversation.as_mut() else {
+            anyhow::bail!("no session is open; send a message first, then switch tools");
+        };
+        if !conversation.set_tool_enabled(name, on) {
+            anyhow::bail!("there is no tool named '{name}' in this session; /tools lists them");
+        }
+        let state = if on { "on" } else { "off" };
+        self.emit(ServiceEvent::Notice(format!(
+            "{name} is {state} for this session; the system prompt is unchanged"
+        )));
+        if let Ok(choice) = self.choice()
+            && let Some(context) = self.context_now(&choice)
+        {
+            self.emit(ServiceEvent::Context(Box::new(context)));
+        }
+        Ok(())
+    }
+
+    /// `/undo-edit`: restores the file the session's latest `write_file`
+    /// or `edit_file` changed, when it is unchanged since.
+    pub(super) fn undo_edit(&mut self) -> anyhow::Result<()> {
+        let Some(session) = self.session.clone() else {
+            anyhow::bail!("no session is open; there is no edit to undo");
+        };
+        let line = self.runtime.undo_edit(&session)?;
+        self.emit(ServiceEvent::Notice(line));
+        Ok(())
+    }
+}

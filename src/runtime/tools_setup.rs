@@ -1,0 +1,174 @@
+//! Whether a session's model gets tools, and the tools and environment its
+//! conversation runs them with (DESIGN §15): the core's [`Tools`] (schemas,
+//! policy, rules, limits) and the adapter's [`ToolEnv`] (workspace root,
+//! spill directory, memory file, skills, shell limits).
+
+use super::{Runtime, RuntimeError};
+use crate::config::{Config, ModelChoice};
+use crate::conversation::Tools;
+use crate::domain::{ProviderKind, Session};
+use crate::prompt::MINIMAL_MODE_WINDOW;
+use crate::tooling::approval::{Policy, Rule, Rules};
+use crate::tooling::limits::{Budgets, Limits};
+use crate::tooling::schema::{ToolSet, builtin};
+use crate::tools::{ShellLimits, SkillEntry, ToolEnv};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+/// Whether tools are on for a model, and why not when they are off.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolsState {
+    /// Tools are offered.
+    pub on: bool,
+    /// Why they are off (one clause), when they are.
+    pub why_off: Option<String>,
+}
+
+/// Tools are on for providers with native tool calling when the window is
+/// at least [`MINIMAL_MODE_WINDOW`] tokens (below it the prompt is minimal);
+/// off for the embedded model; `[tools] enabled` decides when set.
+#[must_use]
+pub fn tools_state(config: &Config, choice: &ModelChoice) -> ToolsState {
+    let off = |why: String| ToolsState {
+        on: false,
+        why_off: Some(why),
+    };
+    if choice.provider == ProviderKind::Local {
+        return off("the embedded model has no tool calling".to_owned());
+    }
+    match config.tools.enabled {
+        Some(false) => off("[tools] enabled is false".to_owned()),
+        Some(true) => ToolsState {
+            on: true,
+            why_off: None,
+        },
+        None if choice.context_window < MINIMAL_MODE_WINDOW => off(format!(
+            "the context window ({} tokens) is under {MINIMAL_MODE_WINDOW}; set [tools] enabled = true to offer them anyway",
+            choice.context_window
+        )),
+        None => ToolsState {
+            on: true,
+            why_off: None,
+        },
+    }
+}
+
+/// The approval policy and rules of `[tools]`, for an interactive client or
+/// a headless one (where `ask` acts as `read-only`).
+///
+/// # Errors
+/// One sentence naming the bad value and the values allowed.
+pub fn approval_rules(config: &Config, interactive: bool) -> Result<(Policy, Rules), String> {
+    let policy: Policy = config
+        .tools
+        .approval
+        .parse()
+        .map_err(|e| format!("[tools] approval: {e}"))?;
+    let policy = match policy {
+        Policy::Ask if !interactive => Policy::ReadOnly,
+        p => p,
+    };
+    let parse = |list: &[String], key: &str| -> Result<Vec<Rule>, String> {
+        list.iter()
+            .map(|r| r.parse::<Rule>().map_err(|e| format!("[tools] {key}: {e}")))
+            .collect()
+    };
+    let rules = Rules {
+        allow: parse(&config.tools.allow, "allow")?,
+        deny: parse(&config.tools.deny, "deny")?,
+    };
+    Ok((policy, rules))
+}
+
+impl Runtime {
+    /// The tools of `session`'s conversation and their environment, or
+    /// `None` when tools are off for `choice`.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Config`] for a bad `[tools]` value.
+    pub fn session_tools(
+        &self,
+        session: &Session,
+        choice: &ModelChoice,
+        interactive: bool,
+    ) -> Result<Option<(Tools, Arc<ToolEnv>)>, RuntimeError> {
+        if !tools_state(&self.config, choice).on {
+            return Ok(None);
+        }
+        let (policy, rules) = approval_rules(&self.config, interactive).map_err(RuntimeError::Config)?;
+        let spill_dir = self.paths.spill_dir().join(session.id.to_string());
+        let root = canonical(Path::new(&session.workspace));
+        let allow_paths = self
+            .config
+            .tools
+            .allow_paths
+            .iter()
+            .filter_map(|p| std::fs::canonicalize(p).ok())
+            .collect();
+        let budgets = Budgets::for_window(choice.context_window);
+        let limits = Limits::DEFAULT;
+        let skills = self
+            .skills(&root)
+            .into_iter()
+            .map(|s| SkillEntry {
+                name: s.name,
+                path: PathBuf::from(s.path),
+            })
+            .collect();
+        let env = ToolEnv {
+            root,
+            allow_paths,
+            spill_dir: spill_dir.clone(),
+            memory_file: self.paths.config_dir.join("MEMORY.md"),
+            skills,
+            read_max_chars: limits.max_chars.min(budgets.per_result_chars),
+            read_max_lines: limits.max_lines,
+            shell: ShellLimits {
+                registry: Some(self.paths.shell_registry()),
+                supervisor: self.supervisor.clone(),
+                ..ShellLimits::default()
+            },
+            reads: Mutex::default(),
+            keep_chars: limits.max_chars,
+        };
+        let tools = Tools {
+            set: ToolSet::new(builtin()),
+            policy,
+            rules,
+            max_rounds: self.config.tools.max_rounds.max(1),
+            limits,
+            spill_dir: spill_dir.display().to_string(),
+        };
+        Ok(Some((tools, Arc::new(env))))
+    }
+}
+
+fn canonical(path: &Path) -> PathBuf {
+    std::fs::canonicalize(path).unwrap_or_else(|_| path.to_path_buf())
+}
+
+impl Runtime {
+    /// Undoes the latest file change of `session` not undone yet
+    /// (`/undo-edit`, `strata undo-edit`): the file gets its previous
+    /// bytes back (a file the tool created is removed), when it is
+    /// unchanged since; returns one line saying what happened.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`], or [`RuntimeError::Undo`] with the
+    /// sentence of why nothing changed.
+    pub fn undo_edit(&mut self, session: &Session) -> Result<String, RuntimeError> {
+        let Some(change) = self.store.last_change(session.id)? else {
+            return Err(RuntimeError::Undo(
+                "this session has no file change left to undo".to_owned(),
+            ));
+        };
+        let file = crate::tools::FileChange {
+            path: PathBuf::from(&change.path),
+            before: change.before.clone(),
+            after_sha256: change.after_sha256.clone(),
+        };
+        let line = crate::tools::edit::undo(&file).map_err(RuntimeError::Undo)?;
+        self.store.mark_change_undone(change.num, super::now_ms())?;
+        Ok(line)
+    }
+}
