@@ -685,4 +685,6 @@ impl Conversation {
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tool_tests;
+#[cfg(test)]
 mod turn_tests;

@@ -13,6 +13,7 @@ pub mod files;
 pub mod paths;
 pub mod search;
 pub mod shell;
+pub mod spill;
 pub mod supervisor;
 pub mod sweep;
 
@@ -182,25 +183,4 @@ fn run_file_tool(env: &ToolEnv, name: &str, args: &serde_json::Value) -> ToolOut
     }
 }
 
-/// Writes `text` to the spill file `path` (mode 0600; its directory is
-/// created with mode 0700).
-///
-/// # Errors
-/// The I/O error, when the directory or the file cannot be written.
-pub fn write_spill(path: &std::path::Path, text: &str) -> std::io::Result<()> {
-    use std::io::Write;
-    use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
-    if let Some(dir) = path.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
-    }
-    let mut file = std::fs::OpenOptions::new()
-        .write(true)
-        .create(true)
-        .truncate(true)
-        .mode(0o600)
-        .open(path)?;
-    file.write_all(text.as_bytes())
-}
+pub use spill::write_spill;

@@ -127,6 +127,23 @@ pub fn log_check(dir: &std::path::Path, level: &str, error: Option<&str>) -> Che
     }
 }
 
+/// The spill directory: how many whole tool outputs it keeps and their size
+/// (they are removed after seven days).
+#[must_use]
+pub fn spill_check(dir: &std::path::Path) -> Check {
+    let usage = crate::tools::spill::usage(dir);
+    let mib = usage.bytes as f64 / (1024.0 * 1024.0);
+    check(
+        "spill",
+        CheckStatus::Ok,
+        format!(
+            "{} holds {} tool output file(s), {mib:.1} MiB; files older than 7 days are removed at start-up",
+            dir.display(),
+            usage.files
+        ),
+    )
+}
+
 /// The embedded model's file: present, or to be downloaded on first use.
 #[must_use]
 pub fn model_check(file: Option<std::path::PathBuf>) -> Check {

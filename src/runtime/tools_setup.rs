@@ -148,6 +148,23 @@ fn canonical(path: &Path) -> PathBuf {
 }
 
 impl Runtime {
+    /// Start-up maintenance of the tools: spill files older than seven days
+    /// are removed. Failures are logged, never fatal.
+    pub fn tidy_tools(&self) {
+        let removed = crate::tools::spill::remove_older_than(
+            &self.paths.spill_dir(),
+            crate::tools::spill::SPILL_MAX_AGE,
+            std::time::SystemTime::now(),
+        );
+        if removed.files > 0 {
+            tracing::info!(
+                files = removed.files,
+                bytes = removed.bytes,
+                "old spill files removed"
+            );
+        }
+    }
+
     /// Undoes the latest file change of `session` not undone yet
     /// (`/undo-edit`, `strata undo-edit`): the file gets its previous
     /// bytes back (a file the tool created is removed), when it is

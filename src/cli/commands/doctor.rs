@@ -20,6 +20,7 @@ pub fn doctor(env: &Env, args: &DoctorArgs, logging: Option<&Logging>) -> anyhow
         Some(l) => doctor::log_check(&l.dir, &l.level, l.error.as_deref()),
         None => doctor::log_check(&env.paths.logs_dir(), "info", Some("it was not set up")),
     });
+    checks.push(doctor::spill_check(&env.paths.spill_dir()));
     let lookup = |name: &str| std::env::var(name).ok();
     match env.choice() {
         Ok(choice) => {
