@@ -685,6 +685,4 @@ impl Conversation {
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
-mod tool_tests;
-#[cfg(test)]
 mod turn_tests;

@@ -9,6 +9,10 @@
 //!   unmarked block. Concatenating the marked blocks gives the frozen bytes.
 //! - the last block of each of the last two messages carries a marker too,
 //!   and never more than [`MAX_CACHE_MARKERS`] markers are sent in total.
+//! - tool definitions come first in Anthropic's cache order (tools, system,
+//!   messages), so the system prompt's first marker caches them with it;
+//!   only when there is no system prompt does the last tool get a marker of
+//!   its own.
 //! - messages alternate `user` / `assistant`: consecutive messages of the
 //!   same role are merged; tool calls become `tool_use` blocks (arguments
 //!   that are not a JSON object become `{}`), tool results become
@@ -29,7 +33,14 @@ const SYSTEM_JOIN: &str = "\n\n";
 /// The request body for `POST {base_url}/v1/messages` with streaming on.
 pub fn request_body(request: &ChatRequest) -> Value {
     let system = system_blocks(request);
-    let system_markers = system.iter().filter(|b| b.get("cache_control").is_some()).count();
+    let mut tools: Vec<Value> = request.tools.iter().map(tool).collect();
+    let mut system_markers = system.iter().filter(|b| b.get("cache_control").is_some()).count();
+    if system_markers == 0
+        && let Some(last) = tools.last_mut()
+    {
+        last["cache_control"] = ephemeral();
+        system_markers = 1;
+    }
     let mut turns = turns(&request.messages);
     let message_markers = MESSAGE_MARKERS.min(MAX_CACHE_MARKERS.saturating_sub(system_markers));
     let marked = turns.len().saturating_sub(message_markers);
@@ -55,8 +66,9 @@ pub fn request_body(request: &ChatRequest) -> Value {
     if let Some(temperature) = request.temperature {
         body["temperature"] = json!(temperature);
     }
-    if !request.tools.is_empty() {
-        body["tools"] = Value::Array(request.tools.iter().map(tool).collect());
+    if !tools.is_empty() {
+        body["tools"] = Value::Array(tools);
+        body["tool_choice"] = json!({ "type": "auto" });
     }
     body
 }
@@ -353,5 +365,31 @@ mod tests {
             body["tools"][0],
             json!({"name": "f", "description": "d", "input_schema": {"type": "object"}})
         );
+        assert_eq!(body["tool_choice"], json!({"type": "auto"}));
+    }
+
+    #[test]
+    fn tools_are_cached_by_the_system_markers_or_by_their_own_without_a_system_prompt() {
+        let tools = vec![
+            json!({"type": "function", "function": {"name": "a", "description": "", "parameters": {}}}),
+            json!({"type": "function", "function": {"name": "b", "description": "", "parameters": {}}}),
+        ];
+        let history = vec![
+            msg(Role::User, "q1"),
+            msg(Role::Assistant, "a1"),
+            msg(Role::User, "q2"),
+        ];
+        let mut with_system = request("stable\nvolatile", Some(7), history.clone());
+        with_system.tools.clone_from(&tools);
+        let body = request_body(&with_system);
+        assert!(body["tools"].to_string().matches("cache_control").count() == 0);
+        assert_eq!(count_markers(&body), MAX_CACHE_MARKERS);
+
+        let mut without = request("", None, history);
+        without.tools = tools;
+        let body = request_body(&without);
+        assert_eq!(body["tools"][1]["cache_control"]["type"], "ephemeral");
+        assert!(body["tools"][0].get("cache_control").is_none());
+        assert!(count_markers(&body) <= MAX_CACHE_MARKERS);
     }
 }

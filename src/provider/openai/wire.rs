@@ -41,6 +41,7 @@ pub fn request_body(request: &ChatRequest) -> Value {
     }
     if !request.tools.is_empty() {
         body["tools"] = Value::Array(request.tools.clone());
+        body["tool_choice"] = json!("auto");
     }
     body
 }
@@ -157,6 +158,7 @@ mod tests {
         assert_eq!(body["max_tokens"], 256);
         assert_eq!(body["temperature"], 0.5);
         assert_eq!(body["tools"][0]["function"]["name"], "f");
+        assert_eq!(body["tool_choice"], "auto");
         let plain = request_body(&request(vec![msg(Role::User, "hi")]));
         assert!(plain.get("tools").is_none() && plain.get("temperature").is_none());
     }
