@@ -314,7 +314,8 @@ pub struct Conversation {
     sent: Option<SentRequest>,
     /// The tools offered; `None` when tools are off.
     tools: Option<Tools>,
-    /// Why tools are off, when they were switched off during the session.
+    /// Why tools are off (the config, the model, or a server that
+    /// refused them during the session), when they are.
     tools_off: Option<String>,
     /// Tokens of the tools array (counted once per change).
     tool_tokens: Option<u64>,
@@ -393,7 +394,7 @@ impl Conversation {
         self.tools.as_ref()
     }
 
-    /// Why tools were switched off during the session, if they were.
+    /// Why tools are off, when they are and the reason is known.
     #[must_use]
     pub fn tools_off(&self) -> Option<&str> {
         self.tools_off.as_deref()
@@ -411,7 +412,7 @@ impl Conversation {
         changed
     }
 
-    /// Switches tools off for the rest of the session.
+    /// Switches tools off for the rest of the session, saying why.
     pub fn disable_tools(&mut self, reason: String) {
         self.tools = None;
         self.tools_off = Some(reason);

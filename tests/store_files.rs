@@ -114,6 +114,7 @@ fn foreign_keys_are_enforced() {
         ttft_ms: None,
         duration_ms: None,
         created_at: 0,
+        tools_sha256: None,
     };
     assert!(
         store.record_usage(&usage).is_err(),

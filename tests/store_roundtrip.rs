@@ -118,9 +118,11 @@ fn usage_round_trips_in_order() {
         ttft_ms: Some(310),
         duration_ms: Some(2200),
         created_at: 1_700_000_000_999,
+        tools_sha256: Some("9f2c".into()),
     };
     let sparse = Usage {
         message_id: None,
+        tools_sha256: None,
         prompt_tokens: None,
         completion_tokens: None,
         cache_read_tokens: None,
@@ -133,6 +135,55 @@ fn usage_round_trips_in_order() {
     store.record_usage(&full).unwrap();
     store.record_usage(&sparse).unwrap();
     assert_eq!(store.usage(s.id).unwrap(), vec![full, sparse]);
+}
+
+#[test]
+fn a_tool_result_keeps_its_status_and_limits_record() {
+    use strata::domain::{ToolResultMeta, ToolStatus};
+    let mut store = Store::open_in_memory().unwrap();
+    let (s, p) = session("/w", "t");
+    store.create_session(&s, &p).unwrap();
+    let mut m = strata::domain::Message::new(s.id, strata::domain::Role::Tool, "preview…", 5);
+    m.tool_call_id = Some("call_1".into());
+    m.tool = Some(ToolResultMeta {
+        name: "shell".into(),
+        status: ToolStatus::Interrupted,
+        truncated: true,
+        previewed: true,
+        spilled_to: Some("/d/spill/s/call_1.txt".into()),
+        output_chars: 300_000,
+        duration_ms: Some(1_200),
+    });
+    store.append_message(&mut m).unwrap();
+    let back = store.messages(s.id, false).unwrap();
+    assert_eq!(back[0].tool, m.tool);
+}
+
+#[test]
+fn file_changes_are_undone_newest_first() {
+    use strata::store::StoredChange;
+    let mut store = Store::open_in_memory().unwrap();
+    let (s, p) = session("/w", "t");
+    store.create_session(&s, &p).unwrap();
+    assert_eq!(store.last_change(s.id).unwrap(), None);
+    for (i, before) in [Some(b"old".to_vec()), None].into_iter().enumerate() {
+        store
+            .record_change(&StoredChange {
+                num: 0,
+                session_id: s.id,
+                tool_call_id: format!("call_{i}"),
+                path: format!("/w/file{i}"),
+                before,
+                after_sha256: format!("sha{i}"),
+                created_at: i64::try_from(i).unwrap(),
+            })
+            .unwrap();
+    }
+    let last = store.last_change(s.id).unwrap().unwrap();
+    assert_eq!((last.tool_call_id.as_str(), last.before.as_ref()), ("call_1", None));
+    store.mark_change_undone(last.num, 10).unwrap();
+    let next = store.last_change(s.id).unwrap().unwrap();
+    assert_eq!(next.before.as_deref(), Some(&b"old"[..]));
 }
 
 #[test]

@@ -65,13 +65,14 @@ pub(super) fn budget_with(
     tokens: &[u32],
     choice: &ModelChoice,
     threshold: ThresholdSettings,
+    tools: &[crate::tokens::BudgetItem],
 ) -> Budget {
     Budget::compute(BudgetInput {
         layers: &prompt.layers,
         boundary_offset: prompt.boundary_offset,
         history: messages,
         history_tokens: tokens,
-        tools: &[],
+        tools,
         window: choice.context_window,
         reserved_output: choice.max_tokens,
         threshold,
@@ -238,6 +239,10 @@ impl Runtime {
         tokens: &[u32],
         choice: &ModelChoice,
     ) -> Budget {
+        let tools = self
+            .default_tools(choice)
+            .map(|set| crate::tokens::tool_schema_items(counter, set.array()))
+            .unwrap_or_default();
         budget_with(
             prompt,
             counter,
@@ -245,6 +250,7 @@ impl Runtime {
             tokens,
             choice,
             self.threshold_settings(),
+            &tools,
         )
     }
 

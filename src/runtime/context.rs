@@ -52,6 +52,8 @@ pub struct ContextReport {
     pub budget: Budget,
     /// Automatic compression's state.
     pub compression: CompressionStatus,
+    /// Why the model gets no tools, when it gets none.
+    pub tools_off: Option<String>,
 }
 
 /// What the pipeline says of the next request, for [`context_of`].
@@ -76,8 +78,12 @@ pub(super) fn context_of(
     let counter = conversation.counter();
     let prompt = conversation.prompt().clone();
     let messages = conversation.messages();
+    let tools = conversation
+        .tools()
+        .map(|t| crate::tokens::tool_schema_items(counter.as_ref(), t.set.array()))
+        .unwrap_or_default();
     let budget_with = |tokens: &[u32]| {
-        super::compress::budget_with(&prompt, counter.as_ref(), messages, tokens, choice, threshold)
+        super::compress::budget_with(&prompt, counter.as_ref(), messages, tokens, choice, threshold, &tools)
     };
     let stored_budget = budget_with(stored);
     let stored_tokens = stored_budget.input_tokens();
@@ -106,6 +112,7 @@ pub(super) fn context_of(
         last_usage: None,
         last_compaction: None,
         blocked_reason,
+        tools_off: conversation.tools_off().map(str::to_owned),
     }
 }
 
@@ -208,14 +215,16 @@ impl Runtime {
             text: prompt.text.clone(),
             boundary_offset: prompt.boundary_offset,
         };
+        let tools = self.default_tools(choice);
+        let tools: &[serde_json::Value] = tools.as_ref().map_or(&[], |t| t.array());
         let prepared = pipeline::prepare(&PrepareInput {
             system: &system,
             system_tokens: u32::try_from(counter.count(&prompt.text)).unwrap_or(u32::MAX),
             messages: &messages,
             counts: &history_tokens,
             counter: counter.as_ref(),
-            tools: &[],
-            tool_tokens: 0,
+            tools,
+            tool_tokens: u64::from(crate::tokens::tool_schema_tokens(counter.as_ref(), tools)),
             window: choice.context_window,
             reserved_output: choice.max_tokens,
             exact: counter.exact(),
@@ -253,6 +262,7 @@ impl Runtime {
             calibrated_input_tokens: calibration.apply(input_tokens),
             budget,
             compression: self.compression_status(session, choice)?,
+            tools_off: super::tools_state(&self.config, choice).why_off,
         })
     }
 

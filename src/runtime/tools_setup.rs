@@ -148,6 +148,13 @@ fn canonical(path: &Path) -> PathBuf {
 }
 
 impl Runtime {
+    /// The tools a session on `choice` is offered by default (before any
+    /// `/tools off`), or `None` when tools are off for it.
+    #[must_use]
+    pub fn default_tools(&self, choice: &ModelChoice) -> Option<ToolSet> {
+        tools_state(&self.config, choice).on.then(|| ToolSet::new(builtin()))
+    }
+
     /// Start-up maintenance of the tools: spill files older than seven days
     /// are removed. Failures are logged, never fatal.
     pub fn tidy_tools(&self) {

@@ -75,6 +75,15 @@ pub fn export_markdown(session: &Session, prompt: Option<&SystemPrompt>, message
         if let Some(id) = &m.tool_call_id {
             let _ = write!(out, " (`{id}`)");
         }
+        if let Some(t) = &m.tool {
+            let _ = write!(out, " · {} · {}", t.name, t.status.as_str());
+            if t.truncated {
+                out.push_str(" · truncated");
+            }
+            if let Some(path) = &t.spilled_to {
+                let _ = write!(out, " · whole output in `{path}`");
+            }
+        }
         out.push_str("\n\n");
         if m.role == Role::Tool {
             let _ = writeln!(out, "{}\n", fenced("", &m.content));

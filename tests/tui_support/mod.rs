@@ -121,6 +121,7 @@ pub fn context(messages: &[Message]) -> ContextSnapshot {
         last_usage: None,
         last_compaction: None,
         blocked_reason: None,
+        tools_off: None,
     }
 }
 

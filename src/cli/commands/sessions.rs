@@ -70,6 +70,7 @@ pub fn show(env: &Env, args: &ShowArgs) -> anyhow::Result<()> {
                     "tool_calls": m.tool_calls, "tool_call_id": m.tool_call_id, "kind": m.kind,
                     "status": m.status, "archived_by": m.archived_by, "pinned": m.pinned,
                     "tokens": m.tokens.as_ref().map(|t| t.tokens),
+                    "tool": m.tool,
                 })
             })
             .collect();

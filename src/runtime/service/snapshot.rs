@@ -56,6 +56,7 @@ pub fn pending_view(
             last_usage: None,
             last_compaction: None,
             blocked_reason: None,
+            tools_off: crate::runtime::tools_state(&runtime.config, choice).why_off,
         }),
     })
 }

@@ -54,6 +54,9 @@ pub struct ContextSnapshot {
     pub last_compaction: Option<Compaction>,
     /// Why automatic compression is blocked, if it is.
     pub blocked_reason: Option<String>,
+    /// Why the model gets no tools, when it gets none (the pane says so
+    /// instead of showing 0).
+    pub tools_off: Option<String>,
 }
 
 /// The request inspector's content.

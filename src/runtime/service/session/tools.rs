@@ -36,6 +36,10 @@ impl SessionService {
             }
             None => {
                 self.tool_env = None;
+                let mut conversation = conversation;
+                if let Some(why) = crate::runtime::tools_state(&self.runtime.config, choice).why_off {
+                    conversation.disable_tools(why);
+                }
                 Ok(conversation)
             }
         }
