@@ -1,121 +1,653 @@
-//! Approval policy and rules: run, ask or deny a call (stub).
+//! Approval policy and rules: run, ask or deny a call.
+//!
+//! Owns the `[tools] approval` policy ([`Policy`]), the `[tools] allow` and
+//! `deny` rules ([`Rule`], [`Rules`]), the one decision every call goes
+//! through ([`decide`]), what "allow until strata exits" grants
+//! ([`grant_for`]) and the sentence a denied call's result says
+//! ([`denied_text`]). Invariant: an allowing command prefix never matches a
+//! command that chains, pipes, backgrounds or substitutes another command
+//! (`;`, `&&`, `||`, `|`, `&`, a newline, a backtick, `$(`, `<(`), nor one
+//! that redirects output (`>`, which could overwrite any file), so
+//! `shell:git status` cannot allow `git status; rm -rf x`; such a command
+//! is asked about instead. A denying prefix matches the command or any
+//! command chained inside it (a best effort: `bash -c 'rm …'` still gets
+//! past `shell:rm`, which is why shell is never confined by a deny list).
 
-use super::Access;
+use std::fmt;
+use std::str::FromStr;
+
 use serde_json::Value;
 
-/// The approval policy.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+use super::Access;
+
+/// `[tools] approval` / `--approve`: what happens to calls that change
+/// files or run programs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Policy {
-    /// Ask.
+    /// Ask the user (the app; headless runs treat it as [`Policy::ReadOnly`]).
     Ask,
-    /// Read-only.
+    /// Deny every call that is not read-only and not allowed by a rule.
     ReadOnly,
-    /// All.
+    /// Run every call that no deny rule stops.
     All,
 }
 
-/// A rule.
+impl Policy {
+    /// Every policy, in the order the error message lists them.
+    pub const ALL: [Self; 3] = [Self::Ask, Self::ReadOnly, Self::All];
+
+    /// The config and flag value: `"ask"`, `"read-only"`, `"all"`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Ask => "ask",
+            Self::ReadOnly => "read-only",
+            Self::All => "all",
+        }
+    }
+}
+
+impl fmt::Display for Policy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A value of `approval` / `--approve` that is not a policy.
 #[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownPolicy(pub String);
+
+impl fmt::Display for UnknownPolicy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "unknown approval policy '{}'; use ask, read-only or all",
+            self.0
+        )
+    }
+}
+
+impl std::error::Error for UnknownPolicy {}
+
+impl FromStr for Policy {
+    type Err = UnknownPolicy;
+
+    /// Parses `ask`, `read-only` or `all` (surrounding spaces ignored).
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let t = s.trim();
+        Self::ALL
+            .into_iter()
+            .find(|p| p.as_str() == t)
+            .ok_or_else(|| UnknownPolicy(s.to_owned()))
+    }
+}
+
+/// One entry of `[tools] allow` or `deny`, or a grant for the session.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Rule {
-    /// A tool.
+    /// `"edit_file"`: every call of the tool.
     Tool(String),
-    /// A command prefix.
+    /// `"shell:cargo test"`: `shell` calls whose command starts with this
+    /// prefix at a word boundary and chains nothing (see the module doc).
     Command(String),
 }
 
-/// Rules.
+impl Rule {
+    /// Whether the rule, in `[tools] allow` or a grant, lets a call of
+    /// `name` run; `command` is its shell command (for `shell`). A command
+    /// prefix never allows a command that chains another (module doc).
+    #[must_use]
+    pub fn allows(&self, name: &str, command: Option<&str>) -> bool {
+        match self {
+            Self::Tool(tool) => tool == name,
+            Self::Command(prefix) => {
+                name == "shell" && command.is_some_and(|c| !chains(c) && prefix_matches(prefix, c))
+            }
+        }
+    }
+
+    /// Whether the rule, in `[tools] deny`, stops a call of `name`: a
+    /// command prefix matches the command or any command chained in it.
+    #[must_use]
+    pub fn forbids(&self, name: &str, command: Option<&str>) -> bool {
+        match self {
+            Self::Tool(tool) => tool == name,
+            Self::Command(prefix) => {
+                name == "shell"
+                    && command.is_some_and(|c| {
+                        c.split([';', '&', '|', '\n', '\r', '`', '(', ')', '>', '<', '{', '}'])
+                            .any(|part| prefix_matches(prefix, part))
+                    })
+            }
+        }
+    }
+}
+
+impl fmt::Display for Rule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Tool(tool) => f.write_str(tool),
+            Self::Command(prefix) => write!(f, "shell:{prefix}"),
+        }
+    }
+}
+
+/// A `[tools] allow` / `deny` entry that is not a rule; its message is one
+/// sentence saying what is wrong and what a rule looks like.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BadRule {
+    /// The entry as written.
+    pub rule: String,
+    /// What is wrong with it.
+    pub problem: &'static str,
+}
+
+impl fmt::Display for BadRule {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "tool rule '{}' {}; write a tool name such as \"edit_file\" or a command prefix such as \
+             \"shell:cargo test\"",
+            self.rule, self.problem
+        )
+    }
+}
+
+impl std::error::Error for BadRule {}
+
+impl FromStr for Rule {
+    type Err = BadRule;
+
+    /// `"NAME"` → [`Rule::Tool`], `"shell:PREFIX"` → [`Rule::Command`]
+    /// (spaces around the name and the prefix trimmed). Errors: an empty
+    /// rule, a name with characters outside `[A-Za-z0-9_-]`, an empty
+    /// prefix, a prefix on a tool other than `shell`, or a prefix holding
+    /// one of the chaining tokens it could never match.
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        let bad = |problem| BadRule {
+            rule: s.to_owned(),
+            problem,
+        };
+        let t = s.trim();
+        if t.is_empty() {
+            return Err(bad("is empty"));
+        }
+        let Some((tool, prefix)) = t.split_once(':') else {
+            if !valid_name(t) {
+                return Err(bad("is not a tool name (letters, digits, '_' and '-' only)"));
+            }
+            return Ok(Self::Tool(t.to_owned()));
+        };
+        if tool.trim() != "shell" {
+            return Err(bad("gives a command prefix for a tool other than shell"));
+        }
+        let prefix = prefix.trim();
+        if prefix.is_empty() {
+            return Err(bad("has an empty command prefix"));
+        }
+        if chains(prefix) {
+            return Err(bad(
+                "has a command prefix with ;, &, |, >, a newline, a backtick, $( or <( in it",
+            ));
+        }
+        Ok(Self::Command(normalise(prefix)))
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    !name.is_empty()
+        && name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+}
+
+/// Whether `command` holds a token that runs another command after, beside
+/// or inside it — `;`, `&` (so `&&`), `|` (so `||`), a newline (or `\r`), a
+/// backtick, `$(`, `<(` — or redirects output (`>`, so `>(` too).
+fn chains(command: &str) -> bool {
+    command.contains([';', '&', '|', '\n', '\r', '`', '>'])
+        || command.contains("$(")
+        || command.contains("<(")
+}
+
+/// Runs of whitespace made one space, so `git  status` and `git status` agree.
+fn normalise(text: &str) -> String {
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Whether `prefix` starts `command` at a word boundary, runs of
+/// whitespace counting as one space.
+fn prefix_matches(prefix: &str, command: &str) -> bool {
+    let command = normalise(command);
+    match command.strip_prefix(&normalise(prefix)) {
+        Some(rest) => rest.is_empty() || rest.starts_with(' '),
+        None => false,
+    }
+}
+
+/// `[tools] allow` and `deny`, as parsed from the config.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Rules {
-    /// Allow.
+    /// Calls that run without asking.
     pub allow: Vec<Rule>,
-    /// Deny.
+    /// Calls that never run, whatever else says.
     pub deny: Vec<Rule>,
 }
 
-/// A verdict.
+/// What to do with one call.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Verdict {
-    /// Run.
+    /// Run it now.
     Run,
-    /// Ask.
+    /// Ask the user (the approval overlay).
     Ask,
-    /// Deny.
+    /// Do not run it; `reason` is one sentence for the user and the model.
     Deny {
-        /// Why.
+        /// Why, and how to allow it where it can be allowed.
         reason: String,
     },
 }
 
-/// Who denied.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum DeniedBy {
-    /// The user.
-    User,
-    /// A rule.
-    Rule(String),
-    /// Read-only policy.
-    ReadOnly,
-}
-
-/// Decides (stub).
+/// The one approval decision of a call of `name` with `arguments` (for
+/// `shell`, `arguments["command"]` is the command), in this order: a
+/// matching `deny` rule denies; read-only access runs; a matching `allow`
+/// rule or session grant runs; [`Policy::All`] runs; [`Policy::Ask`] asks;
+/// [`Policy::ReadOnly`] denies, saying how to allow the call.
 #[must_use]
 pub fn decide(
     access: Access,
-    _name: &str,
-    _arguments: &Value,
+    name: &str,
+    arguments: &Value,
     policy: Policy,
-    _rules: &Rules,
+    rules: &Rules,
     grants: &[Rule],
 ) -> Verdict {
-    match (access, policy) {
-        (Access::ReadOnly, _) | (_, Policy::All) => Verdict::Run,
-        _ if !grants.is_empty() => Verdict::Run,
-        (_, Policy::Ask) => Verdict::Ask,
-        (_, Policy::ReadOnly) => Verdict::Deny {
-            reason: "read-only".into(),
-        },
+    let command = command_of(name, arguments);
+    if let Some(rule) = deny_rule(rules, name, arguments) {
+        return Verdict::Deny {
+            reason: format!("the rule \"{rule}\" in [tools] deny forbids this call"),
+        };
+    }
+    if access == Access::ReadOnly || rules.allow.iter().chain(grants).any(|r| r.allows(name, command)) {
+        return Verdict::Run;
+    }
+    match policy {
+        Policy::All => Verdict::Run,
+        Policy::Ask => Verdict::Ask,
+        Policy::ReadOnly => {
+            let example = match command {
+                Some(c) => Some(grant_for_command(c).to_string())
+                    .filter(|rule| rule.parse::<Rule>().is_ok())
+                    .unwrap_or_else(|| "shell:<command prefix>".to_owned()),
+                None => name.to_owned(),
+            };
+            Verdict::Deny {
+                reason: format!(
+                    "approval is read-only, so {name} calls do not run; to allow them, run with \
+                     --approve all or add \"{example}\" to [tools] allow"
+                ),
+            }
+        }
     }
 }
 
-/// The grant (stub).
+/// The first `[tools] deny` rule that stops a call of `name` with
+/// `arguments`, the one [`decide`] names: what [`DeniedBy::Rule`] carries.
 #[must_use]
-pub fn grant_for(name: &str, _arguments: &Value) -> Rule {
+pub fn deny_rule<'a>(rules: &'a Rules, name: &str, arguments: &Value) -> Option<&'a Rule> {
+    let command = command_of(name, arguments);
+    rules.deny.iter().find(|r| r.forbids(name, command))
+}
+
+fn command_of<'a>(name: &str, arguments: &'a Value) -> Option<&'a str> {
+    if name == "shell" {
+        arguments.get("command").and_then(Value::as_str)
+    } else {
+        None
+    }
+}
+
+/// What "allow until strata exits" grants for a call: for `shell`, a
+/// [`Rule::Command`] of the first two words of the command's first line
+/// (its first word when it has one), stopping where it chains another
+/// command, so the grant is never wider than what the user saw; for any
+/// other tool, the [`Rule::Tool`].
+#[must_use]
+pub fn grant_for(name: &str, arguments: &Value) -> Rule {
+    if name == "shell" {
+        return grant_for_command(command_of(name, arguments).unwrap_or_default());
+    }
     Rule::Tool(name.to_owned())
 }
 
-/// The denied text (stub).
+/// See [`grant_for`]. With no plain word at the start (`$(x)`, an empty
+/// command), the whole first line: a rule that allows that line alone, or
+/// nothing when it chains.
+fn grant_for_command(command: &str) -> Rule {
+    let first = command.lines().next().unwrap_or_default();
+    let mut words = Vec::with_capacity(2);
+    for word in first.split_whitespace().take(2) {
+        let end = word
+            .find([';', '&', '|', '`', '>', '<', '$', '('])
+            .unwrap_or(word.len());
+        if end > 0 {
+            words.push(&word[..end]);
+        }
+        if end < word.len() {
+            break;
+        }
+    }
+    if words.is_empty() {
+        return Rule::Command(normalise(first));
+    }
+    Rule::Command(words.join(" "))
+}
+
+/// Who denied a call.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum DeniedBy {
+    /// The user, in the approval overlay.
+    User,
+    /// A `[tools] deny` rule: its text (`shell:rm`, from [`deny_rule`]),
+    /// not the verdict's reason.
+    Rule(String),
+    /// The read-only policy.
+    ReadOnly,
+}
+
+/// The result the model reads for a denied call of `name`: who denied it,
+/// the `reason` when there is one, and what to do instead.
 #[must_use]
-pub fn denied_text(name: &str, reason: Option<&str>, _by: DeniedBy) -> String {
-    format!("denied {name}: {}", reason.unwrap_or(""))
-}
-
-impl std::str::FromStr for Policy {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        match s {
-            "ask" => Ok(Self::Ask),
-            "read-only" => Ok(Self::ReadOnly),
-            "all" => Ok(Self::All),
-            _ => Err(format!("unknown approval '{s}'")),
-        }
+pub fn denied_text(name: &str, reason: Option<&str>, by: DeniedBy) -> String {
+    let reason = reason.map(str::trim).filter(|r| !r.is_empty());
+    let because = reason
+        .map(|r| format!(": {}", r.trim_end_matches('.')))
+        .unwrap_or_default();
+    match by {
+        DeniedBy::User => format!(
+            "The user denied this {name} call{because}. Do not retry it; ask the user or choose another approach."
+        ),
+        DeniedBy::Rule(rule) => format!(
+            "This {name} call was denied by the rule \"{rule}\" in [tools] deny{because}. Do not retry it; \
+             choose another approach or ask the user to change the rule."
+        ),
+        DeniedBy::ReadOnly => format!(
+            "This {name} call was not run because approval is read-only{because}. Do not retry it; use the \
+             read-only tools or ask the user to allow {name} (--approve all, or [tools] allow)."
+        ),
     }
 }
 
-impl std::str::FromStr for Rule {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        Ok(match s.strip_prefix("shell:") {
-            Some(p) => Self::Command(p.to_owned()),
-            None => Self::Tool(s.to_owned()),
-        })
-    }
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
 
-impl std::fmt::Display for Rule {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            Self::Tool(t) => f.write_str(t),
-            Self::Command(c) => write!(f, "shell:{c}"),
+    fn rule(s: &str) -> Rule {
+        s.parse().unwrap()
+    }
+
+    fn shell(command: &str) -> Value {
+        json!({ "command": command })
+    }
+
+    fn allow(rules: &[&str]) -> Rules {
+        Rules {
+            allow: rules.iter().map(|r| rule(r)).collect(),
+            deny: Vec::new(),
         }
+    }
+
+    fn run_shell(command: &str, policy: Policy, rules: &Rules) -> Verdict {
+        decide(Access::Run, "shell", &shell(command), policy, rules, &[])
+    }
+
+    #[test]
+    fn policies_parse_and_print() {
+        for p in Policy::ALL {
+            assert_eq!(p.as_str().parse::<Policy>(), Ok(p));
+            assert_eq!(p.to_string(), p.as_str());
+        }
+        assert_eq!(" read-only ".parse::<Policy>(), Ok(Policy::ReadOnly));
+        let err = "readonly".parse::<Policy>().unwrap_err().to_string();
+        assert_eq!(
+            err,
+            "unknown approval policy 'readonly'; use ask, read-only or all"
+        );
+    }
+
+    #[test]
+    fn rules_parse_and_print_back() {
+        assert_eq!(rule("edit_file"), Rule::Tool("edit_file".into()));
+        assert_eq!(rule("shell:cargo test"), Rule::Command("cargo test".into()));
+        assert_eq!(rule(" shell:  cargo   test "), Rule::Command("cargo test".into()));
+        assert_eq!(rule("srv__lookup"), Rule::Tool("srv__lookup".into()));
+        for text in ["edit_file", "shell:cargo test", "shell:git status -s"] {
+            assert_eq!(rule(text).to_string(), text);
+        }
+    }
+
+    #[test]
+    fn malformed_rules_are_refused_with_a_sentence() {
+        let err = |s: &str| s.parse::<Rule>().unwrap_err();
+        assert_eq!(err("").problem, "is empty");
+        assert_eq!(err("   ").problem, "is empty");
+        assert_eq!(err("shell:").problem, "has an empty command prefix");
+        assert_eq!(
+            err("edit_file:x").problem,
+            "gives a command prefix for a tool other than shell"
+        );
+        assert!(err("edit file").problem.starts_with("is not a tool name"));
+        assert!(
+            err("shell:git status; rm")
+                .problem
+                .contains("a command prefix with")
+        );
+        assert!(err("shell:ls > out").problem.contains("a command prefix with"));
+        let text = err("").to_string();
+        assert!(
+            text.starts_with("tool rule '' is empty; write a tool name such as"),
+            "{text}"
+        );
+    }
+
+    #[test]
+    fn a_prefix_matches_at_a_word_boundary() {
+        let rules = allow(&["shell:git status"]);
+        assert_eq!(run_shell("git status", Policy::ReadOnly, &rules), Verdict::Run);
+        assert_eq!(run_shell("git status -s", Policy::ReadOnly, &rules), Verdict::Run);
+        assert_eq!(
+            run_shell("  git   status\t-s", Policy::ReadOnly, &rules),
+            Verdict::Run
+        );
+        assert_eq!(run_shell("git statusx", Policy::Ask, &rules), Verdict::Ask);
+        assert_eq!(run_shell("git stat", Policy::Ask, &rules), Verdict::Ask);
+        assert_eq!(run_shell("git log", Policy::Ask, &rules), Verdict::Ask);
+    }
+
+    #[test]
+    fn a_prefix_never_allows_a_chained_command() {
+        let rules = allow(&["shell:git status"]);
+        for command in [
+            "git status; touch X",
+            "git status && rm -rf x",
+            "git status || rm -rf x",
+            "git status | sh",
+            "git status & rm -rf x",
+            "git status $(touch x)",
+            "git status `touch x`",
+            "git status\ntouch x",
+            "git status\rtouch x",
+            "git status > ~/.bashrc",
+            "git status <(touch x)",
+        ] {
+            assert_eq!(
+                run_shell(command, Policy::Ask, &rules),
+                Verdict::Ask,
+                "{command:?}"
+            );
+            let grants = [rule("shell:git status")];
+            let v = decide(
+                Access::Run,
+                "shell",
+                &shell(command),
+                Policy::Ask,
+                &Rules::default(),
+                &grants,
+            );
+            assert_eq!(v, Verdict::Ask, "grant, {command:?}");
+        }
+    }
+
+    #[test]
+    fn a_tool_rule_or_grant_allows_the_tool_only() {
+        let rules = allow(&["edit_file"]);
+        let args = json!({"path": "a"});
+        assert_eq!(
+            decide(Access::Write, "edit_file", &args, Policy::Ask, &rules, &[]),
+            Verdict::Run
+        );
+        assert_eq!(
+            decide(Access::Write, "write_file", &args, Policy::Ask, &rules, &[]),
+            Verdict::Ask
+        );
+        let grants = [Rule::Tool("write_file".into())];
+        let v = decide(
+            Access::Write,
+            "write_file",
+            &args,
+            Policy::Ask,
+            &Rules::default(),
+            &grants,
+        );
+        assert_eq!(v, Verdict::Run);
+        // A command rule never allows another tool, nor a tool rule `shell` a prefix check.
+        let rules = allow(&["shell:cat"]);
+        assert_eq!(
+            decide(Access::Write, "write_file", &args, Policy::Ask, &rules, &[]),
+            Verdict::Ask
+        );
+    }
+
+    #[test]
+    fn deny_wins_over_everything_and_names_its_rule() {
+        let rules = Rules {
+            allow: vec![rule("shell")],
+            deny: vec![rule("shell:rm"), rule("memory")],
+        };
+        let Verdict::Deny { reason } = run_shell("rm -rf target", Policy::All, &rules) else {
+            panic!("rm must be denied");
+        };
+        assert_eq!(reason, "the rule \"shell:rm\" in [tools] deny forbids this call");
+        assert!(matches!(
+            run_shell("ls; rm -rf x", Policy::All, &rules),
+            Verdict::Deny { .. }
+        ));
+        assert!(matches!(
+            run_shell("echo $(rm x)", Policy::All, &rules),
+            Verdict::Deny { .. }
+        ));
+        assert_eq!(run_shell("rmdir x", Policy::All, &rules), Verdict::Run);
+        assert_eq!(
+            deny_rule(&rules, "shell", &shell("ls | rm x")),
+            Some(&rule("shell:rm"))
+        );
+        assert_eq!(deny_rule(&rules, "shell", &shell("ls")), None);
+        // Read-only access does not skip a deny rule.
+        let v = decide(
+            Access::ReadOnly,
+            "memory",
+            &json!({"text": "x"}),
+            Policy::All,
+            &rules,
+            &[],
+        );
+        assert!(matches!(v, Verdict::Deny { reason } if reason.contains("\"memory\"")));
+    }
+
+    #[test]
+    fn policies_decide_what_no_rule_covers() {
+        let none = Rules::default();
+        let args = json!({"path": "src/lib.rs"});
+        assert_eq!(
+            decide(Access::ReadOnly, "read_file", &args, Policy::ReadOnly, &none, &[]),
+            Verdict::Run
+        );
+        assert_eq!(
+            decide(Access::ReadOnly, "grep", &args, Policy::Ask, &none, &[]),
+            Verdict::Run
+        );
+        assert_eq!(
+            decide(Access::Write, "edit_file", &args, Policy::All, &none, &[]),
+            Verdict::Run
+        );
+        assert_eq!(
+            decide(Access::Write, "edit_file", &args, Policy::Ask, &none, &[]),
+            Verdict::Ask
+        );
+        let Verdict::Deny { reason } =
+            decide(Access::Write, "edit_file", &args, Policy::ReadOnly, &none, &[])
+        else {
+            panic!("read-only denies edits");
+        };
+        assert!(reason.starts_with("approval is read-only"), "{reason}");
+        assert!(reason.contains("--approve all") && reason.contains("\"edit_file\" to [tools] allow"));
+        let Verdict::Deny { reason } = run_shell("cargo test --lib", Policy::ReadOnly, &none) else {
+            panic!("read-only denies shell");
+        };
+        assert!(
+            reason.contains("\"shell:cargo test\" to [tools] allow"),
+            "{reason}"
+        );
+        let Verdict::Deny { reason } = run_shell("$(x)", Policy::ReadOnly, &none) else {
+            panic!("read-only denies shell");
+        };
+        assert!(
+            reason.contains("\"shell:<command prefix>\" to [tools] allow"),
+            "{reason}"
+        );
+    }
+
+    #[test]
+    fn grants_cover_the_first_two_words_or_the_tool() {
+        assert_eq!(
+            grant_for("shell", &shell("cargo test --lib")),
+            rule("shell:cargo test")
+        );
+        assert_eq!(grant_for("shell", &shell("ls")), rule("shell:ls"));
+        assert_eq!(
+            grant_for("shell", &shell("  git  log -3\nrm x")),
+            rule("shell:git log")
+        );
+        assert_eq!(
+            grant_for("shell", &shell("git status; rm x")),
+            rule("shell:git status")
+        );
+        assert_eq!(grant_for("shell", &shell("make&&rm x")), rule("shell:make"));
+        assert_eq!(grant_for("edit_file", &json!({"path": "a"})), rule("edit_file"));
+        // Never the whole shell: a command without a plain first word grants that line only.
+        let odd = grant_for("shell", &shell("$(curl x)"));
+        assert_eq!(odd, Rule::Command("$(curl x)".into()));
+        assert!(!odd.allows("shell", Some("ls")));
+        let empty = grant_for("shell", &json!({}));
+        assert!(!empty.allows("shell", Some("rm -rf x")));
+    }
+
+    #[test]
+    fn denied_texts_say_who_why_and_what_next() {
+        assert_eq!(
+            denied_text("shell", Some("not on main."), DeniedBy::User),
+            "The user denied this shell call: not on main. Do not retry it; ask the user or choose another approach."
+        );
+        assert_eq!(
+            denied_text("edit_file", Some("  "), DeniedBy::User),
+            "The user denied this edit_file call. Do not retry it; ask the user or choose another approach."
+        );
+        let by_rule = denied_text("shell", None, DeniedBy::Rule("shell:rm".into()));
+        assert!(
+            by_rule.contains("the rule \"shell:rm\" in [tools] deny") && by_rule.contains("Do not retry it")
+        );
+        let read_only = denied_text("write_file", None, DeniedBy::ReadOnly);
+        assert!(read_only.contains("approval is read-only") && read_only.contains("--approve all"));
     }
 }
