@@ -686,4 +686,6 @@ impl Conversation {
 #[cfg(test)]
 mod tests;
 #[cfg(test)]
+mod tool_tests;
+#[cfg(test)]
 mod turn_tests;

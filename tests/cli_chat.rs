@@ -62,7 +62,12 @@ async fn chat_streams_persists_and_records_usage() {
     .await;
     let sb = Sandbox::new();
     // Without tools, so the estimate stays near the scripted count.
-    let out = run(chat_cmd(&sb, &server, &["chat", "--json", "--tools", "off", "say", "hello"])).await;
+    let out = run(chat_cmd(
+        &sb,
+        &server,
+        &["chat", "--json", "--tools", "off", "say", "hello"],
+    ))
+    .await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let events = lines(&out);
     assert_eq!(events[0]["type"], "start");

@@ -180,7 +180,10 @@ fn file_changes_are_undone_newest_first() {
             .unwrap();
     }
     let last = store.last_change(s.id).unwrap().unwrap();
-    assert_eq!((last.tool_call_id.as_str(), last.before.as_ref()), ("call_1", None));
+    assert_eq!(
+        (last.tool_call_id.as_str(), last.before.as_ref()),
+        ("call_1", None)
+    );
     store.mark_change_undone(last.num, 10).unwrap();
     let next = store.last_change(s.id).unwrap().unwrap();
     assert_eq!(next.before.as_deref(), Some(&b"old"[..]));

@@ -247,15 +247,13 @@ impl Conversation {
             let alone = c.access != Access::ReadOnly;
             match verdict {
                 Verdict::Deny { reason } => {
-                    let by = if tools.policy == Policy::ReadOnly {
-                        DeniedBy::ReadOnly
-                    } else {
-                        DeniedBy::Rule(reason.clone())
+                    let text = match approval::deny_rule(&tools.rules, &c.call.name, &c.arguments) {
+                        Some(rule) => {
+                            approval::denied_text(&c.call.name, None, DeniedBy::Rule(rule.to_string()))
+                        }
+                        None => approval::denied_text(&c.call.name, Some(&reason), DeniedBy::ReadOnly),
                     };
-                    c.state = answer(
-                        ToolStatus::Denied,
-                        approval::denied_text(&c.call.name, Some(&reason), by),
-                    );
+                    c.state = answer(ToolStatus::Denied, text);
                     round.next += 1;
                 }
                 Verdict::Run if !alone => {

@@ -83,7 +83,15 @@ pub(super) fn context_of(
         .map(|t| crate::tokens::tool_schema_items(counter.as_ref(), t.set.array()))
         .unwrap_or_default();
     let budget_with = |tokens: &[u32]| {
-        super::compress::budget_with(&prompt, counter.as_ref(), messages, tokens, choice, threshold, &tools)
+        super::compress::budget_with(
+            &prompt,
+            counter.as_ref(),
+            messages,
+            tokens,
+            choice,
+            threshold,
+            &tools,
+        )
     };
     let stored_budget = budget_with(stored);
     let stored_tokens = stored_budget.input_tokens();

@@ -152,7 +152,9 @@ impl Runtime {
     /// `/tools off`), or `None` when tools are off for it.
     #[must_use]
     pub fn default_tools(&self, choice: &ModelChoice) -> Option<ToolSet> {
-        tools_state(&self.config, choice).on.then(|| ToolSet::new(builtin()))
+        tools_state(&self.config, choice)
+            .on
+            .then(|| ToolSet::new(builtin()))
     }
 
     /// Start-up maintenance of the tools: spill files older than seven days

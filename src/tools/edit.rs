@@ -340,11 +340,3 @@ pub fn undo(change: &FileChange) -> Result<String, String> {
         }
     }
 }
-
-/// Undoes `change` (stub).
-///
-/// # Errors
-/// Always, in the stub.
-pub fn undo(_change: &super::FileChange) -> Result<String, String> {
-    Err("unimplemented".into())
-}
