@@ -131,13 +131,13 @@ fn lines_of(text: &str) -> u64 {
 /// existing file must have been read (or written) in this session and be
 /// unchanged since. The output carries the diff and the [`FileChange`].
 pub fn write_file(env: &ToolEnv, args: &Value) -> ToolOutput {
-    match write(env, args) {
+    match write(env, args, true) {
         Ok(out) => out,
         Err(e) => ToolOutput::error(e),
     }
 }
 
-fn write(env: &ToolEnv, args: &Value) -> Result<ToolOutput, String> {
+fn write(env: &ToolEnv, args: &Value, apply: bool) -> Result<ToolOutput, String> {
     let a = Args::new("write_file", WRITE_USAGE, args);
     let path = a.string("path")?;
     let content = a.string("content")?;
@@ -158,6 +158,12 @@ fn write(env: &ToolEnv, args: &Value) -> Result<ToolOutput, String> {
         Err(e) if e.kind() == io::ErrorKind::NotFound => None,
         Err(e) => return Err(write_error(&name, &e)),
     };
+    if !apply {
+        let old_text = before.as_deref().map(String::from_utf8_lossy).unwrap_or_default();
+        let mut out = ToolOutput::ok(String::new());
+        out.diff = Some(unified_diff(&name, &old_text, content));
+        return Ok(out);
+    }
     match &before {
         Some(_) => fs::write(&real, content).map_err(|e| write_error(&name, &e))?,
         None => create_new(&real, content.as_bytes()).map_err(|e| write_error(&name, &e))?,
@@ -206,13 +212,13 @@ fn create_new(real: &Path, content: &[u8]) -> io::Result<()> {
 /// `old_string` written with `\n`.) The output holds a unified diff, also
 /// in `diff`, and the [`FileChange`].
 pub fn edit_file(env: &ToolEnv, args: &Value) -> ToolOutput {
-    match edit(env, args) {
+    match edit(env, args, true) {
         Ok(out) => out,
         Err(e) => ToolOutput::error(e),
     }
 }
 
-fn edit(env: &ToolEnv, args: &Value) -> Result<ToolOutput, String> {
+fn edit(env: &ToolEnv, args: &Value, apply: bool) -> Result<ToolOutput, String> {
     let a = Args::new("edit_file", EDIT_USAGE, args);
     let path = a.string("path")?;
     let old = a.string("old_string")?;
@@ -265,6 +271,11 @@ fn edit(env: &ToolEnv, args: &Value) -> Result<ToolOutput, String> {
     } else {
         text.replacen(old.as_str(), &new, 1)
     };
+    if !apply {
+        let mut out = ToolOutput::ok(String::new());
+        out.diff = Some(unified_diff(&name, text, &after));
+        return Ok(out);
+    }
     fs::write(&real, &after).map_err(|e| write_error(&name, &e))?;
     record_written(env, &real, after.as_bytes());
     let diff = unified_diff(&name, text, &after);
@@ -281,6 +292,22 @@ fn edit(env: &ToolEnv, args: &Value) -> Result<ToolOutput, String> {
         after_sha256: sha256_hex(after.as_bytes()),
     });
     Ok(out)
+}
+
+/// The diff `write_file` or `edit_file` (`name`) would make with `args`,
+/// without writing anything: what the approval overlay shows.
+///
+/// # Errors
+/// The sentence the call itself would fail with (the file changed since it
+/// was read, `old_string` matches twice, ...), or one naming a tool that
+/// changes no file.
+pub fn preview(env: &ToolEnv, name: &str, args: &Value) -> Result<String, String> {
+    let out = match name {
+        "write_file" => write(env, args, false)?,
+        "edit_file" => edit(env, args, false)?,
+        other => return Err(format!("`{other}` changes no file")),
+    };
+    Ok(out.diff.unwrap_or_default())
 }
 
 /// `old` and `new` with `\n` turned into `\r\n` when the file uses CRLF and

@@ -77,28 +77,21 @@ impl SessionService {
         Ok(())
     }
 
-    /// The approval request shown to the user for a call.
+    /// The approval request shown to the user for a call: the command, or
+    /// the diff the change would make (computed without writing; when the
+    /// call would fail, the sentence it would fail with).
     pub(super) fn approval_request(
+        env: Option<&crate::tools::ToolEnv>,
         call: &crate::domain::ToolCall,
         arguments: &serde_json::Value,
         access: Access,
     ) -> ApprovalRequest {
-        let text = |key: &str| {
-            arguments
-                .get(key)
-                .and_then(serde_json::Value::as_str)
-                .unwrap_or("")
-        };
-        let detail = match call.name.as_str() {
-            "shell" => text("command").to_owned(),
-            "edit_file" => format!(
-                "{}\n{}",
-                text("path"),
-                similar::TextDiff::from_lines(text("old_string"), text("new_string"))
-                    .unified_diff()
-                    .context_radius(3)
-            ),
-            "write_file" => format!("{}\n{}", text("path"), text("content")),
+        let text = |key: &str| arguments.get(key).and_then(serde_json::Value::as_str).unwrap_or("");
+        let detail = match (call.name.as_str(), env) {
+            ("shell", _) => text("command").to_owned(),
+            (name @ ("edit_file" | "write_file"), Some(env)) => {
+                crate::tools::edit::preview(env, name, arguments).unwrap_or_else(|why| format!("This call would fail: {why}"))
+            }
             _ => serde_json::to_string_pretty(arguments).unwrap_or_default(),
         };
         ApprovalRequest {

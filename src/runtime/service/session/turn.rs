@@ -113,6 +113,7 @@ impl SessionService {
         let last_usage = self.rows.as_ref().and_then(|r| r.usage.last().cloned());
         let last_compaction = self.rows.as_ref().and_then(|r| r.last_compaction.clone());
         let rows = &mut self.rows;
+        let tool_env = self.tool_env.clone();
         let mut compacted = false;
         let mut out = |o: ChatOutput<'_>| {
             let e = match o {
@@ -191,7 +192,7 @@ impl SessionService {
                     arguments,
                     access,
                 } => ServiceEvent::Tool(ToolEvent::ApprovalNeeded(Box::new(
-                    SessionService::approval_request(call, arguments, access),
+                    SessionService::approval_request(tool_env.as_deref(), call, arguments, access),
                 ))),
             };
             sink(e);
