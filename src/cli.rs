@@ -21,6 +21,10 @@ pub fn main() -> ExitCode {
             return ExitCode::from(code);
         }
     };
+    if let Some(Command::Supervise(a)) = &cli.command {
+        // Before the log and the config: it only holds a process group.
+        return strata::tools::supervisor::supervise(a.parent, &a.command);
+    }
     // One log for every command, the full-screen app included; without a
     // home there is nowhere to write it (and the command says why).
     let logging = strata::config::Paths::from_env()
@@ -79,6 +83,7 @@ fn command_name(command: Option<&Command>) -> &'static str {
         Some(Command::Chat(_)) => "chat",
         Some(Command::Doctor(_)) => "doctor",
         Some(Command::Model(_)) => "model",
+        Some(Command::Supervise(_)) => "__supervise",
     }
 }
 
@@ -102,5 +107,6 @@ fn run(cli: Cli, logging: Option<&log::Logging>) -> anyhow::Result<()> {
         Some(Command::Chat(a)) => commands::chat(&env, &a),
         Some(Command::Doctor(_)) => Ok(()),
         Some(Command::Model(c)) => commands::model(&env, &c),
+        Some(Command::Supervise(_)) => Ok(()),
     }
 }

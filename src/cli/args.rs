@@ -70,6 +70,19 @@ pub enum Command {
     /// Manage the embedded model.
     #[command(subcommand)]
     Model(ModelCommand),
+    /// Run a `shell` tool command in a process group that dies with strata (internal).
+    #[command(name = "__supervise", hide = true)]
+    Supervise(SuperviseArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct SuperviseArgs {
+    /// The strata process the command belongs to.
+    #[arg(long, value_name = "PID")]
+    pub parent: u32,
+    /// The command for `bash -c`, after `--`.
+    #[arg(value_name = "COMMAND", last = true, required = true)]
+    pub command: String,
 }
 
 #[derive(Debug, Subcommand)]
