@@ -604,7 +604,7 @@ impl Conversation {
     /// The request for the active messages as the per-turn pipeline
     /// prepares it (reduce, prune, limit, repair, validate; DESIGN §6), with
     /// its report, the prepared request's input tokens and the pre-limit
-    /// estimate. Messages counted for the first time get their count (an
+    /// estimate (both including the tool schemas the request carries). Messages counted for the first time get their count (an
     /// [`Effect::StoreTokenCounts`] with the next event's effects).
     ///
     /// # Errors
@@ -662,11 +662,16 @@ impl Conversation {
             max_tokens: self.max_tokens,
             temperature: None,
         };
-        if report_only {
+        let mut prepared = if report_only {
             pipeline::report_with(&input, &mut self.cuts)
         } else {
             pipeline::prepare_with(&input, &mut self.cuts)
-        }
+        }?;
+        // The request's figures as the provider counts them: the tool
+        // schemas ride with every request.
+        prepared.prepared_tokens += tool_tokens;
+        prepared.prelimit_tokens += tool_tokens;
+        Ok(prepared)
     }
 
     /// Tokens of each active message under the session's counter (cached

@@ -16,7 +16,10 @@ fn doctor_passes_on_a_fresh_home() {
         .iter()
         .map(|c| c["name"].as_str().unwrap())
         .collect();
-    assert_eq!(names, ["config", "data", "database", "log", "provider", "model"]);
+    assert_eq!(
+        names,
+        ["config", "data", "database", "log", "spill", "provider", "model"]
+    );
     let statuses: Vec<&str> = checks
         .as_array()
         .unwrap()
@@ -24,7 +27,7 @@ fn doctor_passes_on_a_fresh_home() {
         .map(|c| c["status"].as_str().unwrap())
         .collect();
     // The embedded model is not downloaded in a fresh home: a warning, not a failure.
-    assert_eq!(statuses, ["ok", "ok", "ok", "ok", "ok", "warn"], "{checks}");
+    assert_eq!(statuses, ["ok", "ok", "ok", "ok", "ok", "ok", "warn"], "{checks}");
 }
 
 #[test]

@@ -79,8 +79,8 @@ impl Paths {
         self.data_dir.join("spill")
     }
 
-    /// `data_dir/run/shell-groups`: the process groups of `shell` calls
-    /// running now, swept at start-up.
+    /// `data_dir/run/shell-groups/`: one file per process group of a
+    /// `shell` call running now, swept at start-up.
     #[must_use]
     pub fn shell_registry(&self) -> PathBuf {
         self.data_dir.join("run").join("shell-groups")

@@ -242,8 +242,15 @@ impl Runtime {
             max_tokens: choice.max_tokens,
             temperature: None,
         });
+        let tool_tokens = u64::from(crate::tokens::tool_schema_tokens(counter.as_ref(), tools));
         let (report, prepared_tokens, prelimit_tokens, prepare_error) = match prepared {
-            Ok(p) => (p.report, Some(p.prepared_tokens), Some(p.prelimit_tokens), None),
+            // The request's figures include the tool schemas it carries.
+            Ok(p) => (
+                p.report,
+                Some(p.prepared_tokens + tool_tokens),
+                Some(p.prelimit_tokens + tool_tokens),
+                None,
+            ),
             Err(e) => (Vec::new(), None, None, Some(e.to_string())),
         };
         // What is sent: each message at its size in the prepared request.

@@ -157,9 +157,18 @@ impl Runtime {
             .then(|| ToolSet::new(builtin()))
     }
 
-    /// Start-up maintenance of the tools: spill files older than seven days
-    /// are removed. Failures are logged, never fatal.
+    /// Start-up maintenance of the tools: `shell` process groups recorded
+    /// as running by a strata that is gone are killed (a backstop to the
+    /// supervisor), and spill files older than seven days are removed.
+    /// Failures are logged, never fatal.
     pub fn tidy_tools(&self) {
+        let killed = crate::tools::sweep::sweep(&self.paths.shell_registry());
+        if killed > 0 {
+            tracing::warn!(
+                groups = killed,
+                "shell commands left by a strata that died were killed"
+            );
+        }
         let removed = crate::tools::spill::remove_older_than(
             &self.paths.spill_dir(),
             crate::tools::spill::SPILL_MAX_AGE,

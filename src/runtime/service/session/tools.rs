@@ -86,11 +86,17 @@ impl SessionService {
         arguments: &serde_json::Value,
         access: Access,
     ) -> ApprovalRequest {
-        let text = |key: &str| arguments.get(key).and_then(serde_json::Value::as_str).unwrap_or("");
+        let text = |key: &str| {
+            arguments
+                .get(key)
+                .and_then(serde_json::Value::as_str)
+                .unwrap_or("")
+        };
         let detail = match (call.name.as_str(), env) {
             ("shell", _) => text("command").to_owned(),
             (name @ ("edit_file" | "write_file"), Some(env)) => {
-                crate::tools::edit::preview(env, name, arguments).unwrap_or_else(|why| format!("This call would fail: {why}"))
+                crate::tools::edit::preview(env, name, arguments)
+                    .unwrap_or_else(|why| format!("This call would fail: {why}"))
             }
             _ => serde_json::to_string_pretty(arguments).unwrap_or_default(),
         };
