@@ -4,7 +4,9 @@
 //! that history, the first frame of a freshly loaded session (wrapped
 //! lines not cached yet), key-to-frame with the request inspector open on
 //! a 2M-token request (10,000 messages, 8 MB of JSON; same target), and a
-//! frame of a 20,000-line reply streaming in (one delta, then the frame).
+//! frame of a 20,000-line reply streaming in (one delta, then the frame),
+//! and tool blocks: moving the selection through a session of 5,000 tool
+//! calls and expanding a block with a 2,000-line result (key, then frame).
 //! Run: `cargo bench --bench tui`; `benches/tui_process.rs` gives the
 //! same key-to-frame figures as distributions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -125,5 +127,89 @@ fn streaming(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench, inspector, streaming);
+/// 2,500 rounds of a question and a reply calling `read_file` twice, each
+/// result 40 lines (the last one 2,000): 10,000 messages, 5,000 blocks.
+fn tool_history() -> Vec<strata::domain::Message> {
+    let mut out = Vec::with_capacity(MESSAGES);
+    for round in 0..MESSAGES / 4 {
+        out.push(tui_support::msg(
+            Role::User,
+            &format!("Question {round}: read both files."),
+            12,
+        ));
+        let ids = [format!("call_{round}_a"), format!("call_{round}_b")];
+        let mut reply = tui_support::msg(Role::Assistant, "Reading them.", 30);
+        reply.tool_calls = ids
+            .iter()
+            .map(|id| strata::domain::ToolCall {
+                id: id.clone(),
+                name: "read_file".into(),
+                arguments: format!("{{\"path\":\"src/module_{round}.rs\"}}"),
+            })
+            .collect();
+        out.push(reply);
+        let lines = if round == MESSAGES / 4 - 1 { 2_000 } else { 40 };
+        for id in ids {
+            let body: String = (1..=lines)
+                .map(|l| format!("{l}\tlet v{l} = {l} * 2; // 日本語\n"))
+                .collect();
+            let mut result = tui_support::msg(Role::Tool, &body, 400);
+            result.tool_call_id = Some(id);
+            result.tool = Some(strata::domain::ToolResultMeta {
+                name: "read_file".into(),
+                status: strata::domain::ToolStatus::Ok,
+                truncated: false,
+                previewed: false,
+                spilled_to: None,
+                output_chars: body.len() as u64,
+                duration_ms: Some(3),
+            });
+            out.push(result);
+        }
+    }
+    out
+}
+
+fn tools(c: &mut Criterion) {
+    let (w, h) = (120, 36);
+    let mut app = tui_support::app_with(w, h, tool_history(), None);
+    let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+    let frame = |app: &strata::tui::App, terminal: &mut Terminal<TestBackend>| {
+        terminal
+            .draw(|f| strata::tui::draw(app, f.area(), f.buffer_mut()))
+            .unwrap();
+    };
+    frame(&app, &mut terminal);
+    let select = || {
+        AppEvent::Key(crossterm::event::KeyEvent::new(
+            KeyCode::BackTab,
+            crossterm::event::KeyModifiers::SHIFT,
+        ))
+    };
+    app.handle(select());
+    let mut n = 0u32;
+    c.bench_function("key_to_frame_select_tool_5k_blocks", |b| {
+        b.iter(|| {
+            n += 1;
+            if n.is_multiple_of(200) {
+                // Back to the newest block.
+                app.handle(select());
+                black_box(app.handle(select()));
+            } else {
+                black_box(app.handle(tui_support::key(KeyCode::Up)));
+            }
+            frame(&app, &mut terminal);
+        });
+    });
+    app.handle(select());
+    app.handle(select());
+    c.bench_function("key_to_frame_expand_2000_line_result", |b| {
+        b.iter(|| {
+            black_box(app.handle(tui_support::key(KeyCode::Enter)));
+            frame(&app, &mut terminal);
+        });
+    });
+}
+
+criterion_group!(benches, bench, inspector, streaming, tools);
 criterion_main!(benches);

@@ -24,15 +24,16 @@ mod slash;
 mod streaming;
 mod terminal;
 mod theme;
+mod tool_block;
 mod view;
 mod worker;
 
 pub use crate::runtime::service::{EnvLookup, Launch};
 pub use app::{App, Notice};
-pub use chat::{badges, message_lines};
+pub use chat::{badges, message_lines, report_badge};
 pub use event::{AppEvent, ContextSnapshot, Effect, ExportFormat, Opening, RequestView, SessionView};
 pub use keymap::{Action, Key, KeyMap};
-pub use overlay::{Overlay, Picker};
+pub use overlay::{ApprovalPrompt, Overlay, Picker};
 pub use pager::Pager;
 pub use slash::{SlashCommand, SlashError};
 pub use terminal::{MAX_FPS, run, translate};

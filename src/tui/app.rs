@@ -3,7 +3,8 @@
 //! no clock (time arrives in events), no terminal: behaviour tests drive it
 //! with events, and drawing (see `view`) only reads it. The one service it
 //! holds is the chat pane's code highlighter, which it only hands text to
-//! (a channel send) and drains.
+//! (a channel send) and drains. The tool side (tool blocks, approvals) is
+//! in `tools`, the composer's in `compose`.
 
 use super::chat::{ChatPane, Streaming};
 use super::event::{AppEvent, ContextSnapshot, Effect};
@@ -17,6 +18,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui_textarea::TextArea;
 
 mod compose;
+mod tools;
 
 /// A notice in the status bar.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -67,6 +69,10 @@ pub struct App {
     interrupt_armed: bool,
     pub(super) spinner: usize,
     dirty: bool,
+    /// Approvals asked while another one is open, oldest first.
+    approvals: std::collections::VecDeque<crate::runtime::service::ApprovalRequest>,
+    /// `/tools` was sent: its answer (the next notice) opens the tools list.
+    listing_tools: bool,
 }
 
 impl App {
@@ -78,6 +84,7 @@ impl App {
         composer.set_cursor_line_style(ratatui::style::Style::new());
         let mut chat = ChatPane::default();
         chat.expand_key = keymap.label_for(Action::ToggleSummaries).unwrap_or_default();
+        chat.tools.toggle_key = keymap.label_for(Action::Send).unwrap_or_default();
         Self {
             keymap,
             width,
@@ -105,6 +112,8 @@ impl App {
             interrupt_armed: false,
             spinner: 0,
             dirty: true,
+            approvals: std::collections::VecDeque::new(),
+            listing_tools: false,
         }
     }
 
@@ -190,11 +199,15 @@ impl App {
             AppEvent::Key(key) if key.kind != KeyEventKind::Release => self.key(key),
             AppEvent::Key(_) => Vec::new(),
             AppEvent::Paste(text) => {
+                if self.approval_paste(&text) {
+                    return Vec::new();
+                }
                 if let Some(Overlay::Picker(p)) = &mut self.overlay {
                     p.query.push_str(&text.replace('\n', " "));
                     return self.search();
                 }
                 // Terminals paste line breaks as carriage returns.
+                self.chat.tools.selected = None;
                 self.composer
                     .insert_str(text.replace("\r\n", "\n").replace('\r', "\n"));
                 self.draft_changed()
@@ -213,6 +226,7 @@ impl App {
             }
             AppEvent::Tick { now_ms } => {
                 self.now_ms = now_ms;
+                self.chat.tools.now_ms = now_ms;
                 self.spinner = self.spinner.wrapping_add(1);
                 Vec::new()
             }
@@ -308,6 +322,7 @@ impl App {
             AppEvent::TurnDone { status } => {
                 self.busy = false;
                 self.phase = None;
+                self.tools_turn_done();
                 if status == MessageStatus::Interrupted {
                     self.notify("the reply was interrupted; the partial reply is kept", false);
                 }
@@ -346,12 +361,19 @@ impl App {
                 }
                 Vec::new()
             }
-            AppEvent::Tool(_) => Vec::new(),
+            AppEvent::Tool(event) => self.tool_event(event),
             AppEvent::Notice(text) => {
-                self.notify(&text, false);
+                if std::mem::take(&mut self.listing_tools)
+                    && !matches!(self.overlay, Some(Overlay::Approval(_)))
+                {
+                    self.overlay = Some(Overlay::tools(&text));
+                } else {
+                    self.notify(&text, false);
+                }
                 Vec::new()
             }
             AppEvent::Error(text) => {
+                self.listing_tools = false;
                 self.notify(&text, true);
                 Vec::new()
             }
@@ -375,8 +397,16 @@ impl App {
         if action != Some(Action::Interrupt) {
             self.interrupt_armed = false;
         }
+        if matches!(self.overlay, Some(Overlay::Approval(_))) {
+            return self.approval_key(key, action);
+        }
         if self.overlay.is_some() {
             return self.overlay_key(key, action);
+        }
+        if self.chat.tools.selected.is_some()
+            && let Some(effects) = self.tools_key(action)
+        {
+            return effects;
         }
         match action {
             Some(Action::Interrupt) => self.interrupt(),
@@ -423,6 +453,7 @@ impl App {
                 self.chat.show_archived = !self.chat.show_archived;
                 Vec::new()
             }
+            Some(Action::SelectTools) => self.select_tools(),
             Some(Action::Sessions) => self.open_picker(),
             Some(Action::Help) => {
                 self.overlay = Some(Overlay::help());

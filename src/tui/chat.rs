@@ -1,14 +1,20 @@
-//! The chat pane: messages with their badges, collapsed summaries, the reply
+//! The chat pane: messages with their badges, collapsed summaries, tool
+//! calls as blocks under their message (laid out by `tool_block`; a call's
+//! result message fills its block and is not shown on its own), the reply
 //! streaming in (laid out by `streaming`), scrolling. Rendering is
 //! virtualised: blocks are laid out from the newest message backwards only
 //! until the visible rows (plus the scroll offset) are covered, and each
 //! message's wrapped lines are cached per width, so a frame costs what is
 //! on screen, not the whole transcript; the streaming reply keeps the lines
-//! of its completed blocks and lays out only its growing end.
+//! of its completed blocks and lays out only its growing end. Tool blocks
+//! are blocks of their own in that walk, cached per call.
 //!
-//! The cache is the only state touched while drawing; it is a memo of pure
-//! functions of (message, width, expansion), so drawing stays observably
-//! side-effect free. Message text goes through [`message_lines`] alone.
+//! The caches are the only state touched while drawing, with what the
+//! frame learned of the pane (its size, for scrolling a selected tool block
+//! into view, and the largest useful scroll); the caches are memos of pure
+//! functions of (message or call, width, expansion), so drawing stays
+//! observably side-effect free. Message text goes through
+//! [`message_lines`] alone.
 //!
 //! Assistant replies and summaries are Markdown; their fenced code is
 //! highlighted by the pane's [`Highlighter`] (a thread of its own), asked
@@ -17,6 +23,7 @@
 //! they arrive ([`ChatPane::highlights_arrived`]) only those blocks are laid
 //! out again. Without a highlighter (tests) code stays plain.
 
+use super::tool_block::{Inputs, ToolBlocks};
 use super::{fmt, theme};
 use crate::domain::{Message, MessageId, MessageKind, MessageStatus, Role};
 use crate::pipeline::{Action, ReportEntry};
@@ -41,9 +48,9 @@ pub fn is_markdown(msg: &Message) -> bool {
 
 /// The body of one message as display lines of at most `width` cells:
 /// Markdown (see [`is_markdown`]) with code highlighted as far as
-/// `highlights` knows it, or the text word-wrapped as written; tool calls
-/// follow as `→ name(arguments)` lines. `pending` lists the code blocks
-/// drawn plain while their highlight is on its way.
+/// `highlights` knows it, or the text word-wrapped as written (the tool
+/// calls are blocks of their own, see `tool_block`). `pending` lists the
+/// code blocks drawn plain while their highlight is on its way.
 #[must_use]
 pub fn message_lines(msg: &Message, width: u16, highlights: &dyn HighlightLookup) -> Rendered {
     let mut out = if is_markdown(msg) {
@@ -56,10 +63,6 @@ pub fn message_lines(msg: &Message, width: u16, highlights: &dyn HighlightLookup
     };
     if msg.content.is_empty() && !msg.tool_calls.is_empty() {
         out.lines.clear();
-    }
-    for call in &msg.tool_calls {
-        let text = format!("→ {}({})", call.name, call.arguments);
-        out.lines.extend(plain_lines(&text, width, theme::dim()));
     }
     out
 }
@@ -85,21 +88,26 @@ pub fn badges(msg: &Message, report: Option<&ReportEntry>) -> Vec<String> {
         MessageStatus::Streaming => out.push("streaming".to_owned()),
         MessageStatus::Complete => {}
     }
-    if let Some(r) = report {
-        match r.action {
-            Action::Kept => {}
-            Action::Truncated => out.push(format!(
-                "truncated {}→{}",
-                fmt::tokens(u64::from(r.tokens_before)),
-                fmt::tokens(u64::from(r.tokens_after))
-            )),
-            Action::Pruned => out.push("pruned".to_owned()),
-            Action::Dropped => out.push("dropped".to_owned()),
-            Action::Repaired => out.push("repaired".to_owned()),
-            Action::Merged => out.push("merged".to_owned()),
-        }
-    }
+    out.extend(report.and_then(report_badge));
     out
+}
+
+/// The badge of what the pipeline did to a message (`truncated 8.1k→1.2k`,
+/// `pruned`, `dropped`, `repaired`, `merged`; none when it was kept).
+#[must_use]
+pub fn report_badge(r: &ReportEntry) -> Option<String> {
+    Some(match r.action {
+        Action::Kept => return None,
+        Action::Truncated => format!(
+            "truncated {}→{}",
+            fmt::tokens(u64::from(r.tokens_before)),
+            fmt::tokens(u64::from(r.tokens_after))
+        ),
+        Action::Pruned => "pruned".to_owned(),
+        Action::Dropped => "dropped".to_owned(),
+        Action::Repaired => "repaired".to_owned(),
+        Action::Merged => "merged".to_owned(),
+    })
 }
 
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -110,11 +118,18 @@ struct CacheKey {
     len: usize,
     status: MessageStatus,
     badges: Vec<String>,
+    calls: usize,
 }
 
 /// A block of the pane, as drawn by `render`.
 enum Block<'a> {
+    /// A message's header and body (and its closing blank line when it
+    /// made no tool calls).
     Message(&'a Message),
+    /// Tool call `.1` of the message.
+    Tool(&'a Message, usize),
+    /// The blank line after a message's tool blocks.
+    Gap,
     /// The user's message waiting to be stored.
     Pending,
     /// The reply streaming in.
@@ -150,6 +165,14 @@ pub struct ChatPane {
     highlighter: Option<Highlighter>,
     /// Messages whose code was handed to the highlighter.
     requested: HashSet<MessageId>,
+    /// The tool blocks' state and layouts.
+    pub tools: ToolBlocks,
+    /// Call id → index in `messages` of the message that made the call.
+    calls: HashMap<String, usize>,
+    /// Call id → index in `messages` of its result.
+    results: HashMap<String, usize>,
+    /// Width and height of the pane at the last frame.
+    size: Cell<(u16, u16)>,
 }
 
 #[derive(Debug)]
@@ -168,17 +191,45 @@ impl ChatPane {
         self.cache.get_mut().retain(|id, _| ids.contains(id));
         self.requested.retain(|id| ids.contains(id));
         self.messages = messages;
+        self.calls.clear();
+        self.results.clear();
+        for i in 0..self.messages.len() {
+            self.index(i);
+        }
+        self.tools.retain(&self.calls);
         self.request_highlights();
+    }
+
+    /// Records the calls or the result of message `i`.
+    fn index(&mut self, i: usize) {
+        let Some(m) = self.messages.get(i) else {
+            return;
+        };
+        for call in &m.tool_calls {
+            self.calls.insert(call.id.clone(), i);
+        }
+        if m.role == Role::Tool
+            && let Some(id) = &m.tool_call_id
+        {
+            self.results.insert(id.clone(), i);
+        }
     }
 
     /// Replaces the message with `message`'s id, or appends it (the
     /// service's delta for a stored or finished message).
     pub fn upsert(&mut self, message: Message) {
         let id = message.id;
-        match self.messages.iter().rposition(|m| m.id == id) {
-            Some(i) => self.messages[i] = message,
-            None => self.messages.push(message),
-        }
+        let at = match self.messages.iter().rposition(|m| m.id == id) {
+            Some(i) => {
+                self.messages[i] = message;
+                i
+            }
+            None => {
+                self.messages.push(message);
+                self.messages.len() - 1
+            }
+        };
+        self.index(at);
         if let (Some(h), Some(m)) = (
             self.highlighter.as_mut(),
             self.messages.iter().rev().find(|m| m.id == id),
@@ -240,10 +291,61 @@ impl ChatPane {
         }
     }
 
+    /// Whether `m` is shown under the archived filter.
+    fn shows(&self, m: &Message) -> bool {
+        self.show_archived || m.archived_by.is_none()
+    }
+
+    /// Whether `m` is a result shown in its call's block.
+    fn in_block(&self, m: &Message) -> bool {
+        m.role == Role::Tool
+            && m.tool_call_id
+                .as_ref()
+                .and_then(|id| self.calls.get(id))
+                .and_then(|&i| self.messages.get(i))
+                .is_some_and(|caller| self.shows(caller))
+    }
+
+    /// The messages shown as blocks, oldest first.
     fn visible(&self) -> impl DoubleEndedIterator<Item = &Message> {
         self.messages
             .iter()
-            .filter(|m| self.show_archived || m.archived_by.is_none())
+            .filter(|m| self.shows(m) && !self.in_block(m))
+    }
+
+    /// The blocks of the visible messages, newest first (a message's tool
+    /// blocks and their closing gap come before it).
+    fn blocks(&self) -> impl Iterator<Item = Block<'_>> {
+        self.visible().rev().flat_map(|msg| {
+            let n = msg.tool_calls.len();
+            (n > 0)
+                .then_some(Block::Gap)
+                .into_iter()
+                .chain((0..n).rev().map(move |i| Block::Tool(msg, i)))
+                .chain(std::iter::once(Block::Message(msg)))
+        })
+    }
+
+    /// The result of call `id`, once stored.
+    fn result_of(&self, id: &str) -> Option<&Message> {
+        self.results.get(id).and_then(|&i| self.messages.get(i))
+    }
+
+    /// Lays out `block` at `width` unless cached; returns its height.
+    fn height(&self, block: &Block<'_>, width: u16) -> usize {
+        match block {
+            Block::Message(m) => self.ensure(m, width),
+            Block::Tool(m, i) => {
+                let Some(call) = m.tool_calls.get(*i) else {
+                    return 0;
+                };
+                let result = self.result_of(&call.id);
+                let report = result.and_then(|r| self.report.get(&r.id)).and_then(report_badge);
+                self.tools.ensure(&Inputs { call, result, report }, width)
+            }
+            Block::Gap => 1,
+            Block::Pending | Block::Streaming => 0,
+        }
     }
 
     /// The block of one message: a header line with role and badges, the
@@ -260,6 +362,7 @@ impl ChatPane {
             len: msg.content.len(),
             status: msg.status,
             badges,
+            calls: msg.tool_calls.len(),
         };
         if let Some(c) = self.cache.borrow().get(&msg.id)
             && c.key == key
@@ -293,12 +396,10 @@ impl ChatPane {
         if area.width == 0 || area.height == 0 {
             return;
         }
+        self.size.set((area.width, area.height));
         let rows = usize::from(area.height);
         let want = rows + self.scroll;
-        let pending = self.pending_user.as_ref().map(|text| {
-            let m = Message::new(crate::domain::SessionId::default(), Role::User, text.clone(), 0);
-            layout_block(&m, &[], None, area.width, &NoHighlights).lines
-        });
+        let pending = self.pending_lines(area.width);
         let stream = self.streaming.as_ref().map(|s| s.rows(area.width));
         // Newest first: (block, height).
         let mut items: Vec<(Block<'_>, usize)> = Vec::new();
@@ -310,14 +411,14 @@ impl ChatPane {
         }
         let mut have: usize = items.iter().map(|(_, h)| h).sum();
         let mut reached_top = true;
-        for msg in self.visible().rev() {
+        for block in self.blocks() {
             if have >= want {
                 reached_top = false;
                 break;
             }
-            let h = self.ensure(msg, area.width);
+            let h = self.height(&block, area.width);
             have += h;
-            items.push((Block::Message(msg), h));
+            items.push((block, h));
         }
         self.max_scroll
             .set(reached_top.then(|| have.saturating_sub(rows)));
@@ -330,6 +431,8 @@ impl ChatPane {
         let shown = rows.min(have - scroll);
         let top = have - scroll - shown;
         let cache = self.cache.borrow();
+        let tools = self.tools.laid_out();
+        let blank = Line::default();
         let mut start = 0;
         for (block, h) in items.iter().rev() {
             let end = start + h;
@@ -337,6 +440,8 @@ impl ChatPane {
                 let k = at - start;
                 let line = match block {
                     Block::Message(m) => cache.get(&m.id).and_then(|c| c.lines.get(k)),
+                    Block::Tool(m, i) => m.tool_calls.get(*i).and_then(|c| tools.row(&c.id, k)),
+                    Block::Gap => Some(&blank),
                     Block::Pending => pending.as_ref().and_then(|p| p.get(k)),
                     Block::Streaming => stream.as_ref().and_then(|s| s.get(k)),
                 };
@@ -347,6 +452,92 @@ impl ChatPane {
             }
             start = end;
         }
+    }
+
+    /// The block of the user's message waiting to be stored.
+    fn pending_lines(&self, width: u16) -> Option<Vec<Line<'static>>> {
+        self.pending_user.as_ref().map(|text| {
+            let m = Message::new(crate::domain::SessionId::default(), Role::User, text.clone(), 0);
+            layout_block(&m, &[], None, width, &NoHighlights).lines
+        })
+    }
+
+    /// Moves the tool selection by `step` blocks (negative: towards older
+    /// ones, stopping at the ends); with none selected, selects the newest
+    /// block. The view scrolls to show it. Returns false when no message
+    /// shown made a tool call.
+    pub fn select_tool(&mut self, step: i64) -> bool {
+        let next = {
+            let calls: Vec<&str> = self
+                .visible()
+                .flat_map(|m| m.tool_calls.iter().map(|c| c.id.as_str()))
+                .collect();
+            let at = self
+                .tools
+                .selected
+                .as_deref()
+                .and_then(|s| calls.iter().position(|c| *c == s));
+            let Some(last) = calls.len().checked_sub(1) else {
+                return false;
+            };
+            let to = match at {
+                Some(at) => usize::try_from(
+                    i64::try_from(at)
+                        .unwrap_or(0)
+                        .saturating_add(step)
+                        .clamp(0, i64::try_from(last).unwrap_or(0)),
+                )
+                .unwrap_or(0),
+                None => last,
+            };
+            calls[to].to_owned()
+        };
+        self.reveal(&next);
+        self.tools.selected = Some(next);
+        true
+    }
+
+    /// Expands or collapses the selected tool block, keeping it in view.
+    pub fn toggle_selected(&mut self) {
+        if let Some(id) = self.tools.selected.clone() {
+            self.tools.toggle(&id);
+            self.reveal(&id);
+        }
+    }
+
+    /// Scrolls so the block of call `id` is on screen at the size of the
+    /// last frame (its header on top when it is taller than the pane).
+    fn reveal(&mut self, id: &str) {
+        if let Some(scroll) = self.scroll_showing(id) {
+            self.scroll = scroll;
+        }
+    }
+
+    fn scroll_showing(&self, id: &str) -> Option<usize> {
+        let (width, rows) = self.size.get();
+        if width == 0 || rows == 0 {
+            return None;
+        }
+        let rows = usize::from(rows);
+        let mut below = self.streaming.as_ref().map_or(0, |s| s.rows(width).len())
+            + self.pending_lines(width).map_or(0, |p| p.len());
+        for block in self.blocks() {
+            let h = self.height(&block, width);
+            if let Block::Tool(m, i) = &block
+                && m.tool_calls.get(*i).is_some_and(|c| c.id == id)
+            {
+                let shown = self.scroll..self.scroll + rows;
+                return Some(if h >= rows || below + h > shown.end {
+                    (below + h).saturating_sub(rows)
+                } else if below < shown.start {
+                    below
+                } else {
+                    self.scroll
+                });
+            }
+            below += h;
+        }
+        None
     }
 
     /// Scrolls by `delta` rows (positive: towards older messages), never
@@ -388,7 +579,9 @@ pub(super) fn layout_block(
         pending = body.pending;
         lines.extend(body.lines.into_iter().map(indent));
     }
-    lines.push(Line::default());
+    if msg.tool_calls.is_empty() {
+        lines.push(Line::default());
+    }
     Rendered { lines, pending }
 }
 

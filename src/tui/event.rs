@@ -146,6 +146,21 @@ pub enum Effect {
     },
     /// Prepare the next request for the request inspector.
     InspectRequest,
+    /// Answer the approval a tool call waits for (sent at once, even while
+    /// the turn runs).
+    Approve(crate::runtime::ApprovalAnswer),
+    /// List the session's tools with their schema tokens (`/tools`; the
+    /// answer is a notice).
+    Tools,
+    /// Switch one tool on or off for the session (`/tools on|off NAME`).
+    ToggleTool {
+        /// The tool's name.
+        name: String,
+        /// On or off.
+        on: bool,
+    },
+    /// Restore the file the latest `write_file` or `edit_file` changed.
+    UndoEdit,
     /// Leave the app.
     Quit,
 }

@@ -48,6 +48,42 @@ pub fn cut(s: &str, max: usize) -> String {
     out
 }
 
+/// `s` cut to at most `max` cells from the left, with `…` first when
+/// something was cut (for paths, whose end says the most).
+#[must_use]
+pub fn cut_left(s: &str, max: usize) -> String {
+    if width(s) <= max {
+        return s.to_owned();
+    }
+    if max == 0 {
+        return String::new();
+    }
+    let mut kept = Vec::new();
+    let mut used = 0;
+    for c in s.chars().rev() {
+        let w = c.width().unwrap_or(0);
+        if used + w + 1 > max {
+            break;
+        }
+        kept.push(c);
+        used += w;
+    }
+    let mut out = String::from("…");
+    out.extend(kept.into_iter().rev());
+    out
+}
+
+/// A duration in milliseconds as `850ms`, `1.2s`, `12s`, `2m05s`.
+#[must_use]
+pub fn duration(ms: u64) -> String {
+    match ms {
+        0..1_000 => format!("{ms}ms"),
+        1_000..10_000 => format!("{:.1}s", ms as f64 / 1_000.0),
+        10_000..60_000 => format!("{}s", ms / 1_000),
+        _ => format!("{}m{:02}s", ms / 60_000, (ms / 1_000) % 60),
+    }
+}
+
 /// Wraps `text` to lines of at most `max` cells: at spaces where it can,
 /// inside a word where it must; newlines are kept; tabs become four spaces.
 /// Always at least one line; a width of 0 is treated as 1.
@@ -220,6 +256,21 @@ mod tests {
                 );
             }
         }
+    }
+
+    #[test]
+    fn durations_are_short() {
+        assert_eq!(duration(850), "850ms");
+        assert_eq!(duration(1_240), "1.2s");
+        assert_eq!(duration(12_900), "12s");
+        assert_eq!(duration(125_000), "2m05s");
+    }
+
+    #[test]
+    fn cut_left_keeps_the_end() {
+        assert_eq!(cut_left("spill/abc/call_1.txt", 11), "…call_1.txt");
+        assert_eq!(cut_left("short", 9), "short");
+        assert_eq!(cut_left("日本語", 4), "…語");
     }
 
     #[test]

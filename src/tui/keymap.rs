@@ -39,6 +39,10 @@ pub enum Action {
     ToggleSummaries,
     /// Show or hide archived originals.
     ToggleArchived,
+    /// Select the chat's tool blocks (the newest first): then Up and Down
+    /// move between them, Enter or Tab expands or collapses the selected
+    /// one, Esc or typing goes back to the composer.
+    SelectTools,
     /// Open the session picker.
     Sessions,
     /// Open help.
@@ -67,6 +71,7 @@ impl Action {
             Self::ToggleDetail => "toggle_detail",
             Self::ToggleSummaries => "toggle_summaries",
             Self::ToggleArchived => "toggle_archived",
+            Self::SelectTools => "select_tools",
             Self::Sessions => "sessions",
             Self::Help => "help",
             Self::Close => "close",
@@ -92,6 +97,7 @@ impl Action {
             Self::ToggleDetail => "expand layers and sources in the context pane",
             Self::ToggleSummaries => "expand or collapse summaries",
             Self::ToggleArchived => "show or hide archived originals",
+            Self::SelectTools => "select tool blocks: Up/Down move, Enter expands, Esc returns",
             Self::Sessions => "session picker",
             Self::Help => "help",
             Self::Close => "close the overlay",
@@ -103,7 +109,7 @@ impl Action {
     }
 }
 
-const ALL_ACTIONS: [Action; 18] = [
+const ALL_ACTIONS: [Action; 19] = [
     Action::Send,
     Action::Newline,
     Action::Interrupt,
@@ -119,13 +125,15 @@ const ALL_ACTIONS: [Action; 18] = [
     Action::ToggleDetail,
     Action::ToggleSummaries,
     Action::ToggleArchived,
+    Action::SelectTools,
     Action::Sessions,
     Action::Help,
     Action::Close,
 ];
 
 /// A key with its modifiers (Shift is kept only for non-character keys,
-/// since it is already in the character).
+/// since it is already in the character; Shift-Tab is `BackTab` alone, as
+/// terminals send it with or without the modifier).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct Key {
     /// The key.
@@ -144,12 +152,17 @@ impl Key {
                 modifiers.remove(KeyModifiers::SHIFT);
                 KeyCode::Char(c.to_ascii_lowercase())
             }
+            KeyCode::BackTab => {
+                modifiers.remove(KeyModifiers::SHIFT);
+                KeyCode::BackTab
+            }
             other => other,
         };
         Self { code, modifiers }
     }
 
-    /// Parses `ctrl-c`, `alt-enter`, `shift-enter`, `f1`, `pageup`, `esc`, `tab`, `up`, `x`.
+    /// Parses `ctrl-c`, `alt-enter`, `shift-enter`, `shift-tab`, `f1`,
+    /// `pageup`, `esc`, `tab`, `up`, `x`.
     #[must_use]
     pub fn parse(text: &str) -> Option<Self> {
         let lower = text.trim().to_ascii_lowercase();
@@ -167,7 +180,12 @@ impl Key {
         let code = match last {
             "enter" | "return" => KeyCode::Enter,
             "esc" | "escape" => KeyCode::Esc,
+            "tab" if modifiers.contains(KeyModifiers::SHIFT) => {
+                modifiers.remove(KeyModifiers::SHIFT);
+                KeyCode::BackTab
+            }
             "tab" => KeyCode::Tab,
+            "backtab" => KeyCode::BackTab,
             "up" => KeyCode::Up,
             "down" => KeyCode::Down,
             "left" => KeyCode::Left,
@@ -201,6 +219,7 @@ impl Key {
             KeyCode::F(n) => s.push_str(&format!("F{n}")),
             KeyCode::PageUp => s.push_str("PgUp"),
             KeyCode::PageDown => s.push_str("PgDn"),
+            KeyCode::BackTab => s.push_str("Shift-Tab"),
             other => s.push_str(&format!("{other:?}")),
         }
         s
@@ -231,6 +250,7 @@ const DEFAULTS: &[(&str, Action)] = &[
     ("ctrl-d", Action::ToggleDetail),
     ("ctrl-e", Action::ToggleSummaries),
     ("ctrl-a", Action::ToggleArchived),
+    ("shift-tab", Action::SelectTools),
     ("ctrl-o", Action::Sessions),
     ("f1", Action::Help),
     ("esc", Action::Close),
@@ -337,6 +357,16 @@ mod tests {
             Some(Action::Interrupt)
         );
         assert_eq!(k.action(&ev(KeyCode::Char('x'), KeyModifiers::NONE)), None);
+    }
+
+    #[test]
+    fn shift_tab_selects_tools_with_or_without_the_shift_flag() {
+        let k = KeyMap::default();
+        for m in [KeyModifiers::SHIFT, KeyModifiers::NONE] {
+            assert_eq!(k.action(&ev(KeyCode::BackTab, m)), Some(Action::SelectTools));
+        }
+        assert_eq!(Key::parse("backtab"), Key::parse("shift-tab"));
+        assert_eq!(k.label_for(Action::SelectTools).as_deref(), Some("Shift-Tab"));
     }
 
     #[test]

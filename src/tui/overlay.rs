@@ -1,9 +1,14 @@
 //! Overlays drawn over the main screen: the session picker, the prompt
-//! inspector, the request inspector and help. Each holds only its own view
+//! inspector, the request inspector, help, the tools list and the approval
+//! of a tool call (see `approval`). Each holds only its own view
 //! state (query, selection, scroll and the text overlays' layout cache, see
 //! `pager`); data comes from background results. The text overlays are
 //! documents of logical lines laid out lazily, so a request of megabytes
 //! scrolls at the cost of one screen.
+
+mod approval;
+
+pub use approval::ApprovalPrompt;
 
 use super::event::{ContextSnapshot, RequestView, short_id};
 use super::keymap::KeyMap;
@@ -54,6 +59,18 @@ pub enum Overlay {
         /// Scroll position and layout.
         pager: Pager,
     },
+    /// The session's tools and their schema tokens (the service's answer
+    /// to `/tools`).
+    Tools {
+        /// What the answer is about (`tools (schema tokens)`, `tools are off`).
+        head: String,
+        /// Its items, one a line.
+        lines: String,
+        /// Scroll position and layout.
+        pager: Pager,
+    },
+    /// A tool call waiting for the user's answer.
+    Approval(Box<ApprovalPrompt>),
 }
 
 impl Overlay {
@@ -82,6 +99,26 @@ impl Overlay {
         }
     }
 
+    /// The tools list from the service's one-line answer to `/tools`
+    /// (`head: item · item · …`): the head, then an item a line. The
+    /// answer is only laid out, never interpreted; one without that shape
+    /// shows as it is.
+    #[must_use]
+    pub fn tools(answer: &str) -> Self {
+        let (head, rest) = answer.split_once(": ").unwrap_or((answer, ""));
+        Self::Tools {
+            head: head.to_owned(),
+            lines: rest.split(" · ").collect::<Vec<_>>().join("\n"),
+            pager: Pager::default(),
+        }
+    }
+
+    /// The approval overlay of `request`.
+    #[must_use]
+    pub fn approval(request: crate::runtime::service::ApprovalRequest) -> Self {
+        Self::Approval(Box::new(ApprovalPrompt::new(request)))
+    }
+
     /// Shows `view` in the request inspector (other overlays ignore it).
     pub fn set_request(&mut self, view: Box<RequestView>) {
         if let Self::Request { view: v, pager } = self {
@@ -100,9 +137,13 @@ impl Overlay {
                     p.selected = usize::try_from(at.clamp(0, i64::try_from(n - 1).unwrap_or(0))).unwrap_or(0);
                 }
             }
-            Self::Prompt { pager } | Self::Request { pager, .. } | Self::Help { pager } => {
+            Self::Prompt { pager }
+            | Self::Request { pager, .. }
+            | Self::Help { pager }
+            | Self::Tools { pager, .. } => {
                 pager.scroll_by(i64::from(delta));
             }
+            Self::Approval(a) => a.pager.scroll_by(i64::from(delta)),
         }
     }
 
@@ -110,7 +151,13 @@ impl Overlay {
     pub fn home(&mut self) {
         match self {
             Self::Picker(p) => p.selected = 0,
-            Self::Prompt { pager } | Self::Request { pager, .. } | Self::Help { pager } => pager.to_top(),
+            Self::Prompt { pager }
+            | Self::Request { pager, .. }
+            | Self::Help { pager }
+            | Self::Tools { pager, .. } => {
+                pager.to_top();
+            }
+            Self::Approval(a) => a.pager.to_top(),
         }
     }
 
@@ -118,7 +165,13 @@ impl Overlay {
     pub fn end(&mut self) {
         match self {
             Self::Picker(p) => p.selected = p.rows.len().saturating_sub(1),
-            Self::Prompt { pager } | Self::Request { pager, .. } | Self::Help { pager } => pager.to_end(),
+            Self::Prompt { pager }
+            | Self::Request { pager, .. }
+            | Self::Help { pager }
+            | Self::Tools { pager, .. } => {
+                pager.to_end();
+            }
+            Self::Approval(a) => a.pager.to_end(),
         }
     }
 }
@@ -149,15 +202,22 @@ pub fn render(
     }
     Clear.render(area, buf);
     let title = match overlay {
-        Overlay::Picker(_) => " Sessions ",
-        Overlay::Prompt { .. } => " Prompt inspector ",
-        Overlay::Request { .. } => " Request inspector ",
-        Overlay::Help { .. } => " Help ",
+        Overlay::Picker(_) => " Sessions ".to_owned(),
+        Overlay::Prompt { .. } => " Prompt inspector ".to_owned(),
+        Overlay::Request { .. } => " Request inspector ".to_owned(),
+        Overlay::Help { .. } => " Help ".to_owned(),
+        Overlay::Tools { .. } => " Tools ".to_owned(),
+        Overlay::Approval(a) => format!(" Allow {}? ", a.request.call.name),
+    };
+    let bottom = match overlay {
+        Overlay::Approval(a) if a.reason.is_none() => " Esc denies ",
+        Overlay::Approval(_) => " Enter denies ",
+        _ => " Esc closes ",
     };
     let block = Block::default()
         .borders(Borders::ALL)
         .title(Span::styled(title, theme::title()))
-        .title_bottom(Span::styled(" Esc closes ", theme::dim()));
+        .title_bottom(Span::styled(bottom, theme::dim()));
     let inner = block.inner(area);
     block.render(area, buf);
     match overlay {
@@ -195,7 +255,28 @@ pub fn render(
             ),
         },
         Overlay::Help { pager } => pager.render(2, "", || help_doc(keymap), inner, buf),
+        Overlay::Tools { head, lines, pager } => pager.render(
+            key_of((head, lines)),
+            lines,
+            || tools_doc(head, lines),
+            inner,
+            buf,
+        ),
+        Overlay::Approval(a) => approval::render(a, inner, buf),
     }
+}
+
+fn tools_doc(head: &str, lines: &str) -> Vec<Item> {
+    let mut out = vec![Item::line(Line::styled(head.to_owned(), theme::title()))];
+    Item::lines_of(lines, 0, lines.len(), &mut out);
+    out.push(Item::line(Line::default()));
+    for hint in [
+        "/tools off NAME switches one off for this session,",
+        "/tools on NAME back on; the system prompt stays as it is.",
+    ] {
+        out.push(Item::line(Line::styled(hint, theme::dim())));
+    }
+    out
 }
 
 fn date(ms: i64) -> String {

@@ -36,6 +36,8 @@ pub(crate) enum Item {
     /// Bytes `start..end` of the source text: one logical line (no `\n`),
     /// word-wrapped to the width by [`fmt::wrap`].
     Text(usize, usize),
+    /// A [`Item::Text`] drawn in a style (a diff's added or removed line).
+    Styled(usize, usize, Style),
 }
 
 impl Item {
@@ -156,7 +158,7 @@ impl Layout {
         if self.heights[i] == 0 {
             let n = match &self.items[i] {
                 Item::Line(_) | Item::Rule(_) => 1,
-                Item::Text(s, e) => {
+                Item::Text(s, e) | Item::Styled(s, e, _) => {
                     fmt::wrapped_rows(self.text.get(*s..*e).unwrap_or(""), usize::from(self.width))
                 }
             };
@@ -277,7 +279,11 @@ impl Layout {
                 buf.set_line(area.x, y, &line, area.width);
                 y + 1
             }
-            Item::Text(s, e) => {
+            Item::Text(s, e) | Item::Styled(s, e, _) => {
+                let style = match &self.items[i] {
+                    Item::Styled(_, _, style) => *style,
+                    _ => Style::new(),
+                };
                 if !self.rows.contains_key(&i) {
                     if self.rows.len() >= KEPT_ITEMS {
                         self.rows.clear();
@@ -289,7 +295,7 @@ impl Layout {
                     if y >= bottom {
                         break;
                     }
-                    buf.set_line(area.x, y, &Line::raw(row.as_str()), area.width);
+                    buf.set_line(area.x, y, &Line::styled(row.as_str(), style), area.width);
                     y += 1;
                 }
                 y

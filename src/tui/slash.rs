@@ -34,6 +34,10 @@ pub enum SlashCommand {
     Skill,
     /// Export the session.
     Export,
+    /// List the tools with their schema tokens, or switch one on or off.
+    Tools,
+    /// Undo the latest file change of a tool.
+    UndoEdit,
     /// Show keys and commands.
     Help,
     /// Leave.
@@ -41,7 +45,7 @@ pub enum SlashCommand {
 }
 
 /// Every command, in the order help lists them.
-pub const ALL: [SlashCommand; 16] = [
+pub const ALL: [SlashCommand; 18] = [
     SlashCommand::New,
     SlashCommand::Compress,
     SlashCommand::UndoCompress,
@@ -56,6 +60,8 @@ pub const ALL: [SlashCommand; 16] = [
     SlashCommand::Memory,
     SlashCommand::Skill,
     SlashCommand::Export,
+    SlashCommand::Tools,
+    SlashCommand::UndoEdit,
     SlashCommand::Help,
     SlashCommand::Quit,
 ];
@@ -79,6 +85,8 @@ impl SlashCommand {
             Self::Memory => "memory",
             Self::Skill => "skill",
             Self::Export => "export",
+            Self::Tools => "tools",
+            Self::UndoEdit => "undo-edit",
             Self::Help => "help",
             Self::Quit => "quit",
         }
@@ -95,6 +103,7 @@ impl SlashCommand {
             Self::Memory => "<text>",
             Self::Skill => "<name>",
             Self::Export => "[md|json]",
+            Self::Tools => "[on|off NAME]",
             _ => "",
         }
     }
@@ -117,6 +126,10 @@ impl SlashCommand {
             Self::Memory => "append a line to MEMORY.md",
             Self::Skill => "load a skill into the conversation",
             Self::Export => "export this session to a file in the workspace",
+            Self::Tools => {
+                "list the tools and their schema tokens; off NAME / on NAME switches one for this session"
+            }
+            Self::UndoEdit => "restore the file the latest write_file or edit_file changed",
             Self::Help => "show keys and commands",
             Self::Quit => "leave strata",
         }
@@ -274,7 +287,13 @@ mod tests {
             None,
             "resume, rename, reload share only 're'"
         );
-        assert_eq!(complete("/un").as_deref(), Some("/undo-compress "));
+        assert_eq!(
+            complete("/un").as_deref(),
+            Some("/undo-"),
+            "undo-compress and undo-edit"
+        );
+        assert_eq!(complete("/undo-e").as_deref(), Some("/undo-edit "));
+        assert_eq!(complete("/t").as_deref(), Some("/tools "));
         assert_eq!(complete("/s").as_deref(), None, "sessions and skill");
         assert_eq!(complete("/se").as_deref(), Some("/sessions "));
         assert_eq!(complete("/zz"), None);

@@ -71,6 +71,64 @@ pub fn stale() -> Style {
     Style::new().fg(Color::LightRed)
 }
 
+/// A tool's name in its block and in the approval overlay.
+#[must_use]
+pub fn tool_name() -> Style {
+    Style::new().fg(Color::Yellow).add_modifier(Modifier::BOLD)
+}
+
+/// How a tool call went: ok, a failure, something that needs a look
+/// (denied, interrupted, waiting for approval), running, or nothing yet.
+#[must_use]
+pub fn tool_state(kind: ToolTone) -> Style {
+    match kind {
+        ToolTone::Ok => Style::new().fg(Color::Green),
+        ToolTone::Failed => Style::new().fg(Color::Red).add_modifier(Modifier::BOLD),
+        ToolTone::Attention => Style::new().fg(Color::Yellow),
+        ToolTone::Running => Style::new().fg(Color::Cyan),
+        ToolTone::Quiet => dim(),
+    }
+}
+
+/// The tones of [`tool_state`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ToolTone {
+    /// It worked.
+    Ok,
+    /// It failed.
+    Failed,
+    /// Denied, interrupted, or waiting for the user.
+    Attention,
+    /// Running now.
+    Running,
+    /// Queued, not run, no result.
+    Quiet,
+}
+
+/// A line a diff adds.
+#[must_use]
+pub fn diff_added() -> Style {
+    Style::new().fg(Color::Green)
+}
+
+/// A line a diff removes.
+#[must_use]
+pub fn diff_removed() -> Style {
+    Style::new().fg(Color::Red)
+}
+
+/// A diff's hunk and file headers.
+#[must_use]
+pub fn diff_header() -> Style {
+    Style::new().fg(Color::Cyan)
+}
+
+/// A plain warning the user should read before answering.
+#[must_use]
+pub fn warning() -> Style {
+    Style::new().fg(Color::LightRed).add_modifier(Modifier::BOLD)
+}
+
 /// The colour of a budget category in the stacked bar, by index
 /// (stable, context, volatile, tools, history, reserved output, free).
 #[must_use]

@@ -193,7 +193,9 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
         )));
     }
     let left: String = spans.iter().map(|s| s.content.as_ref()).collect();
-    let hints = if app.busy {
+    let hints = if app.chat.tools.selected.is_some() {
+        "↑↓ select · Enter expand · Esc back "
+    } else if app.busy {
         "Ctrl-C cancel · F1 help "
     } else {
         "Enter send · F1 help "

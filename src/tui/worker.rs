@@ -6,11 +6,15 @@
 //! - the service thread owns the [`SessionService`] (store connection,
 //!   provider, conversation) and runs jobs in order on a current-thread
 //!   tokio runtime; a streaming turn is cancelled through a one-shot made
-//!   when its send is queued;
+//!   when its send is queued, and its approvals are answered on the
+//!   service's approvals channel, whose sender the service thread hands
+//!   back once the service is open (the job loop is busy with the turn
+//!   while the turn waits for the answer);
 //! - the runtime's query thread and counting thread
 //!   ([`crate::runtime::service::queries`]).
 
 use super::event::{AppEvent, Effect};
+use crate::runtime::ApprovalAnswer;
 use crate::runtime::service::queries::{CountJob, spawn_counter, spawn_queries};
 use crate::runtime::service::{Command, Launch, ServiceEvent, SessionService, Sink};
 use std::sync::{Arc, Mutex, mpsc as std_mpsc};
@@ -25,11 +29,16 @@ enum Job {
 
 type CancelSlot = Arc<Mutex<Option<oneshot::Sender<()>>>>;
 
+/// The service's approvals sender, set by the service thread once the
+/// service is open.
+type ApprovalSlot = Arc<Mutex<Option<mpsc::UnboundedSender<ApprovalAnswer>>>>;
+
 /// Runs effects in the background; dropping it stops the threads once
 /// their current job ends.
 pub struct Driver {
     jobs: mpsc::UnboundedSender<Job>,
     cancel: CancelSlot,
+    approvals: ApprovalSlot,
     queries: std_mpsc::Sender<(u64, String)>,
     counts: std_mpsc::Sender<CountJob>,
 }
@@ -76,6 +85,8 @@ impl Driver {
     pub fn start(launch: Launch, events: mpsc::UnboundedSender<AppEvent>) -> Self {
         let (jobs, rx) = mpsc::unbounded_channel();
         let cancel: CancelSlot = Arc::default();
+        let approvals: ApprovalSlot = Arc::default();
+        let service_approvals = Arc::clone(&approvals);
         let sink: Sink = Arc::new(move |e: ServiceEvent| {
             let _ = events.send(e.into());
         });
@@ -91,12 +102,13 @@ impl Driver {
                     ));
                     return;
                 };
-                rt.block_on(run_service(launch, rx, sink, worker_counts));
+                rt.block_on(run_service(launch, rx, sink, worker_counts, service_approvals));
             })
             .ok();
         Self {
             jobs,
             cancel,
+            approvals,
             queries,
             counts,
         }
@@ -140,7 +152,17 @@ impl Driver {
             Effect::Memory(text) => Command::Memory(text),
             Effect::Skill(name) => Command::Skill(name),
             Effect::Export(format) => Command::Export(format),
+            Effect::Approve(answer) => {
+                let sender = self.approvals.lock().ok().and_then(|s| s.clone());
+                if let Some(tx) = sender {
+                    let _ = tx.send(answer);
+                }
+                return true;
+            }
             Effect::InspectRequest => Command::InspectRequest,
+            Effect::Tools => Command::Tools,
+            Effect::ToggleTool { name, on } => Command::ToggleTool { name, on },
+            Effect::UndoEdit => Command::UndoEdit,
         };
         let _ = self.jobs.send(Job::Run(command));
         true
@@ -164,6 +186,7 @@ async fn run_service(
     mut jobs: mpsc::UnboundedReceiver<Job>,
     sink: Sink,
     counts: std_mpsc::Sender<CountJob>,
+    approvals: ApprovalSlot,
 ) {
     let opening = launch.opening.clone();
     let mut service = match SessionService::open(launch, Arc::clone(&sink), Some(counts)) {
@@ -173,6 +196,9 @@ async fn run_service(
             return;
         }
     };
+    if let Ok(mut slot) = approvals.lock() {
+        *slot = Some(service.approvals());
+    }
     if let Err(e) = service.start(opening) {
         sink(ServiceEvent::Error(e.to_string()));
     }

@@ -93,6 +93,7 @@ impl App {
                 self.take_draft(&text);
                 self.notice = None;
                 self.busy = true;
+                self.chat.tools.turn_running = true;
                 self.chat.scroll = 0;
                 self.chat.pending_user = Some(text.clone());
                 self.chat.streaming = Some(Streaming {
@@ -135,6 +136,26 @@ impl App {
                     Vec::new()
                 }
             },
+            SlashCommand::Tools => match arg.split_whitespace().collect::<Vec<_>>().as_slice() {
+                [] => {
+                    self.listing_tools = true;
+                    vec![Effect::Tools]
+                }
+                [state @ ("on" | "off"), name] => vec![Effect::ToggleTool {
+                    name: (*name).to_owned(),
+                    on: *state == "on",
+                }],
+                _ => {
+                    self.notify(
+                        &format!(
+                            "/tools takes nothing (to list the tools), on NAME or off NAME; not '{arg}'"
+                        ),
+                        true,
+                    );
+                    Vec::new()
+                }
+            },
+            SlashCommand::UndoEdit => vec![Effect::UndoEdit],
             SlashCommand::Help => {
                 self.overlay = Some(Overlay::help());
                 Vec::new()
