@@ -108,7 +108,7 @@ fn sse_headers() -> Vec<(String, String)> {
     vec![("content-type".to_owned(), "text/event-stream".to_owned())]
 }
 
-type Script = Box<dyn Fn(usize) -> Reply + Send + Sync>;
+type Script = Box<dyn Fn(usize, &Recorded) -> Reply + Send + Sync>;
 
 struct State {
     script: Script,
@@ -131,6 +131,12 @@ impl Server {
 
     /// Request `i` gets `script(i)`.
     pub async fn with(script: impl Fn(usize) -> Reply + Send + Sync + 'static) -> Self {
+        Self::answering(move |i, _| script(i)).await
+    }
+
+    /// Request `i` gets `script(i, request)`: the reply may depend on what
+    /// the client sent (a path it reported, say).
+    pub async fn answering(script: impl Fn(usize, &Recorded) -> Reply + Send + Sync + 'static) -> Self {
         let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         let state = Arc::new(State {
@@ -174,10 +180,10 @@ async fn serve(mut socket: TcpStream, state: Arc<State>) -> std::io::Result<()> 
     };
     let index = {
         let mut requests = state.requests.lock().unwrap();
-        requests.push(request);
+        requests.push(request.clone());
         requests.len() - 1
     };
-    let reply = (state.script)(index);
+    let reply = (state.script)(index, &request);
     let mut head = format!("HTTP/1.1 {} X\r\nconnection: close\r\n", reply.status);
     for (name, value) in &reply.headers {
         head.push_str(&format!("{name}: {value}\r\n"));
