@@ -377,3 +377,66 @@ async fn a_server_that_refuses_tools_gets_the_request_again_without_them() {
             .any(|e| e["message"].as_str().unwrap().contains("tools are off"))
     );
 }
+
+/// Processes whose command line is exactly `words` (from /proc).
+fn processes_running(words: &[&str]) -> Vec<u32> {
+    let wanted: Vec<u8> = words.iter().flat_map(|w| w.bytes().chain([0])).collect();
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == wanted))
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_during_a_long_command_leaves_no_process_and_the_call_interrupted() {
+    // A duration no other test uses, to find the command in /proc.
+    let marker = ["sleep", "617"];
+    let server = Server::with(|n| match n {
+        0 => Reply::sse(openai_calls(&[(
+            "slow",
+            "shell",
+            r#"{"command":"sleep 617","timeout":600}"#,
+        )])),
+        _ => Reply::sse(openai_text("unused")),
+    })
+    .await;
+    let sb = Sandbox::new();
+    let mut child = openai(
+        &sb,
+        &server,
+        &["chat", "--json", "--new", "--approve", "all", "wait"],
+    )
+    .stdout(std::process::Stdio::null())
+    .stderr(std::process::Stdio::null())
+    .spawn()
+    .unwrap();
+    let started = std::time::Instant::now();
+    while processes_running(&marker).is_empty() {
+        assert!(started.elapsed().as_secs() < 30, "the command never started");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    child.kill().unwrap(); // SIGKILL: no chance to clean up
+    child.wait().unwrap();
+    let killed = std::time::Instant::now();
+    while !processes_running(&marker).is_empty() {
+        assert!(killed.elapsed().as_secs() < 10, "the command outlived strata");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+
+    // The next run sends the call with an `interrupted` result.
+    let next = Server::start(vec![Reply::sse(openai_text("ok"))]).await;
+    let out = run(openai(&sb, &next, &["chat", "--json", "what", "happened?"])).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let body = next.requests()[0].json();
+    let m = body["messages"].as_array().unwrap();
+    let user = m
+        .iter()
+        .position(|x| x["content"] == "wait")
+        .expect("the user's message was stored");
+    assert_eq!(m[user + 1]["tool_calls"][0]["id"], "slow");
+    assert_eq!(m[user + 2]["tool_call_id"], "slow");
+    let result = m[user + 2]["content"].as_str().unwrap();
+    assert!(result.starts_with("Interrupted"), "{result}");
+}

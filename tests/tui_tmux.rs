@@ -28,16 +28,6 @@ fn sse(text: &str) -> String {
     )
 }
 
-fn launch_line(sb: &Sandbox, args: &str) -> String {
-    format!(
-        "cd '{}' && env -i PATH=\"$PATH\" HOME='{}' STRATA_HOME='{}' TERM=xterm-256color TZ=UTC '{}' {args}; sleep 30",
-        sb.ws().display(),
-        sb.home.path().display(),
-        sb.home.path().display(),
-        env!("CARGO_BIN_EXE_strata"),
-    )
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_app_chats_starts_a_new_session_quits_and_continues() {
     if Command::new("tmux").arg("-V").output().is_err() {
@@ -57,7 +47,7 @@ async fn the_app_chats_starts_a_new_session_quits_and_continues() {
     let tmux = Tmux {
         socket: format!("strata-test-{}", std::process::id()),
     };
-    tmux.start("one", &launch_line(&sb, ""));
+    tmux.start("one", &sb.tmux_line(""));
     tmux.wait_for("one", "gpt-4o-mini · openai").await;
     tmux.keys("one", &["say bonjour", "Enter"]);
     let screen = tmux.wait_for("one", "Bonjour from the mock").await;
@@ -77,7 +67,7 @@ async fn the_app_chats_starts_a_new_session_quits_and_continues() {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
 
-    tmux.start("two", &launch_line(&sb, "--continue"));
+    tmux.start("two", &sb.tmux_line("--continue"));
     let screen = tmux.wait_for("two", "Bonjour from the mock").await;
     assert!(screen.contains("strata · say bonjour"), "{screen}");
     tmux.keys("two", &["C-c"]);

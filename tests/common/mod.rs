@@ -67,6 +67,19 @@ impl Sandbox {
         serde_json::from_str(&self.ok(args)).unwrap()
     }
 
+    /// A shell line for tmux that runs `strata ARGS` in the workspace with
+    /// this sandbox's home and a clean environment (then waits, so the
+    /// screen stays readable after the app quits).
+    pub fn tmux_line(&self, args: &str) -> String {
+        format!(
+            "cd '{}' && env -i PATH=\"$PATH\" HOME='{}' STRATA_HOME='{}' TERM=xterm-256color TZ=UTC '{}' {args}; sleep 30",
+            self.ws().display(),
+            self.home.path().display(),
+            self.home.path().display(),
+            env!("CARGO_BIN_EXE_strata"),
+        )
+    }
+
     /// Writes `text` to a file in the home and imports it; returns the session id.
     pub fn import(&self, text: &str) -> String {
         let file = self.home.path().join(format!("import-{}.json", uuid_like()));

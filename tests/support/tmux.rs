@@ -13,6 +13,22 @@ pub struct Tmux {
 }
 
 impl Tmux {
+    /// A private server for this test process, or `None` when tmux is not
+    /// installed: the caller skips then, except in CI (`CI=true`), where a
+    /// missing tmux fails the test.
+    pub fn private(tag: &str) -> Option<Self> {
+        if Command::new("tmux").arg("-V").output().is_err() {
+            assert!(
+                std::env::var("CI").is_err(),
+                "tmux is not installed; CI must install it (.ci/run does)"
+            );
+            return None;
+        }
+        Some(Self {
+            socket: format!("strata-{tag}-{}", std::process::id()),
+        })
+    }
+
     pub fn cmd(&self, args: &[&str]) -> std::process::Output {
         Command::new("tmux")
             .args(["-L", &self.socket, "-f", "/dev/null"])
