@@ -79,10 +79,20 @@ pub fn lines(s: &ContextSnapshot, live: Live<'_>, width: u16) -> Vec<Line<'stati
         bar(&totals, b.window, width),
     ];
     for (i, (name, cat)) in cats.iter().enumerate() {
+        // Tools that are off say why instead of showing 0.
+        let off = (i == 3).then_some(s.tools_off.as_deref()).flatten();
+        let figure = match off {
+            Some(_) => format!("{:>7}", "off"),
+            None => format!("{a}{:>6}", fmt::tokens(totals[i])),
+        };
         out.push(Line::from(vec![
             Span::styled("■ ", theme::category(i)),
-            Span::raw(format!("{name:<9}{a}{:>6}", fmt::tokens(totals[i]))),
+            Span::raw(format!("{name:<9}{figure}")),
         ]));
+        if let Some(why) = off {
+            let why = fmt::cut(why, usize::from(width).saturating_sub(3));
+            out.push(Line::styled(format!("   {why}"), theme::dim()));
+        }
         if live.detail {
             for item in &cat.items {
                 let stale = live
@@ -211,4 +221,81 @@ fn bar(totals: &[u64], window: u64, width: u16) -> Line<'static> {
         }
     }
     Line::from(spans)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Fingerprint, PromptId, PromptMode, SessionId, SystemPrompt};
+    use crate::tokens::{Budget, BudgetInput, ThresholdSettings};
+
+    fn snapshot(tools_off: Option<&str>) -> ContextSnapshot {
+        let session_id = SessionId::new();
+        let prompt = SystemPrompt {
+            id: PromptId::new(),
+            session_id,
+            version: 1,
+            text: "p".into(),
+            layers: Vec::new(),
+            boundary_offset: None,
+            sha256: String::new(),
+            fingerprint: Fingerprint {
+                provider: crate::domain::ProviderKind::Local,
+                model: "m".into(),
+                mode: PromptMode::Minimal,
+                tool_set_hash: String::new(),
+                template_version: 1,
+            },
+            created_at: 0,
+        };
+        let budget = Budget::compute(BudgetInput {
+            layers: &[],
+            boundary_offset: None,
+            history: &[],
+            history_tokens: &[],
+            tools: &[],
+            window: 4_096,
+            reserved_output: 512,
+            threshold: ThresholdSettings::default(),
+            tokenizer: "gguf",
+            exact: true,
+        });
+        ContextSnapshot {
+            prompt,
+            budget,
+            report: Vec::new(),
+            prepared_tokens: None,
+            prelimit_tokens: None,
+            stored_tokens: 0,
+            prepare_error: None,
+            last_usage: None,
+            last_compaction: None,
+            blocked_reason: None,
+            tools_off: tools_off.map(str::to_owned),
+        }
+    }
+
+    fn text(lines: &[Line<'_>]) -> Vec<String> {
+        lines
+            .iter()
+            .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+            .collect()
+    }
+
+    #[test]
+    fn tools_that_are_off_say_why_instead_of_zero() {
+        let live = Live::default();
+        let off = text(&lines(
+            &snapshot(Some("the embedded model has no tool calling")),
+            live,
+            60,
+        ));
+        let row = off.iter().position(|l| l.contains("tools")).unwrap();
+        assert!(off[row].ends_with("off"), "{off:?}");
+        assert!(off[row + 1].contains("the embedded model has no tool calling"));
+        let on = text(&lines(&snapshot(None), Live::default(), 40));
+        let row = on.iter().position(|l| l.contains("tools")).unwrap();
+        assert!(on[row].ends_with('0'), "{on:?}");
+        assert!(!on[row + 1].contains("tool"));
+    }
 }
