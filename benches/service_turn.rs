@@ -17,11 +17,14 @@
 mod server;
 #[path = "../tests/service_support/mod.rs"]
 mod service_support;
+#[path = "support/stats.rs"]
+mod stats;
 
 use server::{Reply, Server};
 use service_support::Dirs;
+use stats::percentiles;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use strata::config::Config;
 use strata::conversation::Phase;
 use strata::runtime::service::{ServiceEvent, Sink};
@@ -35,18 +38,6 @@ fn sse() -> String {
     let usage = serde_json::json!({"choices": [], "usage": {"prompt_tokens": 1000, "completion_tokens": 1}});
     format!(
         "data: {chunk}\n\ndata: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\ndata: {usage}\n\ndata: [DONE]\n\n"
-    )
-}
-
-fn percentiles(mut samples: Vec<Duration>) -> String {
-    samples.sort_unstable();
-    let at = |p: usize| samples[(samples.len() * p / 100).min(samples.len() - 1)];
-    format!(
-        "p50 {:.2} ms · p95 {:.2} ms · max {:.2} ms ({} samples)",
-        at(50).as_secs_f64() * 1e3,
-        at(95).as_secs_f64() * 1e3,
-        samples[samples.len() - 1].as_secs_f64() * 1e3,
-        samples.len()
     )
 }
 

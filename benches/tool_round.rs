@@ -14,13 +14,16 @@
 mod server;
 #[path = "../tests/service_support/mod.rs"]
 mod service_support;
+#[path = "support/stats.rs"]
+mod stats;
 #[path = "../tests/support/tool_sse.rs"]
 mod tool_sse;
 
 use server::{Reply, Server};
 use service_support::Dirs;
+use stats::percentiles;
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Instant;
 use strata::config::Config;
 use strata::conversation::Phase;
 use strata::runtime::service::{ServiceEvent, Sink, ToolEvent};
@@ -28,23 +31,15 @@ use strata::runtime::service::{ServiceEvent, Sink, ToolEvent};
 const MESSAGES: usize = 1_000;
 const TURNS: usize = 40;
 
-fn percentiles(mut samples: Vec<Duration>) -> String {
-    samples.sort_unstable();
-    let at = |p: usize| samples[(samples.len() * p / 100).min(samples.len() - 1)];
-    format!(
-        "p50 {:.2} ms · p95 {:.2} ms · max {:.2} ms ({} samples)",
-        at(50).as_secs_f64() * 1e3,
-        at(95).as_secs_f64() * 1e3,
-        samples[samples.len() - 1].as_secs_f64() * 1e3,
-        samples.len()
-    )
-}
-
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
     let server = Server::with(|n| {
         if n % 2 == 0 {
-            Reply::sse(tool_sse::openai_calls(&[(&format!("t{n}"), "current_time", "{}")]))
+            Reply::sse(tool_sse::openai_calls(&[(
+                &format!("t{n}"),
+                "current_time",
+                "{}",
+            )]))
         } else {
             Reply::sse(tool_sse::openai_text("ok"))
         }

@@ -44,8 +44,16 @@ fn build_tree(root: &Path) {
         std::fs::create_dir_all(&dir).unwrap();
         for f in 0..FILES / 1_000 {
             let n = d * 100 + f;
-            let needle = if n % 97 == 0 { "    // FIXME_NEEDLE: revisit\n" } else { "" };
-            std::fs::write(dir.join(format!("file_{f:03}.rs")), format!("fn f{n}() {{\n{filler}{needle}}}\n")).unwrap();
+            let needle = if n % 97 == 0 {
+                "    // FIXME_NEEDLE: revisit\n"
+            } else {
+                ""
+            };
+            std::fs::write(
+                dir.join(format!("file_{f:03}.rs")),
+                format!("fn f{n}() {{\n{filler}{needle}}}\n"),
+            )
+            .unwrap();
         }
     }
 }
@@ -94,7 +102,10 @@ async fn main() {
         }
     }
     let ours = median(ours);
-    println!("grep over {FILES} files: median {:.0} ms", ours.as_secs_f64() * 1e3);
+    println!(
+        "grep over {FILES} files: median {:.0} ms",
+        ours.as_secs_f64() * 1e3
+    );
     if rg {
         let theirs = median(theirs);
         println!(
@@ -120,7 +131,11 @@ async fn main() {
     .await;
     let took = t.elapsed();
     let grew = peak_rss_kb().saturating_sub(idle);
-    let spilled = out.output.spilled_to.as_deref().map_or(0, |p| std::fs::metadata(p).map_or(0, |m| m.len()));
+    let spilled = out
+        .output
+        .spilled_to
+        .as_deref()
+        .map_or(0, |p| std::fs::metadata(p).map_or(0, |m| m.len()));
     println!(
         "shell printing 1 GB: {:.1} s, spilled {} bytes, peak RSS {:.1} MB above idle ({:.1} MB)",
         took.as_secs_f64(),

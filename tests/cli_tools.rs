@@ -4,53 +4,22 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/agent.rs"]
+mod agent;
 mod common;
 #[path = "support/server.rs"]
 mod server;
 #[path = "support/tool_sse.rs"]
 mod tool_sse;
 
+use agent::{anthropic, events, of_type, openai, processes_running, run};
 use common::Sandbox;
 use serde_json::Value;
 use server::{Reply, Server};
-use std::process::{Command, Output};
 use tool_sse::{anthropic_calls, anthropic_text, openai_calls, openai_text};
 
-const KEY: &str = "sk-test-PLANTED-tools-1a2b3c";
 /// The first words of the `model_guidance` layer's tool-use notes.
 const TOOL_GUIDANCE: &str = include_str!("../assets/prompts/model_guidance/tool_use.md");
-
-fn openai(sb: &Sandbox, server: &Server, args: &[&str]) -> Command {
-    let mut c = sb.cmd(args);
-    c.env("OPENAI_BASE_URL", format!("{}/v1", server.base_url()))
-        .env("OPENAI_API_KEY", KEY);
-    c
-}
-
-fn anthropic(sb: &Sandbox, server: &Server, args: &[&str]) -> Command {
-    let mut c = sb.cmd(args);
-    c.env("ANTHROPIC_BASE_URL", server.base_url())
-        .env("ANTHROPIC_API_KEY", KEY)
-        .args(["--provider", "anthropic"]);
-    c
-}
-
-async fn run(mut cmd: Command) -> Output {
-    tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap()
-}
-
-fn events(out: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-fn of_type<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
-    events.iter().filter(|e| e["type"] == kind).collect()
-}
 
 fn workspace(sb: &Sandbox) {
     std::fs::write(
@@ -378,17 +347,6 @@ async fn a_server_that_refuses_tools_gets_the_request_again_without_them() {
     );
 }
 
-/// Processes whose command line is exactly `words` (from /proc).
-fn processes_running(words: &[&str]) -> Vec<u32> {
-    let wanted: Vec<u8> = words.iter().flat_map(|w| w.bytes().chain([0])).collect();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == wanted))
-        .collect()
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_during_a_long_command_leaves_no_process_and_the_call_interrupted() {
     // A duration no other test uses, to find the command in /proc.
@@ -413,14 +371,14 @@ async fn kill_9_during_a_long_command_leaves_no_process_and_the_call_interrupted
     .spawn()
     .unwrap();
     let started = std::time::Instant::now();
-    while processes_running(&marker).is_empty() {
+    while processes_running(&marker) == 0 {
         assert!(started.elapsed().as_secs() < 30, "the command never started");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
     child.kill().unwrap(); // SIGKILL: no chance to clean up
     child.wait().unwrap();
     let killed = std::time::Instant::now();
-    while !processes_running(&marker).is_empty() {
+    while processes_running(&marker) > 0 {
         assert!(killed.elapsed().as_secs() < 10, "the command outlived strata");
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }

@@ -5,40 +5,20 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+#[path = "support/agent.rs"]
+mod agent;
 mod common;
 #[path = "support/server.rs"]
 mod server;
 #[path = "support/tool_sse.rs"]
 mod tool_sse;
 
+use agent::{events, openai, run};
 use common::Sandbox;
 use serde_json::{Value, json};
 use server::{Recorded, Reply, Server};
-use std::process::{Command, Output};
 use strata::tokens::{Encoding, TiktokenCounter, tool_schema_tokens};
 use tool_sse::{openai_calls, openai_text};
-
-const KEY: &str = "sk-test-PLANTED-output-77aa";
-
-fn openai(sb: &Sandbox, server: &Server, args: &[&str]) -> Command {
-    let mut c = sb.cmd(args);
-    c.env("OPENAI_BASE_URL", format!("{}/v1", server.base_url()))
-        .env("OPENAI_API_KEY", KEY);
-    c
-}
-
-async fn run(mut cmd: Command) -> Output {
-    tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap()
-}
-
-fn events(out: &Output) -> Vec<Value> {
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
 
 fn last_content(request: &Recorded) -> String {
     request.json()["messages"].as_array().unwrap().last().unwrap()["content"]

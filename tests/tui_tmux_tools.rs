@@ -5,6 +5,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
+#[path = "support/agent.rs"]
+mod agent;
 mod common;
 #[path = "support/server.rs"]
 mod server;
@@ -13,6 +15,7 @@ mod tmux;
 #[path = "support/tool_sse.rs"]
 mod tool_sse;
 
+use agent::processes_running;
 use common::Sandbox;
 use server::{Reply, Server};
 use std::time::{Duration, Instant};
@@ -28,17 +31,6 @@ fn config(sb: &Sandbox, server: &Server) {
         ),
     )
     .unwrap();
-}
-
-/// Processes whose command line is exactly `words` (from /proc).
-fn processes_running(words: &[&str]) -> usize {
-    let wanted: Vec<u8> = words.iter().flat_map(|w| w.bytes().chain([0])).collect();
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == wanted))
-        .count()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -259,7 +259,7 @@ impl Conversation {
                 if calls.is_empty() {
                     done.extend(self.after_response(now_ms));
                 } else {
-                    self.observe_usage();
+                    let _ = self.observe_usage();
                     done.extend(self.start_round(calls, now_ms));
                 }
                 return done;
@@ -354,13 +354,7 @@ impl Conversation {
     /// and a reading at or over the threshold compresses before the turn
     /// ends.
     fn after_response(&mut self, now_ms: i64) -> Vec<Effect> {
-        let reading = self
-            .active
-            .as_ref()
-            .and_then(|a| a.ended)
-            .and_then(|e| Some((e.usage?.prompt_tokens?, e.estimate)));
-        if let Some((prompt_tokens, estimate)) = reading {
-            self.engine.on_usage(prompt_tokens, estimate);
+        if let Some(prompt_tokens) = self.observe_usage() {
             // The next request as the pipeline would prepare it decides
             // whether compressing is worth it (prepared only when the
             // reading asks for a compression); one that cannot be prepared
@@ -438,15 +432,15 @@ impl Conversation {
     /// The provider's reading of a response inside the turn goes to the
     /// engine (its last reading); compression waits for the next request's
     /// preflight or the end of the turn.
-    fn observe_usage(&mut self) {
-        let reading = self
+    /// Returns the provider's `prompt_tokens`, when it reported them.
+    fn observe_usage(&mut self) -> Option<u64> {
+        let (prompt_tokens, estimate) = self
             .active
             .as_ref()
             .and_then(|a| a.ended)
-            .and_then(|e| Some((e.usage?.prompt_tokens?, e.estimate)));
-        if let Some((prompt_tokens, estimate)) = reading {
-            self.engine.on_usage(prompt_tokens, estimate);
-        }
+            .and_then(|e| Some((e.usage?.prompt_tokens?, e.estimate)))?;
+        self.engine.on_usage(prompt_tokens, estimate);
+        Some(prompt_tokens)
     }
 
     /// Finalises the reply in flight: stored with `status`, added to the
