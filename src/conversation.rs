@@ -388,6 +388,14 @@ impl Conversation {
         self
     }
 
+    /// Approvals granted "until strata exits" earlier in this process
+    /// (the conversation may be rebuilt within one process).
+    #[must_use]
+    pub fn with_grants(mut self, grants: Vec<crate::tooling::approval::Rule>) -> Self {
+        self.grants = grants;
+        self
+    }
+
     /// The tools offered, when tools are on.
     #[must_use]
     pub fn tools(&self) -> Option<&Tools> {

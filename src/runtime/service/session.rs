@@ -72,6 +72,9 @@ pub struct SessionService {
     rows: Option<Rows>,
     /// The open conversation's tool environment, when tools are on.
     tool_env: Option<Arc<crate::tools::ToolEnv>>,
+    /// What the user and the server decided about tools in this process,
+    /// kept when the conversation is rebuilt.
+    tool_prefs: tools::ToolPrefs,
     /// Approval answers from the client, read by the turn.
     approvals: (
         tokio::sync::mpsc::UnboundedSender<crate::runtime::ApprovalAnswer>,
@@ -172,6 +175,7 @@ impl SessionService {
             rows: None,
             interactive: launch.interactive,
             tool_env: None,
+            tool_prefs: tools::ToolPrefs::default(),
             approvals: tokio::sync::mpsc::unbounded_channel(),
         })
     }

@@ -11,6 +11,17 @@ use crate::runtime::service::{ApprovalRequest, ServiceEvent};
 use crate::tooling::{Access, approval, schema};
 use tokio::sync::mpsc::UnboundedSender;
 
+/// What the user and the server decided about tools in this process:
+/// approvals granted until strata exits, tools switched off with `/tools
+/// off`, and, per session, a server's refusal of tools. They outlive a
+/// rebuilt conversation (a reload, a compaction, another model).
+#[derive(Debug, Default)]
+pub(super) struct ToolPrefs {
+    grants: Vec<crate::tooling::approval::Rule>,
+    off: std::collections::BTreeSet<String>,
+    refused: std::collections::HashMap<crate::domain::SessionId, String>,
+}
+
 /// What a call left without a result by a killed process is answered.
 const ORPHAN_RESULT: &str = "Interrupted: strata stopped while this call ran; its output, if any, is lost.";
 
@@ -29,10 +40,21 @@ impl SessionService {
         choice: &ModelChoice,
     ) -> anyhow::Result<Conversation> {
         let session = conversation.session().clone();
+        let conversation = conversation.with_grants(self.tool_prefs.grants.clone());
+        if let Some(why) = self.tool_prefs.refused.get(&session.id) {
+            self.tool_env = None;
+            let mut conversation = conversation;
+            conversation.disable_tools(why.clone());
+            return Ok(conversation);
+        }
         match self.runtime.session_tools(&session, choice, self.interactive)? {
             Some((tools, env)) => {
                 self.tool_env = Some(env);
-                Ok(conversation.with_tools(tools))
+                let mut conversation = conversation.with_tools(tools);
+                for name in &self.tool_prefs.off {
+                    conversation.set_tool_enabled(name, false);
+                }
+                Ok(conversation)
             }
             None => {
                 self.tool_env = None;
@@ -42,6 +64,24 @@ impl SessionService {
                 }
                 Ok(conversation)
             }
+        }
+    }
+
+    /// Keeps what the turn decided about tools (grants, a server's
+    /// refusal) for conversations built later in this process.
+    pub(super) fn keep_tool_prefs(&mut self) {
+        let Some(conversation) = self.conversation.as_ref() else {
+            return;
+        };
+        self.tool_prefs.grants = conversation.grants().to_vec();
+        if conversation.tools().is_none()
+            && self.tool_env.is_some()
+            && let Some(why) = conversation.tools_off()
+        {
+            self.tool_prefs
+                .refused
+                .insert(conversation.session().id, why.to_owned());
+            self.tool_env = None;
         }
     }
 
@@ -156,6 +196,11 @@ impl SessionService {
         };
         if !conversation.set_tool_enabled(name, on) {
             anyhow::bail!("there is no tool named '{name}' in this session; /tools lists them");
+        }
+        if on {
+            self.tool_prefs.off.remove(name);
+        } else {
+            self.tool_prefs.off.insert(name.to_owned());
         }
         let state = if on { "on" } else { "off" };
         self.emit(ServiceEvent::Notice(format!(

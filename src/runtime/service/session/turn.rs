@@ -28,6 +28,7 @@ impl SessionService {
             return Err(e);
         }
         let result = self.turn(text, cancel).await;
+        self.keep_tool_prefs();
         let status = match &result {
             Ok((s, _)) => *s,
             Err(_) => crate::domain::MessageStatus::Error,

@@ -1,0 +1,98 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! What the session service keeps about tools while the conversation is
+//! rebuilt (another model, a reload): a tool switched off stays off, and a
+//! server's refusal of tools is not asked again. Against the local server.
+
+#[path = "support/server.rs"]
+mod server;
+#[path = "support/tool_sse.rs"]
+mod tool_sse;
+
+mod service_support;
+
+use server::{Reply, Server};
+use service_support::{Dirs, history, recorder};
+use strata::config::Config;
+use strata::runtime::service::Command;
+use tool_sse::openai_text;
+
+fn tool_names(body: &serde_json::Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+async fn service(server: &Server, dirs: &Dirs) -> strata::runtime::service::SessionService {
+    let text = format!(
+        "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n",
+        server.base_url()
+    );
+    let config = Config::parse(&text).unwrap().config;
+    let id = service_support::import(dirs, &config, &history(4, "hello"));
+    let (sink, _events) = recorder();
+    service_support::open(dirs, config, id, true, sink)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_tool_switched_off_stays_off_when_the_conversation_is_rebuilt() {
+    let server = Server::with(|_| Reply::sse(openai_text("ok"))).await;
+    let dirs = Dirs::new();
+    let mut service = service(&server, &dirs).await;
+    service.send("one".into(), std::future::pending()).await.unwrap();
+    service
+        .run(Command::ToggleTool {
+            name: "shell".into(),
+            on: false,
+        })
+        .await
+        .unwrap();
+    service.send("two".into(), std::future::pending()).await.unwrap();
+    // Another model: a new prompt version and a new conversation.
+    service.run(Command::Model("gpt-4.1-mini".into())).await.unwrap();
+    service
+        .send("three".into(), std::future::pending())
+        .await
+        .unwrap();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 3);
+    assert!(tool_names(&requests[0].json()).contains(&"shell".to_owned()));
+    for r in &requests[1..] {
+        let names = tool_names(&r.json());
+        assert!(
+            !names.is_empty() && !names.contains(&"shell".to_owned()),
+            "{names:?}"
+        );
+    }
+    assert_eq!(requests[2].json()["model"], "gpt-4.1-mini");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_server_that_refused_tools_is_not_offered_them_again() {
+    let server = Server::with(|n| match n {
+        0 => Reply::json(
+            400,
+            r#"{"error":{"message":"tools param requires --jinja flag","type":"invalid_request_error"}}"#,
+        ),
+        _ => Reply::sse(openai_text("ok")),
+    })
+    .await;
+    let dirs = Dirs::new();
+    let mut service = service(&server, &dirs).await;
+    service.send("one".into(), std::future::pending()).await.unwrap();
+    service.run(Command::Model("gpt-4.1-mini".into())).await.unwrap();
+    service.send("two".into(), std::future::pending()).await.unwrap();
+    let requests = server.requests();
+    assert_eq!(
+        requests.len(),
+        3,
+        "refused, sent again without tools, the next turn"
+    );
+    assert!(!tool_names(&requests[0].json()).is_empty());
+    assert!(tool_names(&requests[1].json()).is_empty());
+    assert!(tool_names(&requests[2].json()).is_empty(), "not offered again");
+}
