@@ -131,13 +131,14 @@ async fn openai_three_rounds_read_grep_and_answer_with_valid_bodies() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn anthropic_tool_use_blocks_round_trip_as_tool_result_blocks() {
+async fn anthropic_three_rounds_send_tool_use_and_tool_result_blocks() {
     let server = Server::with(|n| match n {
         0 => Reply::sse(anthropic_calls(&[(
             "toolu_1",
             "read_file",
             r#"{"path":"notes.txt"}"#,
         )])),
+        1 => Reply::sse(anthropic_calls(&[("toolu_2", "grep", r#"{"pattern":"needle"}"#)])),
         _ => Reply::sse(anthropic_text("Line 2.")),
     })
     .await;
@@ -151,12 +152,20 @@ async fn anthropic_tool_use_blocks_round_trip_as_tool_result_blocks() {
     .await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let requests = server.requests();
-    assert_eq!(requests.len(), 2);
+    assert_eq!(requests.len(), 3);
     let first = requests[0].json();
     let second = requests[1].json();
+    let third = requests[2].json();
     assert_eq!(tool_names(&first)[0], "read_file");
     assert!(first["tools"][0].get("input_schema").is_some());
     assert_eq!(first["tools"].to_string(), second["tools"].to_string());
+    assert_eq!(first["tools"].to_string(), third["tools"].to_string());
+    // Round three: the grep's call and its hits, after the first pair.
+    let m3 = third["messages"].as_array().unwrap();
+    let k = m3.len();
+    assert_eq!(m3[k - 1]["content"][0]["tool_use_id"], "toolu_2");
+    assert!(m3[k - 1]["content"][0].to_string().contains("notes.txt:2:"));
+    assert_eq!(m3[k - 3]["content"][0]["tool_use_id"], "toolu_1");
     let markers = second.to_string().matches("cache_control").count();
     assert!(markers <= 4, "at most four cache_control markers, saw {markers}");
     let m = second["messages"].as_array().unwrap();
