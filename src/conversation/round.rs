@@ -466,12 +466,13 @@ impl Conversation {
         let shaped = limits::shape_round(&items, self.window, &limits);
         let mut effects = Vec::new();
         for (((call, run), shaped), path) in results.into_iter().zip(shaped).zip(paths) {
+            let folded = shaped.spill == Spill::Write;
             let spilled_to = match shaped.spill {
                 Spill::None => None,
                 Spill::Write => {
                     effects.push(Effect::WriteSpill {
                         path: path.clone(),
-                        text: run.output.head.clone(),
+                        text: limits::fold_lines(&run.output.head, limits.max_line_chars),
                     });
                     Some(path)
                 }
@@ -481,7 +482,18 @@ impl Conversation {
                 u64::try_from(run.output.head.chars().count() + run.output.tail.chars().count())
                     .unwrap_or(u64::MAX)
                     .saturating_add(run.output.omitted_bytes);
-            let mut message = Message::new(self.session.id, Role::Tool, shaped.text, now_ms);
+            let mut text = shaped.text;
+            if let Some(path) = spilled_to.as_deref().filter(|p| !text.contains(*p)) {
+                // Only long lines were cut: the marker must still say
+                // where every character is.
+                let lines = if folded {
+                    format!("long lines folded at {} characters", limits.max_line_chars)
+                } else {
+                    format!("lines over {} characters are cut by read_file there too", limits.max_line_chars)
+                };
+                text.push_str(&format!("\n[the whole output is in {path}, {lines}; page it with read_file]"));
+            }
+            let mut message = Message::new(self.session.id, Role::Tool, text, now_ms);
             message.tool_call_id = Some(call.id.clone());
             message.tool = Some(ToolResultMeta {
                 name: call.name,

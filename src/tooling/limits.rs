@@ -19,6 +19,32 @@ pub use cut::{Cut, cut, line_marker};
 use super::Output;
 use crate::text::group_digits;
 
+/// `text` with every line longer than `max_line_chars` characters split
+/// into lines of at most that many (a newline inserted, nothing removed):
+/// how a spill file is written, so `read_file`, which cuts long lines,
+/// still reaches every character.
+#[must_use]
+pub fn fold_lines(text: &str, max_line_chars: usize) -> String {
+    let max = max_line_chars.max(1);
+    let mut out = String::with_capacity(text.len() + text.len() / max);
+    for line in text.split_inclusive('\n') {
+        let mut count = 0;
+        for c in line.chars() {
+            if c == '\n' {
+                count = 0;
+            } else if count == max {
+                out.push('\n');
+                count = 0;
+            }
+            if c != '\n' {
+                count += 1;
+            }
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// The file-name-safe form of a tool call id.
 #[must_use]
 pub fn spill_name(tool_call_id: &str) -> String {
@@ -254,6 +280,15 @@ fn written_or(output: &Output, otherwise: Spill) -> Spill {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn folding_splits_long_lines_and_loses_nothing() {
+        let text = format!("short\n{}\nend", "é".repeat(12));
+        let folded = fold_lines(&text, 5);
+        assert_eq!(folded, "short\nééééé\nééééé\néé\nend");
+        assert_eq!(folded.replace('\n', ""), text.replace('\n', ""));
+        assert_eq!(fold_lines("ab\ncd\n", 2), "ab\ncd\n", "lines at the limit stay");
+    }
 
     /// `chars` characters in lines of 50 (`"NNNNNN xxx…\n"`).
     fn result(chars: usize) -> String {
