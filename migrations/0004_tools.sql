@@ -6,6 +6,8 @@
 -- 2. `usage.tools_sha256`: the hash of the tools array each request carried.
 -- 3. `file_changes`: the previous content of every file `write_file` and
 --    `edit_file` changed, so a change can be undone (`/undo-edit`).
+-- 4. `session_tools`: per session, the tools switched off (`/tools off`) and
+--    why a server refused tools, so both hold when the session is resumed.
 
 ALTER TABLE messages ADD COLUMN tool_meta TEXT;
 ALTER TABLE usage ADD COLUMN tools_sha256 TEXT;
@@ -21,3 +23,9 @@ CREATE TABLE file_changes (
     undone_at     INTEGER
 );
 CREATE INDEX file_changes_session ON file_changes (session_id, num);
+
+CREATE TABLE session_tools (
+    session_id  TEXT PRIMARY KEY REFERENCES sessions (id) ON DELETE CASCADE,
+    disabled    TEXT NOT NULL DEFAULT '[]',
+    refused     TEXT
+);

@@ -31,7 +31,7 @@ mod schema;
 mod search;
 mod sessions;
 
-pub use changes::StoredChange;
+pub use changes::{SessionTools, StoredChange};
 pub use compaction::CompactionWrite;
 pub use error::StoreError;
 pub use handle::StoreHandle;

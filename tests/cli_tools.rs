@@ -350,7 +350,7 @@ async fn a_server_that_refuses_tools_gets_the_request_again_without_them() {
     assert!(requests[1].json().get("tools").is_none());
     let ev = events(&out);
     assert!(
-        of_type(&ev, "error")
+        of_type(&ev, "notice")
             .iter()
             .any(|e| e["message"].as_str().unwrap().contains("tools are off"))
     );

@@ -27,12 +27,16 @@ fn tool_names(body: &serde_json::Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-async fn service(server: &Server, dirs: &Dirs) -> strata::runtime::service::SessionService {
+fn config(server: &Server) -> Config {
     let text = format!(
         "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n",
         server.base_url()
     );
-    let config = Config::parse(&text).unwrap().config;
+    Config::parse(&text).unwrap().config
+}
+
+async fn service(server: &Server, dirs: &Dirs) -> strata::runtime::service::SessionService {
+    let config = config(server);
     let id = service_support::import(dirs, &config, &history(4, "hello"));
     let (sink, _events) = recorder();
     service_support::open(dirs, config, id, true, sink)
@@ -42,7 +46,10 @@ async fn service(server: &Server, dirs: &Dirs) -> strata::runtime::service::Sess
 async fn a_tool_switched_off_stays_off_when_the_conversation_is_rebuilt() {
     let server = Server::with(|_| Reply::sse(openai_text("ok"))).await;
     let dirs = Dirs::new();
-    let mut service = service(&server, &dirs).await;
+    let config = config(&server);
+    let id = service_support::import(&dirs, &config, &history(4, "hello"));
+    let (sink, events) = recorder();
+    let mut service = service_support::open(&dirs, config, id, true, sink);
     service.send("one".into(), std::future::pending()).await.unwrap();
     service
         .run(Command::ToggleTool {
@@ -51,6 +58,16 @@ async fn a_tool_switched_off_stays_off_when_the_conversation_is_rebuilt() {
         })
         .await
         .unwrap();
+    service.run(Command::Tools).await.unwrap();
+    let listed = events.lock().unwrap().iter().rev().find_map(|e| match e {
+        strata::runtime::service::ServiceEvent::Notice(n) if n.starts_with("tools") => Some(n.clone()),
+        _ => None,
+    });
+    let listed = listed.expect("the tools listing");
+    assert!(
+        listed.contains("shell off") && listed.contains("read_file "),
+        "{listed}"
+    );
     service.send("two".into(), std::future::pending()).await.unwrap();
     // Another model: a new prompt version and a new conversation.
     service.run(Command::Model("gpt-4.1-mini".into())).await.unwrap();
@@ -95,4 +112,49 @@ async fn a_server_that_refused_tools_is_not_offered_them_again() {
     assert!(!tool_names(&requests[0].json()).is_empty());
     assert!(tool_names(&requests[1].json()).is_empty());
     assert!(tool_names(&requests[2].json()).is_empty(), "not offered again");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tool_settings_hold_when_the_session_is_opened_again() {
+    let server = Server::with(|n| match n {
+        0 => Reply::sse(openai_text("ok")),
+        1 => Reply::json(
+            400,
+            r#"{"error":{"message":"model does not support tools","type":"invalid_request_error"}}"#,
+        ),
+        _ => Reply::sse(openai_text("ok")),
+    })
+    .await;
+    let dirs = Dirs::new();
+    let config = config(&server);
+    let id = service_support::import(&dirs, &config, &history(4, "hello"));
+    let (sink, _events) = recorder();
+    let mut first = service_support::open(&dirs, config.clone(), id, true, sink.clone());
+    first.send("one".into(), std::future::pending()).await.unwrap();
+    first
+        .run(Command::ToggleTool {
+            name: "grep".into(),
+            on: false,
+        })
+        .await
+        .unwrap();
+    drop(first);
+    // Another process: grep stays off.
+    let mut second = service_support::open(&dirs, config.clone(), id, true, sink.clone());
+    second.send("two".into(), std::future::pending()).await.unwrap();
+    drop(second);
+    // That request was refused and sent again without tools; a third
+    // process does not offer them again.
+    let mut third = service_support::open(&dirs, config, id, true, sink);
+    third.send("three".into(), std::future::pending()).await.unwrap();
+    let requests = server.requests();
+    assert_eq!(requests.len(), 4);
+    assert!(tool_names(&requests[0].json()).contains(&"grep".to_owned()));
+    let names = tool_names(&requests[1].json());
+    assert!(
+        !names.is_empty() && !names.contains(&"grep".to_owned()),
+        "{names:?}"
+    );
+    assert!(tool_names(&requests[2].json()).is_empty());
+    assert!(tool_names(&requests[3].json()).is_empty(), "the refusal holds");
 }

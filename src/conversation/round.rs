@@ -169,6 +169,11 @@ fn parse_arguments(text: &str) -> Result<Value, String> {
 }
 
 fn unknown_tool(name: &str, set: &ToolSet) -> String {
+    if set.specs().iter().any(|e| e.spec.name == name && !e.enabled) {
+        return format!(
+            "The tool `{name}` is switched off for this session (the user can switch it on with /tools on {name}); do not call it, choose another approach."
+        );
+    }
     let names: Vec<&str> = set
         .array()
         .iter()
@@ -489,9 +494,14 @@ impl Conversation {
                 let lines = if folded {
                     format!("long lines folded at {} characters", limits.max_line_chars)
                 } else {
-                    format!("lines over {} characters are cut by read_file there too", limits.max_line_chars)
+                    format!(
+                        "lines over {} characters are cut by read_file there too",
+                        limits.max_line_chars
+                    )
                 };
-                text.push_str(&format!("\n[the whole output is in {path}, {lines}; page it with read_file]"));
+                text.push_str(&format!(
+                    "\n[the whole output is in {path}, {lines}; page it with read_file]"
+                ));
             }
             let mut message = Message::new(self.session.id, Role::Tool, text, now_ms);
             message.tool_call_id = Some(call.id.clone());

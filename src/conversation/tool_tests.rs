@@ -431,13 +431,21 @@ fn switching_a_tool_off_changes_the_array_and_not_the_prompt() {
     assert_eq!(before.request.system, after.request.system);
     assert_eq!(after.request.tools.len() + 1, before.request.tools.len());
     assert!(!c.set_tool_enabled("no_such_tool", false));
+    // A model that calls it anyway is told it is off, not that it does not exist.
+    submit(&mut c);
+    let effects = reply_with_calls(&mut c, &[("s", "shell", r#"{"command":"ls"}"#)]);
+    let results = saved_results(&effects);
+    assert!(results[0].2.contains("switched off"), "{}", results[0].2);
 }
 
 #[test]
 fn a_result_cut_only_by_a_long_line_still_names_its_spill_file_folded() {
     let mut c = conversation(Policy::All, 128_000);
     submit(&mut c);
-    reply_with_calls(&mut c, &[("wide", "shell", r#"{"command":"printf y%.0s {1..30000}"}"#)]);
+    reply_with_calls(
+        &mut c,
+        &[("wide", "shell", r#"{"command":"printf y%.0s {1..30000}"}"#)],
+    );
     let line = "y".repeat(30_000);
     let effects = finished(&mut c, "wide", ok(&line));
     let spilled = effects
@@ -448,7 +456,14 @@ fn a_result_cut_only_by_a_long_line_still_names_its_spill_file_folded() {
         })
         .expect("spilled");
     assert_eq!(spilled.1.replace('\n', ""), line, "nothing lost");
-    assert!(spilled.1.lines().all(|l| l.chars().count() <= 2_000), "folded for read_file");
+    assert!(
+        spilled.1.lines().all(|l| l.chars().count() <= 2_000),
+        "folded for read_file"
+    );
     let results = saved_results(&effects);
-    assert!(results[0].2.contains(&spilled.0), "the result names the file: {}", &results[0].2[2_000..]);
+    assert!(
+        results[0].2.contains(&spilled.0),
+        "the result names the file: {}",
+        &results[0].2[2_000..]
+    );
 }

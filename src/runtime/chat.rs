@@ -217,6 +217,11 @@ impl Runtime {
                     }
                     Effect::ShowDelta(text) => out(ChatOutput::Delta(&text)),
                     Effect::Phase(phase) => out(ChatOutput::Phase(phase)),
+                    // Tools switched off with the request sent again is
+                    // news, not a failure of the turn.
+                    Effect::ShowError(notice @ crate::conversation::TurnNotice::ToolsOff { .. }) => {
+                        out(ChatOutput::Notice(&self.client().turn_notice(&notice)));
+                    }
                     Effect::ShowError(notice) => {
                         let text = self.client().turn_notice(&notice);
                         out(ChatOutput::Error(&text));

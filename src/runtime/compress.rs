@@ -240,7 +240,8 @@ impl Runtime {
         choice: &ModelChoice,
     ) -> Budget {
         let tools = self
-            .default_tools(choice)
+            .tools_for(prompt.session_id, choice)
+            .0
             .map(|set| crate::tokens::tool_schema_items(counter, set.array()))
             .unwrap_or_default();
         budget_with(

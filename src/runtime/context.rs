@@ -223,7 +223,7 @@ impl Runtime {
             text: prompt.text.clone(),
             boundary_offset: prompt.boundary_offset,
         };
-        let tools = self.default_tools(choice);
+        let (tools, tools_off) = self.tools_for(session.id, choice);
         let tools: &[serde_json::Value] = tools.as_ref().map_or(&[], |t| t.array());
         let prepared = pipeline::prepare(&PrepareInput {
             system: &system,
@@ -277,7 +277,7 @@ impl Runtime {
             calibrated_input_tokens: calibration.apply(input_tokens),
             budget,
             compression: self.compression_status(session, choice)?,
-            tools_off: super::tools_state(&self.config, choice).why_off,
+            tools_off,
         })
     }
 

@@ -148,13 +148,28 @@ fn canonical(path: &Path) -> PathBuf {
 }
 
 impl Runtime {
-    /// The tools a session on `choice` is offered by default (before any
-    /// `/tools off`), or `None` when tools are off for it.
+    /// The tools `session` on `choice` is offered (its tools switched off
+    /// left out), or `None` when tools are off for it; and why they are
+    /// off, when they are.
     #[must_use]
-    pub fn default_tools(&self, choice: &ModelChoice) -> Option<ToolSet> {
-        tools_state(&self.config, choice)
-            .on
-            .then(|| ToolSet::new(builtin()))
+    pub fn tools_for(
+        &self,
+        session: crate::domain::SessionId,
+        choice: &ModelChoice,
+    ) -> (Option<ToolSet>, Option<String>) {
+        let state = tools_state(&self.config, choice);
+        if !state.on {
+            return (None, state.why_off);
+        }
+        let stored = self.store.session_tools(session).unwrap_or_default();
+        if let Some(why) = stored.refused {
+            return (None, Some(why));
+        }
+        let mut set = ToolSet::new(builtin());
+        for name in &stored.disabled {
+            set.set_enabled(name, false);
+        }
+        (Some(set), None)
     }
 
     /// Start-up maintenance of the tools: `shell` process groups recorded

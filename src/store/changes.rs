@@ -1,6 +1,7 @@
-//! File changes made by `write_file` and `edit_file`: the previous bytes of
-//! each changed file, newest last, so the latest change of a session can be
-//! undone (`/undo-edit`, `strata undo-edit`).
+//! Tool records of a session: the file changes made by `write_file` and
+//! `edit_file` (the previous bytes of each changed file, newest last, so the
+//! latest change can be undone with `/undo-edit` or `strata undo-edit`), and
+//! the session's tool settings that outlive a process.
 
 use super::{Store, StoreError};
 use crate::domain::SessionId;
@@ -81,6 +82,51 @@ impl Store {
         self.conn
             .prepare_cached("UPDATE file_changes SET undone_at = ?2 WHERE num = ?1")?
             .execute(params![num, now_ms])?;
+        Ok(())
+    }
+}
+
+/// A session's tool settings that outlive a process: the tools switched
+/// off (`/tools off NAME`) and why the server refused tools, if it did.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct SessionTools {
+    /// Names of the tools switched off, sorted.
+    pub disabled: Vec<String>,
+    /// The server's sentence when it refused requests with tools.
+    pub refused: Option<String>,
+}
+
+impl Store {
+    /// The session's tool settings (defaults when none were stored).
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`]; bad JSON in the row is read as no tools off.
+    pub fn session_tools(&self, session: SessionId) -> Result<SessionTools, StoreError> {
+        let row: Option<(String, Option<String>)> = self
+            .conn
+            .prepare_cached("SELECT disabled, refused FROM session_tools WHERE session_id = ?1")?
+            .query_row([session.to_string()], |r| Ok((r.get(0)?, r.get(1)?)))
+            .optional()?;
+        Ok(
+            row.map_or_else(SessionTools::default, |(disabled, refused)| SessionTools {
+                disabled: serde_json::from_str(&disabled).unwrap_or_default(),
+                refused,
+            }),
+        )
+    }
+
+    /// Stores the session's tool settings.
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn set_session_tools(&mut self, session: SessionId, tools: &SessionTools) -> Result<(), StoreError> {
+        let disabled = super::codec::to_json(&tools.disabled, "disabled")?;
+        self.conn
+            .prepare_cached(
+                "INSERT INTO session_tools (session_id, disabled, refused) VALUES (?1, ?2, ?3)
+                 ON CONFLICT (session_id) DO UPDATE SET disabled = excluded.disabled, refused = excluded.refused",
+            )?
+            .execute(params![session.to_string(), disabled, tools.refused])?;
         Ok(())
     }
 }

@@ -274,6 +274,12 @@ pub fn decide(
     match policy {
         Policy::All => Verdict::Run,
         Policy::Ask => Verdict::Ask,
+        Policy::ReadOnly if command.is_some_and(chains) => Verdict::Deny {
+            reason: "approval is read-only, and this command chains commands or redirects output \
+                     (;, &, |, >, a backtick, $( or a newline), which command-prefix rules never allow; \
+                     to allow it, run with --approve all"
+                .to_owned(),
+        },
         Policy::ReadOnly => {
             let example = match command {
                 Some(c) => Some(grant_for_command(c).to_string())
@@ -371,8 +377,11 @@ pub fn denied_text(name: &str, reason: Option<&str>, by: DeniedBy) -> String {
             "This {name} call was denied by the rule \"{rule}\" in [tools] deny{because}. Do not retry it; \
              choose another approach or ask the user to change the rule."
         ),
+        DeniedBy::ReadOnly if reason.is_some() => format!(
+            "This {name} call was not run{because}. Do not retry it; use the read-only tools or ask the user to allow it."
+        ),
         DeniedBy::ReadOnly => format!(
-            "This {name} call was not run because approval is read-only{because}. Do not retry it; use the \
+            "This {name} call was not run because approval is read-only. Do not retry it; use the \
              read-only tools or ask the user to allow {name} (--approve all, or [tools] allow)."
         ),
     }
@@ -599,12 +608,25 @@ mod tests {
             reason.contains("\"shell:cargo test\" to [tools] allow"),
             "{reason}"
         );
+        // A chained command: no prefix rule could allow it, so none is offered.
         let Verdict::Deny { reason } = run_shell("$(x)", Policy::ReadOnly, &none) else {
             panic!("read-only denies shell");
         };
         assert!(
-            reason.contains("\"shell:<command prefix>\" to [tools] allow"),
+            reason.contains("command-prefix rules never allow") && !reason.contains("[tools] allow"),
             "{reason}"
+        );
+        let with_rule = allow(&["shell:cat"]);
+        let Verdict::Deny { reason } = run_shell("cat <(touch x) notes.txt", Policy::ReadOnly, &with_rule)
+        else {
+            panic!("a chained command is not allowed by a prefix");
+        };
+        assert!(!reason.contains("shell:cat"), "{reason}");
+        let text = denied_text("shell", Some(&reason), DeniedBy::ReadOnly);
+        assert_eq!(
+            text.matches("read-only").count(),
+            1 + usize::from(text.contains("read-only tools")),
+            "{text}"
         );
     }
 

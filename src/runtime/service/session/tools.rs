@@ -11,15 +11,13 @@ use crate::runtime::service::{ApprovalRequest, ServiceEvent};
 use crate::tooling::{Access, approval, schema};
 use tokio::sync::mpsc::UnboundedSender;
 
-/// What the user and the server decided about tools in this process:
-/// approvals granted until strata exits, tools switched off with `/tools
-/// off`, and, per session, a server's refusal of tools. They outlive a
-/// rebuilt conversation (a reload, a compaction, another model).
+/// Approvals granted until strata exits: they outlive a rebuilt
+/// conversation (a reload, a compaction, another model). The session's
+/// tools switched off and a server's refusal are stored with the session
+/// (`Store::session_tools`).
 #[derive(Debug, Default)]
 pub(super) struct ToolPrefs {
     grants: Vec<crate::tooling::approval::Rule>,
-    off: std::collections::BTreeSet<String>,
-    refused: std::collections::HashMap<crate::domain::SessionId, String>,
 }
 
 /// What a call left without a result by a killed process is answered.
@@ -41,17 +39,18 @@ impl SessionService {
     ) -> anyhow::Result<Conversation> {
         let session = conversation.session().clone();
         let conversation = conversation.with_grants(self.tool_prefs.grants.clone());
-        if let Some(why) = self.tool_prefs.refused.get(&session.id) {
+        let stored = self.runtime.store.session_tools(session.id)?;
+        if let Some(why) = stored.refused {
             self.tool_env = None;
             let mut conversation = conversation;
-            conversation.disable_tools(why.clone());
+            conversation.disable_tools(why);
             return Ok(conversation);
         }
         match self.runtime.session_tools(&session, choice, self.interactive)? {
             Some((tools, env)) => {
                 self.tool_env = Some(env);
                 let mut conversation = conversation.with_tools(tools);
-                for name in &self.tool_prefs.off {
+                for name in &stored.disabled {
                     conversation.set_tool_enabled(name, false);
                 }
                 Ok(conversation)
@@ -69,20 +68,22 @@ impl SessionService {
 
     /// Keeps what the turn decided about tools (grants, a server's
     /// refusal) for conversations built later in this process.
-    pub(super) fn keep_tool_prefs(&mut self) {
+    pub(super) fn keep_tool_prefs(&mut self) -> anyhow::Result<()> {
         let Some(conversation) = self.conversation.as_ref() else {
-            return;
+            return Ok(());
         };
         self.tool_prefs.grants = conversation.grants().to_vec();
         if conversation.tools().is_none()
             && self.tool_env.is_some()
             && let Some(why) = conversation.tools_off()
         {
-            self.tool_prefs
-                .refused
-                .insert(conversation.session().id, why.to_owned());
+            let id = conversation.session().id;
+            let mut stored = self.runtime.store.session_tools(id)?;
+            stored.refused = Some(why.to_owned());
+            self.runtime.store.set_session_tools(id, &stored)?;
             self.tool_env = None;
         }
+        Ok(())
     }
 
     /// Stores an `interrupted` result for each call of the session's last
@@ -176,12 +177,21 @@ impl SessionService {
             return Ok(());
         };
         let counter = conversation.counter();
-        let list: Vec<String> = tools
+        let mut list: Vec<String> = tools
             .set
             .tokens(counter.as_ref())
             .into_iter()
             .map(|(name, tokens)| format!("{name} {tokens}"))
             .collect();
+        // Switched-off tools are listed too, so they can be switched back on.
+        list.extend(
+            tools
+                .set
+                .specs()
+                .iter()
+                .filter(|e| !e.enabled)
+                .map(|e| format!("{} off", e.spec.name)),
+        );
         self.emit(ServiceEvent::Notice(format!(
             "tools (schema tokens): {}",
             list.join(" · ")
@@ -197,11 +207,14 @@ impl SessionService {
         if !conversation.set_tool_enabled(name, on) {
             anyhow::bail!("there is no tool named '{name}' in this session; /tools lists them");
         }
-        if on {
-            self.tool_prefs.off.remove(name);
-        } else {
-            self.tool_prefs.off.insert(name.to_owned());
+        let id = conversation.session().id;
+        let mut stored = self.runtime.store.session_tools(id)?;
+        stored.disabled.retain(|n| n != name);
+        if !on {
+            stored.disabled.push(name.to_owned());
+            stored.disabled.sort();
         }
+        self.runtime.store.set_session_tools(id, &stored)?;
         let state = if on { "on" } else { "off" };
         self.emit(ServiceEvent::Notice(format!(
             "{name} is {state} for this session; the system prompt is unchanged"

@@ -28,7 +28,11 @@ impl SessionService {
             return Err(e);
         }
         let result = self.turn(text, cancel).await;
-        self.keep_tool_prefs();
+        if let Err(e) = self.keep_tool_prefs() {
+            self.emit(ServiceEvent::Error(format!(
+                "the session's tool settings were not saved ({e})"
+            )));
+        }
         let status = match &result {
             Ok((s, _)) => *s,
             Err(_) => crate::domain::MessageStatus::Error,
