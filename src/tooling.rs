@@ -8,6 +8,7 @@
 
 pub mod approval;
 pub mod limits;
+pub mod mcp_names;
 pub mod orphans;
 pub mod schema;
 
