@@ -7,6 +7,7 @@
 //! the conversation, which stores the results.
 
 pub mod approval;
+pub mod deferred;
 pub mod limits;
 pub mod mcp_names;
 pub mod orphans;
