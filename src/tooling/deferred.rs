@@ -275,6 +275,9 @@ pub struct Saving {
     /// The request's tools array: built-in and direct MCP tools, and the
     /// bridges when anything is deferred.
     pub request_tokens: u64,
+    /// The bridges' part of `request_tokens`, their listing included (0
+    /// when nothing is deferred).
+    pub bridge_tokens: u64,
 }
 
 impl Saving {
@@ -363,14 +366,18 @@ impl Disclosure {
             direct.extend(bridge_specs(&listing.text));
         }
         let request = ToolSet::new(direct);
-        let request_tokens = request
-            .specs()
-            .iter()
-            .map(|e| u64::from(wire.tokens(counter, &e.spec)))
-            .sum();
+        let (mut request_tokens, mut bridge_tokens) = (0, 0);
+        for e in request.specs() {
+            let t = u64::from(wire.tokens(counter, &e.spec));
+            request_tokens += t;
+            if !deferred.is_empty() && Bridge::from_name(&e.spec.name).is_some() {
+                bridge_tokens += t;
+            }
+        }
         let saving = Saving {
             direct_tokens: tokens.iter().map(|t| u64::from(*t)).sum(),
             request_tokens,
+            bridge_tokens,
         };
         Self {
             request,

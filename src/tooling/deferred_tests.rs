@@ -139,6 +139,7 @@ fn auto_defers_at_a_small_window_and_not_at_a_large_one() {
         "nothing deferred: the full set's bytes"
     );
     assert_eq!(large.saving().saved_tokens(), 0);
+    assert_eq!(large.saving().bridge_tokens, 0);
 
     let small = Disclosure::plan(&all, &auto, 8_000, Wire::OpenAi, &o200k());
     assert!(small.over_auto_share());
