@@ -7,7 +7,9 @@
 //! the conversation, which stores the results.
 
 pub mod approval;
+pub mod deferred;
 pub mod limits;
+pub mod mcp_names;
 pub mod orphans;
 pub mod schema;
 

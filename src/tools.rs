@@ -8,6 +8,7 @@
 //! process group is killed when its guard drops.
 
 pub mod capture;
+pub mod catalog;
 pub mod edit;
 pub mod files;
 pub mod paths;
