@@ -71,3 +71,32 @@ fn an_invalid_config_is_a_failed_check_and_the_rest_still_runs() {
     assert_eq!(checks[2]["name"], "database");
     assert_eq!(checks[2]["status"], "ok");
 }
+
+#[test]
+fn tools_values_that_chat_refuses_fail_the_config_check_and_useless_ones_warn() {
+    let sb = Sandbox::new();
+    let config = sb.home.path().join("config.toml");
+    std::fs::write(&config, "[tools]\napproval = \"bogus\"\n").unwrap();
+    let checks = sb.run(&["doctor", "--json"]);
+    let checks: serde_json::Value = serde_json::from_slice(&checks.stdout).unwrap();
+    assert_eq!(checks[0]["status"], "fail", "{checks}");
+    assert!(checks[0]["detail"].as_str().unwrap().contains("[tools] approval"));
+
+    std::fs::write(&config, "[tools]\nmax_rounds = 0\n").unwrap();
+    let checks: serde_json::Value = serde_json::from_slice(&sb.run(&["doctor", "--json"]).stdout).unwrap();
+    assert_eq!(checks[0]["status"], "fail");
+    assert!(checks[0]["detail"].as_str().unwrap().contains("max_rounds"));
+
+    std::fs::write(
+        &config,
+        "[tools]\nallow = [\"frobnicate\"]\nallow_paths = [\"relative/dir\"]\n",
+    )
+    .unwrap();
+    let checks: serde_json::Value = serde_json::from_slice(&sb.run(&["doctor", "--json"]).stdout).unwrap();
+    assert_eq!(checks[0]["status"], "warn");
+    let detail = checks[0]["detail"].as_str().unwrap();
+    assert!(
+        detail.contains("frobnicate") && detail.contains("relative/dir"),
+        "{detail}"
+    );
+}

@@ -44,8 +44,17 @@ fn check(name: &'static str, status: CheckStatus, detail: impl Into<String>) -> 
 
 /// The config file's state, from the warnings its loading produced.
 #[must_use]
-pub fn config_check(paths: &Paths, warnings: &[String]) -> Check {
+pub fn config_check(paths: &Paths, config: &crate::config::Config, warnings: &[String]) -> Check {
     let file = paths.config_file();
+    let tools = super::tools_config_problems(config);
+    if let Err(why) = &tools {
+        return check("config", CheckStatus::Fail, format!("{}: {why}", file.display()));
+    }
+    let warnings: Vec<String> = warnings
+        .iter()
+        .cloned()
+        .chain(tools.unwrap_or_default())
+        .collect();
     if !file.exists() {
         return check(
             "config",

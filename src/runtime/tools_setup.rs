@@ -80,6 +80,42 @@ pub fn approval_rules(config: &Config, interactive: bool) -> Result<(Policy, Rul
     Ok((policy, rules))
 }
 
+/// What is wrong with `[tools]`: `Err` with one sentence when a value makes
+/// tool calls impossible to decide (an unknown approval, a malformed rule,
+/// `max_rounds = 0`), else warnings about values that do nothing (a rule
+/// naming no tool strata has, an `allow_paths` entry that is not an existing
+/// absolute directory).
+///
+/// # Errors
+/// The sentence naming the bad value.
+pub fn tools_config_problems(config: &Config) -> Result<Vec<String>, String> {
+    approval_rules(config, true)?;
+    if config.tools.max_rounds == 0 {
+        return Err("[tools] max_rounds is 0; give it at least 1 (the default is 50)".to_owned());
+    }
+    let known: Vec<String> = builtin().into_iter().map(|t| t.name).collect();
+    let mut warnings = Vec::new();
+    for (key, list) in [("allow", &config.tools.allow), ("deny", &config.tools.deny)] {
+        for rule in list.iter().filter(|r| !r.starts_with("shell:")) {
+            if !known.contains(rule) {
+                warnings.push(format!(
+                    "[tools] {key}: \"{rule}\" names no tool strata has ({}); it does nothing",
+                    known.join(", ")
+                ));
+            }
+        }
+    }
+    for path in &config.tools.allow_paths {
+        if !path.is_absolute() || !path.is_dir() {
+            warnings.push(format!(
+                "[tools] allow_paths: {} is not an existing absolute directory; it is ignored",
+                path.display()
+            ));
+        }
+    }
+    Ok(warnings)
+}
+
 impl Runtime {
     /// The tools of `session`'s conversation and their environment, or
     /// `None` when tools are off for `choice`.
@@ -95,6 +131,7 @@ impl Runtime {
         if !tools_state(&self.config, choice).on {
             return Ok(None);
         }
+        tools_config_problems(&self.config).map_err(RuntimeError::Config)?;
         let (policy, rules) = approval_rules(&self.config, interactive).map_err(RuntimeError::Config)?;
         let spill_dir = self.paths.spill_dir().join(session.id.to_string());
         let root = canonical(Path::new(&session.workspace));
@@ -135,7 +172,7 @@ impl Runtime {
             set: ToolSet::new(builtin()),
             policy,
             rules,
-            max_rounds: self.config.tools.max_rounds.max(1),
+            max_rounds: self.config.tools.max_rounds,
             limits,
             spill_dir: spill_dir.display().to_string(),
         };

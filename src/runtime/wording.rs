@@ -149,7 +149,8 @@ impl Client {
             }
             TurnNotice::Prepare(e) => e.to_string(),
             TurnNotice::MaxRounds { max } => format!(
-                "the turn stopped after {max} tool rounds; send a message to let the model go on, or raise [tools] max_rounds"
+                "the turn stopped after {max} tool round{}; send a message to let the model go on, or raise [tools] max_rounds",
+                if *max == 1 { "" } else { "s" }
             ),
             TurnNotice::ToolsOff { reason } => format!(
                 "the server refused tools ({reason}); tools are off for this session and the request went again without them"

@@ -13,7 +13,7 @@ pub fn doctor(env: &Env, args: &DoctorArgs, logging: Option<&Logging>) -> anyhow
             status: CheckStatus::Fail,
             detail: error.clone(),
         },
-        None => doctor::config_check(&env.paths, &env.config_warnings),
+        None => doctor::config_check(&env.paths, &env.config, &env.config_warnings),
     }];
     checks.extend(doctor::database_checks(&env.paths));
     checks.push(match logging {
