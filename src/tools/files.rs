@@ -451,10 +451,28 @@ pub fn memory(env: &ToolEnv, args: &Value) -> ToolOutput {
         Ok(_) => return ToolOutput::error(format!("`text` is empty; call memory as {MEMORY_USAGE}.")),
         Err(e) => return ToolOutput::error(e),
     };
-    match append_paragraph(&env.memory_file, text) {
+    // Memory goes into every future session's prompt: no instructions that
+    // would override it, no secrets, no headings of its own (one bullet).
+    let findings = crate::prompt::scan(text);
+    if !findings.is_empty() {
+        let list: Vec<String> = findings.iter().map(ToString::to_string).collect();
+        return ToolOutput::error(format!(
+            "The note was not saved: it looks like a prompt injection ({}); memory keeps facts about the user and the project, not instructions.",
+            list.join("; ")
+        ));
+    }
+    let redacted = crate::compress::redact::redact(text);
+    let secrets = matches!(redacted, std::borrow::Cow::Owned(_));
+    let line = format!("- {}", redacted.split_whitespace().collect::<Vec<_>>().join(" "));
+    match append_paragraph(&env.memory_file, &line) {
         Ok(()) => ToolOutput::ok(format!(
-            "Saved to {}; it takes effect in new sessions (this session's system prompt stays as it is).",
-            env.memory_file.display()
+            "Saved to {}{}; it takes effect in new sessions (this session's system prompt stays as it is).",
+            env.memory_file.display(),
+            if secrets {
+                " with what looked like secrets replaced"
+            } else {
+                ""
+            }
         )),
         Err(e) => ToolOutput::error(format!(
             "The note could not be saved to {} ({e}); tell the user, who can add it with /memory.",
