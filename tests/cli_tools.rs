@@ -396,6 +396,14 @@ async fn kill_9_during_a_long_command_leaves_no_process_and_the_call_interrupted
     let next = Server::start(vec![Reply::sse(openai_text("ok"))]).await;
     let out = run(openai(&sb, &next, &["chat", "--json", "what", "happened?"])).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let interrupted = events(&out);
+    let reported = of_type(&interrupted, "tool_result");
+    assert!(
+        reported
+            .iter()
+            .any(|r| r["id"] == "slow" && r["status"] == "interrupted"),
+        "the repaired call is reported: {interrupted:?}"
+    );
     let body = next.requests()[0].json();
     let m = body["messages"].as_array().unwrap();
     let user = m
@@ -406,4 +414,35 @@ async fn kill_9_during_a_long_command_leaves_no_process_and_the_call_interrupted
     assert_eq!(m[user + 2]["tool_call_id"], "slow");
     let result = m[user + 2]["content"].as_str().unwrap();
     assert!(result.starts_with("Interrupted"), "{result}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_cut_inside_a_call_runs_nothing_and_says_it_was_cut() {
+    let call = serde_json::json!({"choices": [{"index": 0, "delta": {"tool_calls": [
+        {"index": 0, "id": "cut", "type": "function",
+         "function": {"name": "shell", "arguments": "{\"command\":\"touch cut-ran\"}"}}
+    ]}, "finish_reason": null}]});
+    // Complete arguments, then the connection ends: no finish_reason, no [DONE].
+    let server = Server::with(move |n| match n {
+        0 => Reply::sse(format!("data: {call}\n\n")),
+        _ => Reply::sse(openai_text("unused")),
+    })
+    .await;
+    let sb = Sandbox::new();
+    let out = run(openai(
+        &sb,
+        &server,
+        &["chat", "--json", "--new", "--approve", "all", "go"],
+    ))
+    .await;
+    assert!(
+        !sb.ws().join("cut-ran").exists(),
+        "a call of a cut reply never runs"
+    );
+    let ev = events(&out);
+    let results = of_type(&ev, "tool_result");
+    assert_eq!(results.len(), 1);
+    assert_eq!(results[0]["status"], "interrupted");
+    assert!(!of_type(&ev, "error").is_empty(), "the cut is reported: {ev:?}");
+    assert_eq!(server.requests().len(), 1, "no further request");
 }

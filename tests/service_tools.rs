@@ -14,7 +14,7 @@ use server::{Reply, Server};
 use service_support::{Dirs, history, recorder};
 use strata::config::Config;
 use strata::runtime::service::Command;
-use tool_sse::openai_text;
+use tool_sse::{openai_calls, openai_text};
 
 fn tool_names(body: &serde_json::Value) -> Vec<String> {
     body["tools"]
@@ -157,4 +157,48 @@ async fn tool_settings_hold_when_the_session_is_opened_again() {
     );
     assert!(tool_names(&requests[2].json()).is_empty());
     assert!(tool_names(&requests[3].json()).is_empty(), "the refusal holds");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_undo_edit_the_model_is_told_with_the_next_message() {
+    let server = Server::with(|n| match n {
+        0 => Reply::sse(openai_calls(&[("r", "read_file", r#"{"path":"a.txt"}"#)])),
+        1 => Reply::sse(openai_calls(&[(
+            "e",
+            "edit_file",
+            r#"{"path":"a.txt","old_string":"one","new_string":"two"}"#,
+        )])),
+        _ => Reply::sse(openai_text("ok")),
+    })
+    .await;
+    let dirs = Dirs::new();
+    std::fs::write(dirs.ws.path().join("a.txt"), "one\n").unwrap();
+    let text = format!(
+        "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n[tools]\napproval = \"all\"\n",
+        server.base_url()
+    );
+    let config = Config::parse(&text).unwrap().config;
+    let id = service_support::import(&dirs, &config, &history(2, "hello"));
+    let (sink, _events) = recorder();
+    let mut service = service_support::open(&dirs, config, id, true, sink);
+    service
+        .send("change it".into(), std::future::pending())
+        .await
+        .unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dirs.ws.path().join("a.txt")).unwrap(),
+        "two\n"
+    );
+    service.run(Command::UndoEdit).await.unwrap();
+    assert_eq!(
+        std::fs::read_to_string(dirs.ws.path().join("a.txt")).unwrap(),
+        "one\n"
+    );
+    service
+        .send("and now?".into(), std::future::pending())
+        .await
+        .unwrap();
+    let body = server.requests().last().unwrap().json();
+    let said = body["messages"].to_string();
+    assert!(said.contains("undid the model's last file change"), "{said}");
 }

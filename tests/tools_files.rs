@@ -426,7 +426,7 @@ fn write_then_undo_restores_and_undo_is_refused_after_the_file_changed() {
         &json!({"path": "conf.toml", "content": "a = 2\n"}),
     ));
     assert!(
-        e.contains("has not been read in this session; call read_file on it first"),
+        e.contains("has not been read since strata started (reads are not remembered across runs); call read_file on it first"),
         "{e}"
     );
     assert_eq!(w.get("conf.toml"), "a = 1\n");

@@ -72,7 +72,7 @@ fn check_unchanged(
     let log = env.reads.lock().unwrap_or_else(PoisonError::into_inner);
     let Some(seen) = log.get(real) else {
         return Err(format!(
-            "`{name}` already exists and has not been read in this session; call read_file on it first, then change it."
+            "`{name}` already exists and has not been read since strata started (reads are not remembered across runs); call read_file on it first, then change it."
         ));
     };
     let changed = seen.size != current.len() as u64

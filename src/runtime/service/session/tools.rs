@@ -113,7 +113,8 @@ impl SessionService {
             });
             self.runtime.store.append_message(&mut m)?;
             tracing::info!(session = %session.id, call = %call.id, "call without a result marked interrupted");
-            rows.messages.push(m);
+            rows.messages.push(m.clone());
+            (self.sink)(ServiceEvent::Message(Box::new(m)));
         }
         Ok(())
     }
@@ -234,6 +235,12 @@ impl SessionService {
             anyhow::bail!("no session is open; there is no edit to undo");
         };
         let line = self.runtime.undo_edit(&session)?;
+        // The model's history still shows its change: it learns of the undo
+        // with the next message.
+        self.parts.push((
+            format!("[The user undid the model's last file change with /undo-edit: {line} Read the file again before changing it.]"),
+            Some(1),
+        ));
         self.emit(ServiceEvent::Notice(line));
         Ok(())
     }
