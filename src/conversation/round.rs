@@ -459,25 +459,57 @@ impl Conversation {
                     .unwrap_or_else(|| format!("{spill_dir}/{}.txt", limits::spill_name(&call.id)))
             })
             .collect();
+        // Binary output is not sent: the model reads a line saying where
+        // the whole of it is.
+        let binary: Vec<Option<Output>> = results
+            .iter()
+            .zip(&paths)
+            .map(|((_, run), path)| {
+                (!run.paged && limits::looks_binary(&run.output.head)).then(|| {
+                    let bytes = run.output.head.len() as u64
+                        + run.output.tail.len() as u64
+                        + run.output.omitted_bytes;
+                    Output::whole(format!(
+                        "[binary output, {bytes} bytes: not shown; the whole output is in {path}]"
+                    ))
+                })
+            })
+            .collect();
         let items: Vec<RoundItem<'_>> = results
             .iter()
             .zip(&paths)
-            .map(|((_, run), path)| RoundItem {
-                output: &run.output,
+            .zip(&binary)
+            .map(|(((_, run), path), shown)| RoundItem {
+                output: shown.as_ref().unwrap_or(&run.output),
                 paged: run.paged,
                 spill_path: path.clone(),
             })
             .collect();
         let shaped = limits::shape_round(&items, self.window, &limits);
         let mut effects = Vec::new();
-        for (((call, run), shaped), path) in results.into_iter().zip(shaped).zip(paths) {
-            let folded = shaped.spill == Spill::Write;
+        for ((((call, run), mut shaped), path), shown) in
+            results.into_iter().zip(shaped).zip(paths).zip(binary)
+        {
+            if shown.is_some() {
+                shaped.truncated = true;
+                shaped.spill = if run.output.spilled_to.is_some() {
+                    Spill::Written
+                } else {
+                    Spill::Write
+                };
+            }
+            let folded = shaped.spill == Spill::Write && shown.is_none();
             let spilled_to = match shaped.spill {
                 Spill::None => None,
                 Spill::Write => {
+                    let text = if folded {
+                        limits::fold_lines(&run.output.head, limits.max_line_chars)
+                    } else {
+                        run.output.head.clone()
+                    };
                     effects.push(Effect::WriteSpill {
                         path: path.clone(),
-                        text: limits::fold_lines(&run.output.head, limits.max_line_chars),
+                        text,
                     });
                     Some(path)
                 }

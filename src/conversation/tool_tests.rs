@@ -467,3 +467,28 @@ fn a_result_cut_only_by_a_long_line_still_names_its_spill_file_folded() {
         &results[0].2[2_000..]
     );
 }
+
+#[test]
+fn binary_output_is_spilled_and_not_sent() {
+    let mut c = conversation(Policy::All, 128_000);
+    submit(&mut c);
+    reply_with_calls(
+        &mut c,
+        &[("bin", "shell", r#"{"command":"head -c 3000 /dev/urandom"}"#)],
+    );
+    let noise: String = (0..3_000u32)
+        .map(|i| char::from_u32(i % 32).unwrap_or('\u{FFFD}'))
+        .collect();
+    let effects = finished(&mut c, "bin", ok(&noise));
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::WriteSpill { text, .. } if *text == noise))
+    );
+    let results = saved_results(&effects);
+    assert!(
+        results[0].2.starts_with("[binary output, 3000 bytes"),
+        "{}",
+        results[0].2
+    );
+}

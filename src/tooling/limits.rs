@@ -45,6 +45,25 @@ pub fn fold_lines(text: &str, max_line_chars: usize) -> String {
     out
 }
 
+/// Whether a tool's output is binary rather than text: a NUL, or more than
+/// one character in ten a replacement character (bytes that were not UTF-8)
+/// or a control character other than tab, newline and carriage return
+/// (looked at in its first 8,192 characters).
+#[must_use]
+pub fn looks_binary(text: &str) -> bool {
+    let (mut seen, mut odd) = (0usize, 0usize);
+    for c in text.chars().take(8_192) {
+        if c == '\0' {
+            return true;
+        }
+        seen += 1;
+        if c == '\u{FFFD}' || (c.is_control() && !matches!(c, '\t' | '\n' | '\r')) {
+            odd += 1;
+        }
+    }
+    seen > 0 && odd * 10 > seen
+}
+
 /// The file-name-safe form of a tool call id.
 #[must_use]
 pub fn spill_name(tool_call_id: &str) -> String {
@@ -280,6 +299,15 @@ fn written_or(output: &Output, otherwise: Spill) -> Spill {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn binary_output_is_told_from_text() {
+        assert!(looks_binary("PK\u{3}\u{4}\0\0rest"));
+        assert!(looks_binary(&"\u{FFFD}\u{1}ab".repeat(100)));
+        assert!(!looks_binary("plain text\twith tabs\r\nand lines\n"));
+        assert!(!looks_binary("naïve 日本語 ünïcødé"));
+        assert!(!looks_binary(""));
+    }
 
     #[test]
     fn folding_splits_long_lines_and_loses_nothing() {

@@ -169,10 +169,13 @@ fn write(env: &ToolEnv, args: &Value, apply: bool) -> Result<ToolOutput, String>
         None => create_new(&real, content.as_bytes()).map_err(|e| write_error(&name, &e))?,
     }
     record_written(env, &real, content.as_bytes());
+    let (lines, bytes) = (lines_of(content), content.len() as u64);
     let size = format!(
-        "{} lines, {} bytes",
-        group_digits(lines_of(content)),
-        group_digits(content.len() as u64)
+        "{} line{}, {} byte{}",
+        group_digits(lines),
+        if lines == 1 { "" } else { "s" },
+        group_digits(bytes),
+        if bytes == 1 { "" } else { "s" }
     );
     let text = match &before {
         None => format!("Created `{name}` ({size})."),

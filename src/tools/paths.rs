@@ -180,7 +180,9 @@ impl<'a> Args<'a> {
     }
 
     fn wrong(&self, name: &str, shape: &str) -> String {
-        if self.value.is_object() {
+        if self.value.is_object() && self.value.get(name).is_none() {
+            format!("`{name}` is missing; call {} as {}.", self.tool, self.usage)
+        } else if self.value.is_object() {
             format!("`{name}` must be {shape}; call {} as {}.", self.tool, self.usage)
         } else {
             format!(

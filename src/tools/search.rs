@@ -137,7 +137,12 @@ fn glob_text(env: &ToolEnv, args: &Value) -> Result<String, String> {
     let mut found = found.into_inner().unwrap_or_else(PoisonError::into_inner);
     let where_ = shown(env, &base);
     if found.is_empty() {
-        let hint = if pattern.contains('/') && !pattern.starts_with("**") {
+        // A hint only for a relative pattern that a leading `**/` could help.
+        let hint = if pattern.contains('/')
+            && !pattern.starts_with("**")
+            && !pattern.starts_with('/')
+            && !pattern.contains("..")
+        {
             format!(" (a pattern with `/` matches paths relative to `{where_}`; try `**/{pattern}`)")
         } else {
             String::new()
