@@ -112,12 +112,13 @@ pub fn shell_request() -> ApprovalRequest {
     }
 }
 
-/// An approval request for an edit of `src/parser.rs`.
+/// An approval request for an edit of `src/parser.rs`, its detail the
+/// unified diff the service sends.
 pub fn edit_request() -> ApprovalRequest {
     ApprovalRequest {
         call: call("run_3", "edit_file", json!({"path": "src/parser.rs"})),
         summary: "src/parser.rs".into(),
-        detail: "src/parser.rs\n@@ -95,7 +95,9 @@\n     fn parse_block(&mut self) -> Result<Block> {\n         self.expect(Token::LBrace)?;\n-        let inner = self.parse_block()?;\n+        let mut inner = Vec::new();\n+        while !self.at(Token::RBrace) {\n+            inner.push(self.parse_item()?);\n+        }\n         self.expect(Token::RBrace)?;\n".into(),
+        detail: "--- a/src/parser.rs\n+++ b/src/parser.rs\n@@ -95,7 +95,9 @@\n     fn parse_block(&mut self) -> Result<Block> {\n         self.expect(Token::LBrace)?;\n-        let inner = self.parse_block()?;\n+        let mut inner = Vec::new();\n+        while !self.at(Token::RBrace) {\n+            inner.push(self.parse_item()?);\n+        }\n         self.expect(Token::RBrace)?;\n".into(),
         access: Access::Write,
         grant: "edit_file".into(),
     }
