@@ -3,6 +3,7 @@
 //! `↓ more` hint when it does not fit, and no approval on a screen too
 //! small to show it; the heading of an edit names its path and the diff
 //! starts under it; a call that would fail says so in the error style.
+//! And the status bar once a turn cancelled with Ctrl-C ends.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -14,9 +15,10 @@ use ratatui::layout::Rect;
 use ratatui::style::Color;
 use serde_json::json;
 use strata::conversation::Approval;
+use strata::domain::MessageStatus;
 use strata::runtime::service::ApprovalRequest;
 use strata::tooling::Access;
-use strata::tui::{AppEvent, Overlay};
+use strata::tui::{AppEvent, Effect, Overlay};
 use tui_support::tools::*;
 use tui_support::*;
 
@@ -192,4 +194,33 @@ fn an_edit_that_would_fail_says_why_in_the_error_style() {
         rows.iter().any(|r| r.contains("read it again first.")),
         "{rows:#?}"
     );
+}
+
+#[test]
+fn the_cancelling_notice_ends_with_the_turn() {
+    // Ctrl-C while a command runs, then while an approval is open.
+    let (mut app, _) = running_app(80, 24);
+    assert_eq!(app.handle(ctrl('c')), vec![Effect::Cancel]);
+    assert!(draw(&app, 80, 24).contains("cancelling the reply"));
+    app.handle(AppEvent::TurnDone {
+        status: MessageStatus::Complete,
+    });
+    let screen = draw(&app, 80, 24);
+    assert!(!screen.contains("cancelling"), "{screen}");
+    assert!(screen.contains("idle · cancelled"), "{screen}");
+
+    let mut app = asking(80, 24, long_shell_request());
+    assert_eq!(app.handle(ctrl('c')), vec![Effect::Cancel]);
+    app.handle(AppEvent::TurnDone {
+        status: MessageStatus::Complete,
+    });
+    assert!(!draw(&app, 80, 24).contains("cancelling"));
+
+    // A cancelled reply says the partial reply is kept.
+    let (mut app, _) = running_app(80, 24);
+    app.handle(ctrl('c'));
+    app.handle(AppEvent::TurnDone {
+        status: MessageStatus::Interrupted,
+    });
+    assert!(app.notice().unwrap().text.contains("partial reply is kept"));
 }
