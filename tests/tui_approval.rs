@@ -3,7 +3,8 @@
 //! `↓ more` hint when it does not fit, and no approval on a screen too
 //! small to show it; the heading of an edit names its path and the diff
 //! starts under it; a call that would fail says so in the error style.
-//! And the status bar once a turn cancelled with Ctrl-C ends.
+//! And what the app shows of a turn cancelled with Ctrl-C: the status bar
+//! once it ends, the duration of the call it cut short.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -15,7 +16,7 @@ use ratatui::layout::Rect;
 use ratatui::style::Color;
 use serde_json::json;
 use strata::conversation::Approval;
-use strata::domain::MessageStatus;
+use strata::domain::{MessageStatus, ToolStatus};
 use strata::runtime::service::ApprovalRequest;
 use strata::tooling::Access;
 use strata::tui::{AppEvent, Effect, Overlay};
@@ -223,4 +224,42 @@ fn the_cancelling_notice_ends_with_the_turn() {
         status: MessageStatus::Interrupted,
     });
     assert!(app.notice().unwrap().text.contains("partial reply is kept"));
+}
+
+#[test]
+fn a_cancelled_call_shows_the_time_it_was_seen_running() {
+    // The shell call started at 100 s and was seen running until 112.4 s,
+    // when it is cancelled; its result carries no duration of its own.
+    let (mut app, _) = running_app(120, 36);
+    let cancelled = |ms| {
+        result(
+            "run_1",
+            "shell",
+            ToolStatus::Interrupted,
+            "Interrupted: the turn was cancelled while this call ran.",
+            12,
+            ms,
+        )
+    };
+    app.handle(AppEvent::Message(Box::new(cancelled(Some(0)))));
+    app.handle(AppEvent::Tick { now_ms: 130_000 });
+    app.handle(AppEvent::TurnDone {
+        status: MessageStatus::Complete,
+    });
+    let screen = draw(&app, 120, 36);
+    assert!(screen.contains("! interrupted · 12s"), "{screen}");
+    assert!(!screen.contains("0ms"), "{screen}");
+
+    // Read back without having been seen running: no duration at all.
+    let app = app_with(
+        120,
+        36,
+        vec![
+            reply("", vec![call("run_1", "shell", json!({"command": "sleep 9"}))]),
+            cancelled(Some(0)),
+        ],
+        None,
+    );
+    let screen = draw(&app, 120, 36);
+    assert!(screen.contains("! interrupted · 12 tok"), "{screen}");
 }

@@ -276,6 +276,11 @@ impl App {
             AppEvent::Message(m) => {
                 match m.role {
                     crate::domain::Role::User => self.chat.pending_user = None,
+                    crate::domain::Role::Tool => {
+                        if let Some(id) = &m.tool_call_id {
+                            self.tool_result_arrived(id);
+                        }
+                    }
                     crate::domain::Role::Assistant if m.status != MessageStatus::Streaming => {
                         self.chat.streaming = None;
                     }

@@ -70,9 +70,27 @@ impl App {
         Vec::new()
     }
 
+    /// A call's result arrived: a call seen running ends now for its
+    /// block (the elapsed time it shows when the result has no duration).
+    pub(super) fn tool_result_arrived(&mut self, tool_call_id: &str) {
+        let now = self.now_ms;
+        if let Some(live) = self.chat.tools.live.get_mut(tool_call_id)
+            && let Some(started) = live.started_ms
+            && live.finished_ms.is_none()
+        {
+            live.finished_ms = Some(now.max(started));
+            live.rev += 1;
+        }
+    }
+
     /// The turn ended: an approval still open has nothing left to answer.
     pub(super) fn tools_turn_done(&mut self) {
         self.chat.tools.turn_running = false;
+        // Results read back with the session rather than sent one by one.
+        let ids: Vec<String> = self.chat.tools.live.keys().cloned().collect();
+        for id in ids {
+            self.tool_result_arrived(&id);
+        }
         self.approvals.clear();
         if matches!(self.overlay, Some(Overlay::Approval(_))) {
             self.overlay = None;
