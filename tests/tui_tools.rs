@@ -15,49 +15,15 @@ mod tui_support;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
-use strata::conversation::{Approval, Phase};
-use strata::domain::{Message, MessageStatus, Role, ToolCall, ToolResultMeta, ToolStatus};
+use strata::conversation::Approval;
+use strata::domain::{Message, MessageStatus, Role, ToolCall, ToolStatus};
 use strata::pipeline::{Action, ReportEntry};
-use strata::runtime::ApprovalAnswer;
-use strata::runtime::service::{ApprovalRequest, ToolEvent};
-use strata::tooling::Access;
+use strata::runtime::service::ToolEvent;
 use strata::tui::{App, AppEvent, Effect, Overlay};
+use tui_support::tools::*;
 use tui_support::*;
 
 const SIZES: [(u16, u16); 2] = [(120, 36), (80, 24)];
-
-fn call(id: &str, name: &str, arguments: serde_json::Value) -> ToolCall {
-    ToolCall {
-        id: id.into(),
-        name: name.into(),
-        arguments: arguments.to_string(),
-    }
-}
-
-fn reply(text: &str, calls: Vec<ToolCall>) -> Message {
-    let mut m = msg(Role::Assistant, text, 40);
-    m.tool_calls = calls;
-    m
-}
-
-fn result(id: &str, name: &str, status: ToolStatus, content: &str, tokens: u32, ms: Option<u64>) -> Message {
-    let mut m = msg(Role::Tool, content, tokens);
-    m.tool_call_id = Some(id.into());
-    m.tool = Some(ToolResultMeta {
-        name: name.into(),
-        status,
-        truncated: false,
-        previewed: false,
-        spilled_to: None,
-        output_chars: content.chars().count() as u64,
-        duration_ms: ms,
-    });
-    m
-}
-
-fn shift_tab() -> AppEvent {
-    AppEvent::Key(KeyEvent::new(KeyCode::BackTab, KeyModifiers::SHIFT))
-}
 
 /// The summaries the service sent when the calls started (so the blocks
 /// read the same whatever `schema::summary` makes of the arguments).
@@ -300,51 +266,6 @@ fn without_tool_calls_the_select_key_says_so() {
     assert_eq!(app.draft(), "x");
 }
 
-/// A turn running three calls: a shell command printing, a read that
-/// finished (its result comes with the round), an edit waiting its turn.
-fn running_app(w: u16, h: u16) -> (App, Vec<ToolCall>) {
-    let mut app = app_with(w, h, vec![msg(Role::User, "Fix the parser", 4)], None);
-    app.handle(AppEvent::Tick { now_ms: 100_000 });
-    type_text(&mut app, "Run the tests and the linter");
-    app.handle(key(KeyCode::Enter));
-    app.handle(AppEvent::Message(Box::new(msg(
-        Role::User,
-        "Run the tests and the linter",
-        8,
-    ))));
-    let calls = vec![
-        call("run_1", "shell", json!({"command": "cargo test --locked"})),
-        call("run_2", "read_file", json!({"path": "Cargo.toml"})),
-        call("run_3", "edit_file", json!({"path": "src/parser.rs"})),
-    ];
-    app.handle(AppEvent::Message(Box::new(reply(
-        "Running the suite while I read the manifest.",
-        calls.clone(),
-    ))));
-    app.handle(AppEvent::Phase(Phase::RunningTool {
-        name: "shell".into(),
-        others: 1,
-    }));
-    for (c, summary) in [(&calls[0], "cargo test --locked"), (&calls[1], "Cargo.toml")] {
-        app.handle(AppEvent::Tool(ToolEvent::Started {
-            call: c.clone(),
-            summary: summary.into(),
-            now_ms: 100_000,
-        }));
-    }
-    app.handle(AppEvent::Tool(ToolEvent::Progress {
-        tool_call_id: "run_1".into(),
-        tail: "test parser::tests::flat ... ok\ntest parser::tests::nested ... ok\ntest lexer::tests::unicode ...".into(),
-    }));
-    app.handle(AppEvent::Tool(ToolEvent::Finished {
-        tool_call_id: "run_2".into(),
-        diff: None,
-        now_ms: 100_030,
-    }));
-    app.handle(AppEvent::Tick { now_ms: 112_400 });
-    (app, calls)
-}
-
 #[test]
 fn a_running_round_shows_elapsed_time_and_the_live_tail() {
     for (w, h) in SIZES {
@@ -361,36 +282,6 @@ fn a_running_round_shows_elapsed_time_and_the_live_tail() {
         let screen = draw(&app, w, h);
         assert!(screen.contains("test parser::tests::flat ... ok"), "{screen}");
     }
-}
-
-fn shell_request() -> ApprovalRequest {
-    let command = "cargo test --locked && git status --short";
-    ApprovalRequest {
-        call: call("run_3", "shell", json!({"command": command})),
-        summary: command.into(),
-        detail: command.into(),
-        access: Access::Run,
-        grant: "shell:cargo test".into(),
-    }
-}
-
-fn edit_request() -> ApprovalRequest {
-    ApprovalRequest {
-        call: call("run_3", "edit_file", json!({"path": "src/parser.rs"})),
-        summary: "src/parser.rs".into(),
-        detail: "src/parser.rs\n@@ -95,7 +95,9 @@\n     fn parse_block(&mut self) -> Result<Block> {\n         self.expect(Token::LBrace)?;\n-        let inner = self.parse_block()?;\n+        let mut inner = Vec::new();\n+        while !self.at(Token::RBrace) {\n+            inner.push(self.parse_item()?);\n+        }\n         self.expect(Token::RBrace)?;\n".into(),
-        access: Access::Write,
-        grant: "edit_file".into(),
-    }
-}
-
-fn asking(w: u16, h: u16, request: ApprovalRequest) -> App {
-    let (mut app, _) = running_app(w, h);
-    app.handle(AppEvent::Phase(Phase::AwaitingApproval {
-        name: request.call.name.clone(),
-    }));
-    app.handle(AppEvent::Tool(ToolEvent::ApprovalNeeded(Box::new(request))));
-    app
 }
 
 #[test]
@@ -420,13 +311,6 @@ fn approval_reason_is_typed_on_one_line() {
     app.handle(key(KeyCode::Char('n')));
     type_text(&mut app, "use cargo nextest");
     insta::assert_snapshot!("approval_reason_80x24", draw(&app, 80, 24));
-}
-
-fn answer(id: &str, approval: Approval) -> Vec<Effect> {
-    vec![Effect::Approve(ApprovalAnswer {
-        tool_call_id: id.into(),
-        approval,
-    })]
 }
 
 #[test]

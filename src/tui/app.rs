@@ -20,6 +20,9 @@ use ratatui_textarea::TextArea;
 mod compose;
 mod tools;
 
+/// The notice while a cancelled turn winds down.
+const CANCELLING: &str = "cancelling the reply…";
+
 /// A notice in the status bar.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Notice {
@@ -273,6 +276,11 @@ impl App {
             AppEvent::Message(m) => {
                 match m.role {
                     crate::domain::Role::User => self.chat.pending_user = None,
+                    crate::domain::Role::Tool => {
+                        if let Some(id) = &m.tool_call_id {
+                            self.tool_result_arrived(id);
+                        }
+                    }
                     crate::domain::Role::Assistant if m.status != MessageStatus::Streaming => {
                         self.chat.streaming = None;
                     }
@@ -323,8 +331,11 @@ impl App {
                 self.busy = false;
                 self.phase = None;
                 self.tools_turn_done();
+                let cancelling = self.notice.as_ref().is_some_and(|n| n.text == CANCELLING);
                 if status == MessageStatus::Interrupted {
                     self.notify("the reply was interrupted; the partial reply is kept", false);
+                } else if cancelling {
+                    self.notify("cancelled; the turn stopped", false);
                 }
                 Vec::new()
             }
@@ -489,7 +500,7 @@ impl App {
 
     fn interrupt(&mut self) -> Vec<Effect> {
         if self.busy {
-            self.notify("cancelling the reply…", false);
+            self.notify(CANCELLING, false);
             return vec![Effect::Cancel];
         }
         if !self.draft().is_empty() {

@@ -188,6 +188,31 @@ fn popup(area: Rect) -> Rect {
     }
 }
 
+/// The overlay's frame on a screen of `area`, and the area inside its
+/// border (`None` when the screen is too small to draw one).
+fn frame(area: Rect) -> Option<(Rect, Rect)> {
+    let outer = popup(area);
+    if outer.width < 3 || outer.height < 3 {
+        return None;
+    }
+    let inner = Rect {
+        x: outer.x + 1,
+        y: outer.y + 1,
+        width: outer.width - 2,
+        height: outer.height - 2,
+    };
+    Some((outer, inner))
+}
+
+/// Whether the approval overlay of `prompt` shows at least one line of the
+/// call's detail (with a `↓ more` hint when there is more) on a screen of
+/// `area`; when it cannot, it says to enlarge the terminal, and the call
+/// must not be allowed.
+#[must_use]
+pub fn approval_shows_detail(prompt: &ApprovalPrompt, area: Rect) -> bool {
+    frame(area).is_some_and(|(_, inner)| approval::shows_detail(prompt, inner.width, inner.height))
+}
+
 /// Draws the overlay.
 pub fn render(
     overlay: &Overlay,
@@ -196,10 +221,9 @@ pub fn render(
     area: Rect,
     buf: &mut Buffer,
 ) {
-    let area = popup(area);
-    if area.width < 3 || area.height < 3 {
+    let Some((area, inner)) = frame(area) else {
         return;
-    }
+    };
     Clear.render(area, buf);
     let title = match overlay {
         Overlay::Picker(_) => " Sessions ".to_owned(),
@@ -218,7 +242,6 @@ pub fn render(
         .borders(Borders::ALL)
         .title(Span::styled(title, theme::title()))
         .title_bottom(Span::styled(bottom, theme::dim()));
-    let inner = block.inner(area);
     block.render(area, buf);
     match overlay {
         Overlay::Picker(p) => Paragraph::new(picker_lines(p, inner.width)).render(inner, buf),

@@ -9,10 +9,12 @@
 //! the wrapped rows of the items drawn lately. Moving the window counts
 //! only the items it passes; the end is found backwards from the last
 //! item; a frame wraps only the items on screen. A new width counts
-//! again; new content (another key) rebuilds the document. Drawing only
-//! fills this memo of pure functions of (content, width) and learns the
-//! window's height, so it stays observably side-effect free, as in the
-//! chat pane.
+//! again; new content (another key) rebuilds the document. It also counts
+//! a document's rows at a width and what lies above and below the window
+//! (the approval overlay sizes its detail and its scroll hint by them).
+//! Drawing only fills this memo of pure functions of (content, width) and
+//! learns the window's height, so it stays observably side-effect free, as
+//! in the chat pane.
 
 use super::fmt;
 use ratatui::buffer::Buffer;
@@ -363,13 +365,7 @@ impl Pager {
         if area.width == 0 || area.height == 0 {
             return;
         }
-        let mut cache = self.cache.borrow_mut();
-        if cache
-            .as_ref()
-            .is_none_or(|l| l.key != key || l.text.len() != source.len())
-        {
-            *cache = Some(Layout::new(key, source, build()));
-        }
+        let mut cache = self.layout(key, source, build);
         let Some(layout) = cache.as_mut() else {
             return;
         };
@@ -390,6 +386,61 @@ impl Pager {
             y = layout.draw_item(i, skip, area, y, buf);
             skip = 0;
         }
+    }
+
+    /// The cached layout of the content of `key` and `source` (built by
+    /// `build` when it changed; see [`Pager::render`]).
+    fn layout(
+        &self,
+        key: u64,
+        source: &str,
+        build: impl FnOnce() -> Vec<Item>,
+    ) -> std::cell::RefMut<'_, Option<Layout>> {
+        let mut cache = self.cache.borrow_mut();
+        if cache
+            .as_ref()
+            .is_none_or(|l| l.key != key || l.text.len() != source.len())
+        {
+            *cache = Some(Layout::new(key, source, build()));
+        }
+        cache
+    }
+
+    /// Rows of the whole document at `width` (the content as for
+    /// [`Pager::render`]), to size a window before drawing it. Counts each
+    /// item once per width.
+    pub(crate) fn rows(
+        &self,
+        key: u64,
+        source: &str,
+        build: impl FnOnce() -> Vec<Item>,
+        width: u16,
+    ) -> usize {
+        let mut cache = self.layout(key, source, build);
+        let Some(layout) = cache.as_mut() else {
+            return 0;
+        };
+        if layout.width != width {
+            let window = layout.window;
+            layout.fit(width, window);
+        }
+        (0..layout.items.len()).map(|i| layout.height(i)).sum()
+    }
+
+    /// Rows of the document above the window and below it, as the last
+    /// frame drew it (`(0, 0)` before any frame).
+    pub(crate) fn around(&self) -> (usize, usize) {
+        let mut cache = self.cache.borrow_mut();
+        let Some(layout) = cache.as_mut() else {
+            return (0, 0);
+        };
+        if layout.items.is_empty() || layout.width == 0 {
+            return (0, 0);
+        }
+        let top = layout.resolve(self.top, self.pending);
+        let above = (0..top.item).map(|i| layout.height(i)).sum::<usize>() + top.row;
+        let total: usize = (0..layout.items.len()).map(|i| layout.height(i)).sum();
+        (above, total.saturating_sub(above + layout.window))
     }
 }
 
@@ -503,6 +554,29 @@ mod tests {
         assert_eq!(draw(&p, source, 6, 2), ["gamma", "delta"]);
         // Wider, the top stays in the same line (its last row).
         assert_eq!(draw(&p, source, 11, 2), ["gamma delta", "short"]);
+    }
+
+    #[test]
+    fn rows_and_what_is_around_the_window() {
+        let source: String = (0..10).map(|i| format!("line {i}\n")).collect();
+        let mut p = Pager::default();
+        let build = || {
+            let mut items = Vec::new();
+            Item::lines_of(&source, 0, source.len(), &mut items);
+            items
+        };
+        assert_eq!(p.around(), (0, 0));
+        assert_eq!(p.rows(1, &source, build, 10), 10);
+        // At 4 cells each line is two rows.
+        assert_eq!(p.rows(1, &source, build, 4), 20);
+        let area = Rect::new(0, 0, 10, 3);
+        let mut buf = Buffer::empty(area);
+        p.render(1, &source, build, area, &mut buf);
+        assert_eq!(p.around(), (0, 7));
+        p.scroll_by(2);
+        assert_eq!(p.around(), (2, 5));
+        p.to_end();
+        assert_eq!(p.around(), (7, 0));
     }
 
     #[test]

@@ -188,7 +188,7 @@ impl ToolBlocks {
         let live = self.live.get(&call.id);
         if let Some(r) = result {
             return match &r.tool {
-                Some(meta) => CallState::Done(Some(meta.status), meta.duration_ms),
+                Some(meta) => CallState::Done(Some(meta.status), shown_duration(meta, live)),
                 None => CallState::Done(None, None),
             };
         }
@@ -253,6 +253,21 @@ impl ToolBlocks {
     pub fn laid_out(&self) -> LaidOut<'_> {
         LaidOut(self.cache.borrow())
     }
+}
+
+/// How long a finished call ran, as its block shows it: the result's
+/// duration, except that a duration of 0 (an interrupted call whose run
+/// was not measured) gives way to the time the block saw it run, and
+/// shows nothing when it saw none and the call did not run to its end.
+fn shown_duration(meta: &ToolResultMeta, live: Option<&LiveCall>) -> Option<u64> {
+    if meta.duration_ms != Some(0) {
+        return meta.duration_ms;
+    }
+    let seen = live
+        .and_then(|l| Some(l.finished_ms? - l.started_ms?))
+        .and_then(|ms| u64::try_from(ms).ok())
+        .filter(|ms| *ms > 0);
+    seen.or_else(|| matches!(meta.status, ToolStatus::Ok | ToolStatus::Error).then_some(0))
 }
 
 /// The cached layouts, borrowed.

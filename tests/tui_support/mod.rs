@@ -2,6 +2,8 @@
 //! messages, context snapshots, and drawing an app into a test terminal.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used)]
 
+pub mod tools;
+
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;

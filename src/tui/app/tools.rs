@@ -10,14 +10,22 @@ use crate::runtime::ApprovalAnswer;
 use crate::runtime::service::ToolEvent;
 use crate::tui::event::Effect;
 use crate::tui::keymap::Action;
-use crate::tui::overlay::Overlay;
+use crate::tui::overlay::{Overlay, approval_shows_detail};
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use ratatui::layout::Rect;
 
 /// What a key in the approval overlay does.
 enum Answered {
     Nothing,
     Answer(Approval),
+    /// `y` or `a` while the overlay cannot show the call's detail.
+    Unseen,
 }
+
+/// The notice when `y` or `a` is pressed on an overlay too small to show
+/// what the call would do.
+const UNSEEN: &str = "The terminal is too small to show what this call would do; enlarge it to \
+     allow the call, or press n or Esc to deny it.";
 
 impl App {
     /// Applies a tool event of the round that runs.
@@ -62,9 +70,27 @@ impl App {
         Vec::new()
     }
 
+    /// A call's result arrived: a call seen running ends now for its
+    /// block (the elapsed time it shows when the result has no duration).
+    pub(super) fn tool_result_arrived(&mut self, tool_call_id: &str) {
+        let now = self.now_ms;
+        if let Some(live) = self.chat.tools.live.get_mut(tool_call_id)
+            && let Some(started) = live.started_ms
+            && live.finished_ms.is_none()
+        {
+            live.finished_ms = Some(now.max(started));
+            live.rev += 1;
+        }
+    }
+
     /// The turn ended: an approval still open has nothing left to answer.
     pub(super) fn tools_turn_done(&mut self) {
         self.chat.tools.turn_running = false;
+        // Results read back with the session rather than sent one by one.
+        let ids: Vec<String> = self.chat.tools.live.keys().cloned().collect();
+        for id in ids {
+            self.tool_result_arrived(&id);
+        }
         self.approvals.clear();
         if matches!(self.overlay, Some(Overlay::Approval(_))) {
             self.overlay = None;
@@ -72,7 +98,8 @@ impl App {
     }
 
     /// A key in the approval overlay: `y` allows once, `a` until strata
-    /// exits, `n` starts a reason (Enter denies with it, Esc goes back),
+    /// exits (neither while the screen is too small to show the call's
+    /// detail), `n` starts a reason (Enter denies with it, Esc goes back),
     /// Esc denies without one, Ctrl-C closes it and cancels the turn; the
     /// arrows and pages scroll the detail.
     pub(super) fn approval_key(&mut self, key: KeyEvent, action: Option<Action>) -> Vec<Effect> {
@@ -82,9 +109,11 @@ impl App {
             self.approvals.clear();
             return self.interrupt();
         }
+        let screen = Rect::new(0, 0, self.width, self.height);
         let Some(Overlay::Approval(prompt)) = self.overlay.as_mut() else {
             return Vec::new();
         };
+        let seen = approval_shows_detail(prompt, screen);
         let plain = !key
             .modifiers
             .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
@@ -102,6 +131,7 @@ impl App {
             }
             (None, _) if close => Answered::Answer(Approval::Deny { reason: None }),
             (None, KeyCode::Char(c)) if plain => match c.to_ascii_lowercase() {
+                'y' | 'a' if !seen => Answered::Unseen,
                 'y' => Answered::Answer(Approval::Once),
                 'a' => Answered::Answer(Approval::UntilExit),
                 'n' => {
@@ -140,6 +170,10 @@ impl App {
         };
         match outcome {
             Answered::Nothing => Vec::new(),
+            Answered::Unseen => {
+                self.notify(UNSEEN, true);
+                Vec::new()
+            }
             Answered::Answer(approval) => self.answer(approval),
         }
     }
@@ -161,6 +195,9 @@ impl App {
             return Vec::new();
         };
         let tool_call_id = prompt.request.call.id.clone();
+        if self.notice.as_ref().is_some_and(|n| n.text == UNSEEN) {
+            self.notice = None;
+        }
         let live = self.chat.tools.live_mut(&tool_call_id);
         live.asked = false;
         live.denied = matches!(approval, Approval::Deny { .. });

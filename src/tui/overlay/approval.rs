@@ -1,17 +1,30 @@
 //! The approval overlay: a tool call waiting for the user's answer. It
-//! shows the tool, its one-line summary and its detail in full (the
-//! command, the diff of the edit, or the new content of the file), a plain
-//! warning that strata does not confine `shell`, and the choices: allow
-//! once (`y`), allow until strata exits (`a`, naming what that allows),
-//! deny (`n`, then an optional reason typed on one line, which goes to the
-//! model), and Esc to deny without a reason. Only its view state lives
-//! here; the app turns keys into answers.
+//! shows the tool and its one-line summary, a plain warning that strata
+//! does not confine `shell` (or that a file change can be undone), the
+//! detail under a heading (the command; the diff of an edit or a write
+//! under the file's path, or the sentence the call would fail with), and
+//! the choices: allow once (`y`), allow until strata exits (`a`, naming
+//! what that allows), deny (`n`, then an optional reason typed on one
+//! line, which goes to the model), and Esc to deny without a reason.
+//!
+//! On a small screen the detail keeps its rows before anything optional:
+//! the blank rows go first, then the choices shrink to one line, the
+//! warning to one line, and the call's row and the heading go. When the
+//! detail does not fit, a `↓ more (N lines)` row says how much is below
+//! (and above, once scrolled). A screen that cannot show one line of it
+//! says so instead, and [`shows_detail`] is false: the app then does not
+//! allow the call on `y` or `a`. Only view state lives here; the app turns
+//! keys into answers.
+
+mod layout;
 
 use super::super::pager::{Item, Pager, key_of};
 use super::super::tool_block::diff_style;
 use super::super::{fmt, theme};
+use crate::render::plain_lines;
 use crate::runtime::service::ApprovalRequest;
 use crate::tooling::Access;
+use layout::{Plan, Rows, Warning};
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -20,8 +33,21 @@ use ratatui::text::{Line, Span};
 const UNCONFINED: &str = "strata does not confine this command: it runs in the workspace with your \
      permissions and can read or change anything you can.";
 
+/// [`UNCONFINED`] on one line, shorter and shorter.
+const UNCONFINED_SHORT: [&str; 3] = [
+    "not confined: runs with your permissions",
+    "not confined by strata",
+    "unconfined",
+];
+
 /// What the overlay says of a file change before it is made.
 const UNDOABLE: &str = "The file's previous content is kept: /undo-edit restores it.";
+
+/// [`UNDOABLE`] on one line, shorter and shorter.
+const UNDOABLE_SHORT: [&str; 3] = ["/undo-edit restores the file", "/undo-edit undoes it", "undoable"];
+
+/// How the preview of an edit or a write starts when the call would fail.
+const WOULD_FAIL: &str = "This call would fail";
 
 /// A call waiting for approval, with the overlay's view state.
 #[derive(Clone, Debug)]
@@ -32,77 +58,220 @@ pub struct ApprovalPrompt {
     pub reason: Option<String>,
     /// Scroll position and layout of the detail.
     pub pager: Pager,
+    /// The detail's heading: its lead (`── edit of `) and the path it
+    /// names (empty for a command).
+    heading: (&'static str, String),
 }
 
 impl ApprovalPrompt {
     /// The overlay for `request`, showing its choices.
     #[must_use]
     pub fn new(request: ApprovalRequest) -> Self {
+        let heading = heading(&request);
         Self {
             request,
             reason: None,
             pager: Pager::default(),
+            heading,
         }
     }
 }
 
-/// The detail as a document: a heading rule, then its lines (an edit's
-/// diff coloured by line).
+/// The heading over the detail; an edit or a write names the call's `path`
+/// argument (or its summary when the arguments have none).
+fn heading(r: &ApprovalRequest) -> (&'static str, String) {
+    let path = || {
+        serde_json::from_str::<serde_json::Value>(&r.call.arguments)
+            .ok()
+            .and_then(|v| v.get("path")?.as_str().map(str::to_owned))
+            .filter(|p| !p.is_empty())
+            .unwrap_or_else(|| r.summary.clone())
+    };
+    match r.call.name.as_str() {
+        "shell" => ("── command ", String::new()),
+        "edit_file" => ("── edit of ", path()),
+        "write_file" => ("── write of ", path()),
+        _ => ("── arguments ", String::new()),
+    }
+}
+
+/// Whether the detail is the sentence an edit or a write would fail with.
+fn would_fail(r: &ApprovalRequest) -> bool {
+    matches!(r.call.name.as_str(), "edit_file" | "write_file") && r.detail.starts_with(WOULD_FAIL)
+}
+
+/// The detail as a document: the command or the arguments as they are, a
+/// diff coloured by line, a would-fail sentence in the error style.
 fn detail_doc(r: &ApprovalRequest) -> Vec<Item> {
     let text = &r.detail;
-    let (first, rest_at) = match text.find('\n') {
-        Some(i) => (&text[..i], i + 1),
-        None => (text.as_str(), text.len()),
-    };
     let mut out = Vec::new();
-    let rule = |head: String| Item::Rule(Box::new((head, theme::dim())));
-    match r.call.name.as_str() {
-        "shell" => {
-            out.push(rule("── command ".to_owned()));
-            Item::lines_of(text, 0, text.len(), &mut out);
+    let styled = |style: &dyn Fn(&str) -> ratatui::style::Style, out: &mut Vec<Item>| {
+        let mut at = 0;
+        for piece in text.split_inclusive('\n') {
+            let body = piece.strip_suffix('\n').unwrap_or(piece);
+            out.push(Item::Styled(at, at + body.len(), style(body)));
+            at += piece.len();
         }
-        "edit_file" => {
-            out.push(rule(format!("── edit of {first} ")));
-            let mut at = rest_at;
-            for piece in text[rest_at..].split_inclusive('\n') {
-                let body = piece.strip_suffix('\n').unwrap_or(piece);
-                out.push(Item::Styled(at, at + body.len(), diff_style(body)));
-                at += piece.len();
-            }
-        }
-        "write_file" => {
-            out.push(rule(format!("── new content of {first} ")));
-            Item::lines_of(text, rest_at, text.len(), &mut out);
-        }
-        _ => {
-            out.push(rule("── arguments ".to_owned()));
-            Item::lines_of(text, 0, text.len(), &mut out);
-        }
+    };
+    if would_fail(r) {
+        styled(&|_| theme::error(), &mut out);
+    } else if matches!(r.call.name.as_str(), "edit_file" | "write_file") {
+        styled(&diff_style, &mut out);
+    } else {
+        Item::lines_of(text, 0, text.len(), &mut out);
+    }
+    if out.is_empty() {
+        let nothing = match r.call.name.as_str() {
+            "shell" => "(an empty command)",
+            "edit_file" | "write_file" => "(no change to the file)",
+            _ => "(no arguments)",
+        };
+        out.push(Item::line(Line::styled(nothing, theme::dim())));
     }
     out
 }
 
-/// The rows above the detail: the call, and what to know before answering.
-fn head_lines(r: &ApprovalRequest, width: u16) -> Vec<Line<'static>> {
-    let mut out = vec![Line::from(vec![
+fn detail_key(r: &ApprovalRequest) -> u64 {
+    key_of((&r.call.id, r.detail.len()))
+}
+
+/// Rows of the whole detail at `width`.
+fn detail_rows(p: &ApprovalPrompt, width: u16) -> usize {
+    let r = &p.request;
+    p.pager.rows(detail_key(r), &r.detail, || detail_doc(r), width)
+}
+
+/// The plan for `width`×`height` cells (see [`layout::plan`]); `None`
+/// when not one row of the detail can show.
+fn plan(p: &ApprovalPrompt, width: u16, height: u16) -> Option<Plan> {
+    if width == 0 {
+        return None;
+    }
+    let rows = Rows {
+        detail: detail_rows(p, width),
+        warning: warning_lines(&p.request, Warning::Full, width).len(),
+        choices: choice_rows(p),
+    };
+    layout::plan(rows, usize::from(height))
+}
+
+/// Whether the overlay shows at least one line of the detail (with a hint
+/// when there is more) inside a frame of `width`×`height` cells: the app
+/// allows a call only then.
+#[must_use]
+pub(super) fn shows_detail(p: &ApprovalPrompt, width: u16, height: u16) -> bool {
+    plan(p, width, height).is_some()
+}
+
+/// The warning's rows at `width`.
+fn warning_lines(r: &ApprovalRequest, warning: Warning, width: u16) -> Vec<Line<'static>> {
+    let (full, short, style) = match r.access {
+        Access::Run => (UNCONFINED, UNCONFINED_SHORT, theme::warning()),
+        Access::Write => (UNDOABLE, UNDOABLE_SHORT, theme::dim()),
+        Access::ReadOnly => return Vec::new(),
+    };
+    match warning {
+        Warning::Full => plain_lines(full, width, style),
+        Warning::Line => {
+            let fits = |t: &&str| fmt::width(t) <= usize::from(width);
+            let text = std::iter::once(full)
+                .chain(short)
+                .find(fits)
+                .unwrap_or(short[short.len() - 1]);
+            vec![Line::styled(fmt::cut(text, usize::from(width)), style)]
+        }
+    }
+}
+
+/// The call's row: its name and summary.
+fn title_line(r: &ApprovalRequest) -> Line<'static> {
+    Line::from(vec![
         Span::styled(r.call.name.clone(), theme::tool_name()),
         Span::raw(" "),
         Span::raw(r.summary.clone()),
-    ])];
-    match r.access {
-        Access::Run => out.extend(crate::render::plain_lines(UNCONFINED, width, theme::warning())),
-        Access::Write => out.extend(crate::render::plain_lines(UNDOABLE, width, theme::dim())),
-        Access::ReadOnly => {}
-    }
-    out.push(Line::default());
-    out
+    ])
 }
 
-/// The rows below the detail: the choices, or the reason being typed.
-fn choice_lines(p: &ApprovalPrompt, width: u16) -> Vec<Line<'static>> {
+/// The heading as a rule across `width` cells; a long path is cut from
+/// the left (its file name says the most).
+fn heading_line((lead, path): &(&'static str, String), width: u16) -> Line<'static> {
+    let width = usize::from(width);
+    let whole = if path.is_empty() {
+        (*lead).to_owned()
+    } else {
+        format!("{lead}{path} ")
+    };
+    // The path keeps at least a few cells, or the whole is cut.
+    let room = width.saturating_sub(fmt::width(lead) + 1);
+    let text = if fmt::width(&whole) <= width {
+        whole
+    } else if !path.is_empty() && room >= 6 {
+        format!("{lead}{} ", fmt::cut_left(path, room))
+    } else {
+        fmt::cut(&whole, width)
+    };
+    let fill = width.saturating_sub(fmt::width(&text));
+    Line::styled(format!("{text}{}", "─".repeat(fill)), theme::dim())
+}
+
+/// The row under a detail that does not fit: how much is below and above,
+/// as much of it as fits `width`.
+fn hint_line((above, below): (usize, usize), width: u16) -> Line<'static> {
+    let lines = |n: usize| {
+        if n == 1 {
+            "1 line".to_owned()
+        } else {
+            format!("{n} lines")
+        }
+    };
+    let first = if below > 0 {
+        format!("↓ more ({})", lines(below))
+    } else {
+        format!("↑ {} above", lines(above))
+    };
+    let also = (below > 0 && above > 0).then(|| format!(" · {above} above"));
+    let keys = " · ↑↓ scroll";
+    let short = if below > 0 {
+        format!("↓ {below} more")
+    } else {
+        format!("↑ {above} above")
+    };
+    let candidates = [
+        format!("{first}{}{keys}", also.as_deref().unwrap_or("")),
+        format!("{first}{}", also.as_deref().unwrap_or("")),
+        first,
+        short.clone(),
+    ];
+    let text = candidates
+        .into_iter()
+        .find(|t| fmt::width(t) <= usize::from(width))
+        .unwrap_or(short);
+    Line::styled(text, theme::title())
+}
+
+/// Rows of the choices (or of the reason being typed) when not compact.
+fn choice_rows(p: &ApprovalPrompt) -> usize {
+    if p.reason.is_some() { 2 } else { 3 }
+}
+
+/// The rows below the detail: the choices, or the reason being typed; on
+/// one line when `compact`.
+fn choice_lines(p: &ApprovalPrompt, compact: bool, width: u16) -> Vec<Line<'static>> {
     let key = |k: &str| Span::styled(format!("{k:<4} "), theme::title());
-    match &p.reason {
-        None => vec![
+    let reason_line = |head: &str, text: &str| {
+        Line::from(vec![
+            Span::raw(head.to_owned()),
+            // The end of a long reason, where the typing is.
+            Span::raw(fmt::cut_left(
+                text,
+                usize::from(width).saturating_sub(fmt::width(head) + 2),
+            )),
+            Span::styled("▏", theme::dim()),
+        ])
+    };
+    match (&p.reason, compact) {
+        (None, true) => vec![compact_choices(&p.request.grant, width)],
+        (None, false) => vec![
             Line::from(vec![key("y"), Span::raw("allow once")]),
             Line::from(vec![
                 key("a"),
@@ -117,13 +286,9 @@ fn choice_lines(p: &ApprovalPrompt, width: u16) -> Vec<Line<'static>> {
                 Span::raw("deny"),
             ]),
         ],
-        Some(text) => vec![
-            Line::from(vec![
-                Span::raw("reason for the model: "),
-                // The end of a long reason, where the typing is.
-                Span::raw(fmt::cut_left(text, usize::from(width).saturating_sub(24))),
-                Span::styled("▏", theme::dim()),
-            ]),
+        (Some(text), true) => vec![reason_line("reason: ", text)],
+        (Some(text), false) => vec![
+            reason_line("reason for the model: ", text),
             Line::from(vec![
                 key("Enter"),
                 Span::raw("deny with this reason (or none)   "),
@@ -134,40 +299,134 @@ fn choice_lines(p: &ApprovalPrompt, width: u16) -> Vec<Line<'static>> {
     }
 }
 
-/// Draws the prompt inside the overlay's frame: the head from the top, the
-/// choices at the bottom (they keep their rows on a small screen), the
-/// detail scrolling between them.
+/// The choices on one line: the longest wording that fits `width` (what
+/// `a` allows is named when it fits).
+fn compact_choices(grant: &str, width: u16) -> Line<'static> {
+    let until = format!(" {grant} until exit · ");
+    let wordings: [[(&str, &str); 3]; 4] = [
+        [("y", " once · "), ("a", &until), ("n", " deny")],
+        [("y", " once · "), ("a", " until exit · "), ("n", " deny")],
+        [("y", "/"), ("a", " allow · "), ("n", " deny")],
+        [("y", "/"), ("a", "/"), ("n", "")],
+    ];
+    let fits = |w: &&[(&str, &str); 3]| {
+        w.iter()
+            .map(|(k, t)| fmt::width(k) + fmt::width(t))
+            .sum::<usize>()
+            <= usize::from(width)
+    };
+    let chosen = wordings.iter().find(fits).unwrap_or(&wordings[3]);
+    Line::from(
+        chosen
+            .iter()
+            .flat_map(|(k, t)| {
+                [
+                    Span::styled((*k).to_owned(), theme::title()),
+                    Span::raw((*t).to_owned()),
+                ]
+            })
+            .collect::<Vec<_>>(),
+    )
+}
+
+/// Draws the prompt inside the overlay's frame as [`plan`] shares the rows:
+/// the head from the top, the detail and its hint under it, the choices at
+/// the bottom.
 pub(super) fn render(p: &ApprovalPrompt, area: Rect, buf: &mut Buffer) {
-    let choices = choice_lines(p, area.width);
-    let head = head_lines(&p.request, area.width);
-    let rows = usize::from(area.height);
-    let choice_rows = choices.len().min(rows);
-    let head_rows = head.len().min(rows - choice_rows);
-    let detail_rows = rows - choice_rows - head_rows;
-    let row = |i: usize| area.y + u16::try_from(i).unwrap_or(u16::MAX);
-    for (i, line) in head.iter().take(head_rows).enumerate() {
-        buf.set_line(area.x, row(i), line, area.width);
+    let Some(plan) = plan(p, area.width, area.height) else {
+        too_small(p, area, buf);
+        return;
+    };
+    let r = &p.request;
+    let level = plan.level;
+    let mut y = area.y;
+    let put = |line: &Line<'static>, y: &mut u16, buf: &mut Buffer| {
+        buf.set_line(area.x, *y, &fmt_line(line, area.width), area.width);
+        *y += 1;
+    };
+    if level.title {
+        put(&title_line(r), &mut y, buf);
     }
-    // One blank row between the detail and the choices when there is room.
-    let gap = usize::from(detail_rows > 2);
-    if detail_rows > gap {
-        let r = &p.request;
-        p.pager.render(
-            key_of((&r.call.id, r.detail.len())),
-            &r.detail,
-            || detail_doc(r),
-            Rect {
-                x: area.x,
-                y: row(head_rows),
-                width: area.width,
-                height: u16::try_from(detail_rows - gap).unwrap_or(u16::MAX),
-            },
-            buf,
-        );
+    for line in warning_lines(r, level.warning, area.width) {
+        put(&line, &mut y, buf);
     }
-    for (i, line) in choices.iter().take(choice_rows).enumerate() {
-        let y = row(rows - choice_rows + i);
+    if level.blanks > 0 {
+        y += 1;
+    }
+    if level.heading {
+        put(&heading_line(&p.heading, area.width), &mut y, buf);
+    }
+    let rows = u16::try_from(plan.detail).unwrap_or(u16::MAX);
+    p.pager.render(
+        detail_key(r),
+        &r.detail,
+        || detail_doc(r),
+        Rect {
+            x: area.x,
+            y,
+            width: area.width,
+            height: rows,
+        },
+        buf,
+    );
+    y += rows;
+    if plan.hint {
+        put(&hint_line(p.pager.around(), area.width), &mut y, buf);
+    }
+    let choices = choice_lines(p, level.compact, area.width);
+    let first = area.y + area.height - u16::try_from(choices.len()).unwrap_or(0);
+    for (y, line) in (first..).zip(&choices) {
         buf.set_line(area.x, y, &fmt_line(line, area.width), area.width);
+    }
+}
+
+/// What the overlay says when not one line of the detail fits: enlarge
+/// the terminal; only denying is offered (and the reason being typed keeps
+/// the last row).
+fn too_small(p: &ApprovalPrompt, area: Rect, buf: &mut Buffer) {
+    if area.width == 0 || area.height == 0 {
+        return;
+    }
+    let what = match p.request.call.name.as_str() {
+        "shell" => "the command",
+        "edit_file" | "write_file" => "the change",
+        _ => "the call",
+    };
+    let deny = if p.reason.is_some() {
+        "Enter denies"
+    } else {
+        "n or Esc denies"
+    };
+    let reason = p
+        .reason
+        .is_some()
+        .then(|| choice_lines(p, true, area.width))
+        .filter(|_| area.height >= 2)
+        .unwrap_or_default();
+    let rows = usize::from(area.height) - reason.len();
+    // The longest wording that fits the rows.
+    let wordings = [
+        format!("Enlarge the terminal to see {what} before allowing it; {deny}."),
+        format!("Enlarge the terminal to see {what}."),
+        format!("Enlarge to see {what}."),
+        "Enlarge the terminal.".to_owned(),
+        "Too small.".to_owned(),
+    ];
+    let lines = wordings
+        .iter()
+        .map(|w| plain_lines(w, area.width, theme::warning()))
+        .find(|l| l.len() <= rows)
+        .unwrap_or_else(|| plain_lines("Too small.", area.width, theme::warning()));
+    for (y, line) in (area.y..).zip(lines.iter().take(rows)) {
+        buf.set_line(area.x, y, &fmt_line(line, area.width), area.width);
+    }
+    for line in &reason {
+        buf.set_line(
+            area.x,
+            area.y + area.height - 1,
+            &fmt_line(line, area.width),
+            area.width,
+        );
     }
 }
 
