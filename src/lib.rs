@@ -26,6 +26,7 @@
 //! - 2 [`workspace`]: instruction files, skills, memory and the file watcher.
 //! - 2 [`config`]: file locations, the config file and model selection.
 //! - 2 [`tools`]: the built-in tools' handlers (files, search, shell).
+//! - 2 [`mcp`]: MCP servers over stdio: their processes, connections and calls.
 //! - 3 [`runtime`]: the session service; executes the core's effects.
 //! - 4 [`render`]: Markdown and highlighted code as ratatui lines, cached.
 //! - 4 [`tui`]: the full-screen app: view model, drawing, keys and intents.
@@ -35,6 +36,7 @@ pub mod compress;
 pub mod config;
 pub mod conversation;
 pub mod domain;
+pub mod mcp;
 pub mod pipeline;
 pub mod prompt;
 pub mod provider;

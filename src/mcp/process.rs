@@ -1,0 +1,229 @@
+//! A server's process: started in its own process group (directly, or
+//! under `strata __supervise`), killed with its whole group when its
+//! [`Group`] drops, and its stderr read into the log and a short tail.
+//!
+//! Processes are started from one thread that lives as long as strata
+//! ([`spawn`]): the kernel sends the supervisor its parent-death signal when
+//! the *thread* that started it ends, and a runtime's threads may come and
+//! go (blocking-pool threads end when idle).
+
+use super::{STDERR_TAIL_LINES, ServerSpec, environment};
+use nix::sys::signal::{Signal, kill, killpg};
+use nix::unistd::Pid;
+use std::collections::VecDeque;
+use std::process::Stdio;
+use std::sync::mpsc;
+use std::sync::{Arc, Mutex, OnceLock};
+use tokio::io::AsyncReadExt;
+use tokio::process::{Child, ChildStderr, Command};
+
+/// Bytes of one stderr line that are logged and kept; the rest is cut.
+pub const STDERR_LINE_CHARS: usize = 2_000;
+
+/// Stderr lines of one process that go to the log; later ones are only
+/// kept in the tail.
+pub const STDERR_LOG_LINES: usize = 1_000;
+
+type Job = Box<dyn FnOnce() + Send>;
+
+/// Runs `job` on the process-starting thread, started on first use and
+/// never ended.
+fn on_keeper(job: Job) -> std::io::Result<()> {
+    static KEEPER: OnceLock<Mutex<mpsc::Sender<Job>>> = OnceLock::new();
+    let sender = KEEPER.get_or_init(|| {
+        let (tx, rx) = mpsc::channel::<Job>();
+        let started = std::thread::Builder::new()
+            .name("strata-mcp-spawn".to_owned())
+            .spawn(move || {
+                while let Ok(job) = rx.recv() {
+                    job();
+                }
+            });
+        if let Err(e) = started {
+            tracing::error!(error = %e, "the thread that starts MCP servers could not be started");
+        }
+        Mutex::new(tx)
+    });
+    let sender = sender
+        .lock()
+        .map_err(|_| std::io::Error::other("the MCP spawn channel is poisoned"))?;
+    sender
+        .send(job)
+        .map_err(|_| std::io::Error::other("the thread that starts MCP servers is gone"))
+}
+
+/// A started server: the process, its pipes, and its group.
+pub struct Started {
+    /// The process (the supervisor or the server itself).
+    pub child: Child,
+    /// Its group, killed when the last clone drops.
+    pub group: Arc<Group>,
+}
+
+/// Starts `program` for `spec` with pipes for stdin, stdout and stderr, in
+/// the environment `env`, in a process group of its own.
+pub async fn spawn(
+    spec: &ServerSpec,
+    program: &std::path::Path,
+    env: Vec<(std::ffi::OsString, std::ffi::OsString)>,
+) -> std::io::Result<Started> {
+    let mut cmd = match &spec.supervisor {
+        Some(strata) => {
+            // The supervisor makes its own session and group (setsid).
+            let mut cmd = Command::new(strata);
+            cmd.arg("__supervise")
+                .arg("--parent")
+                .arg(std::process::id().to_string())
+                .arg("--")
+                .arg(environment::command_line(program, &spec.args));
+            cmd
+        }
+        None => {
+            let mut cmd = Command::new(program);
+            cmd.args(&spec.args).process_group(0);
+            cmd
+        }
+    };
+    cmd.env_clear()
+        .envs(env)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    if let Some(dir) = &spec.cwd {
+        cmd.current_dir(dir);
+    }
+    let handle = tokio::runtime::Handle::try_current().map_err(std::io::Error::other)?;
+    let (tx, rx) = tokio::sync::oneshot::channel();
+    on_keeper(Box::new(move || {
+        let _runtime = handle.enter();
+        let _ = tx.send(cmd.spawn());
+    }))?;
+    let child = rx
+        .await
+        .map_err(|_| std::io::Error::other("the thread that starts MCP servers dropped the request"))??;
+    let pid = child
+        .id()
+        .and_then(|id| i32::try_from(id).ok())
+        .ok_or_else(|| std::io::Error::other("the server ended before it could be watched"))?;
+    Ok(Started {
+        child,
+        group: Arc::new(Group {
+            pid: Pid::from_raw(pid),
+            reaped: Mutex::new(false),
+        }),
+    })
+}
+
+/// A server's process group (its id is the process's pid); every process
+/// in it gets SIGKILL when the group drops.
+#[derive(Debug)]
+pub struct Group {
+    pid: Pid,
+    reaped: Mutex<bool>,
+}
+
+impl Group {
+    /// The process's pid, which is also the group's id.
+    #[must_use]
+    pub fn pid(&self) -> u32 {
+        self.pid.as_raw().unsigned_abs()
+    }
+
+    /// SIGKILL to the process (while it was not waited for: the supervisor
+    /// may not have made its group yet) and to the whole group.
+    pub fn kill(&self) {
+        if !self.reaped.lock().map(|r| *r).unwrap_or(true) {
+            let _ = kill(self.pid, Signal::SIGKILL);
+        }
+        let _ = killpg(self.pid, Signal::SIGKILL);
+    }
+
+    /// The process was waited for: its pid is no longer ours to signal.
+    pub fn reaped(&self) {
+        if let Ok(mut r) = self.reaped.lock() {
+            *r = true;
+        }
+    }
+}
+
+impl Drop for Group {
+    fn drop(&mut self) {
+        self.kill();
+    }
+}
+
+/// The last stderr lines of a server, across its restarts.
+#[derive(Debug, Default)]
+pub struct Tail {
+    lines: Mutex<VecDeque<String>>,
+}
+
+impl Tail {
+    /// The kept lines, oldest first.
+    #[must_use]
+    pub fn lines(&self) -> Vec<String> {
+        self.lines
+            .lock()
+            .map(|l| l.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    fn push(&self, line: String) {
+        if let Ok(mut lines) = self.lines.lock() {
+            if lines.len() == STDERR_TAIL_LINES {
+                lines.pop_front();
+            }
+            lines.push_back(line);
+        }
+    }
+}
+
+/// Reads `stderr` to its end: each line (cut at [`STDERR_LINE_CHARS`]
+/// bytes) goes to the log, the first [`STDERR_LOG_LINES`] of them, and to
+/// `tail`.
+pub async fn pump_stderr(server: String, mut stderr: ChildStderr, tail: Arc<Tail>) {
+    let mut buf = vec![0u8; 8 * 1024];
+    let mut line: Vec<u8> = Vec::new();
+    let mut cut = false;
+    let mut logged = 0usize;
+    let mut emit = |line: &mut Vec<u8>, cut: &mut bool| {
+        let mut text = String::from_utf8_lossy(line).trim_end_matches('\r').to_owned();
+        if *cut {
+            text.push('…');
+        }
+        line.clear();
+        *cut = false;
+        if logged < STDERR_LOG_LINES {
+            tracing::info!(target: "strata::mcp::stderr", server = %server, "{text}");
+        } else if logged == STDERR_LOG_LINES {
+            tracing::info!(target: "strata::mcp::stderr", server = %server, "further stderr lines are not logged");
+        }
+        logged += 1;
+        tail.push(text);
+    };
+    loop {
+        let n = match stderr.read(&mut buf).await {
+            Ok(0) | Err(_) => break,
+            Ok(n) => n,
+        };
+        for part in buf[..n].split_inclusive(|b| *b == b'\n') {
+            let (body, ends) = match part.strip_suffix(b"\n") {
+                Some(body) => (body, true),
+                None => (part, false),
+            };
+            let room = STDERR_LINE_CHARS.saturating_sub(line.len());
+            if body.len() > room {
+                line.extend_from_slice(&body[..room]);
+                cut = true;
+            } else {
+                line.extend_from_slice(body);
+            }
+            if ends {
+                emit(&mut line, &mut cut);
+            }
+        }
+    }
+    if !line.is_empty() {
+        emit(&mut line, &mut cut);
+    }
+}

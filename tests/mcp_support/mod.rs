@@ -1,0 +1,113 @@
+//! Shared by the MCP tests: where the real servers are installed, the
+//! misbehaving test server, one-at-a-time locking, and the process table.
+
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard};
+
+/// Holds the servers' tests to one at a time (two cores, heavy start-ups).
+pub fn one_at_a_time() -> MutexGuard<'static, ()> {
+    static LOCK: Mutex<()> = Mutex::new(());
+    LOCK.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+/// Runs `body` on a two-thread runtime of its own, one test at a time.
+pub fn run(body: impl std::future::Future<Output = ()>) {
+    let _one = one_at_a_time();
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap()
+        .block_on(body);
+}
+
+/// The directory `scripts/install-mcp-servers.sh` installs into.
+pub fn servers_dir() -> PathBuf {
+    std::env::var_os("STRATA_MCP_SERVERS").map_or_else(
+        || Path::new(env!("CARGO_MANIFEST_DIR")).join("target/mcp-servers"),
+        PathBuf::from,
+    )
+}
+
+/// The three real servers' programs: `mcp-server-time`,
+/// `mcp-server-everything`, `mcp-server-filesystem`; `None` (and a note on
+/// stderr) when they are not installed and this is not CI. In CI a missing
+/// server fails the test.
+pub fn real_servers() -> Option<[PathBuf; 3]> {
+    let dir = servers_dir();
+    let found = [
+        dir.join("python/bin/mcp-server-time"),
+        dir.join("node/node_modules/.bin/mcp-server-everything"),
+        dir.join("node/node_modules/.bin/mcp-server-filesystem"),
+    ];
+    if found.iter().all(|p| p.is_file()) {
+        return Some(found);
+    }
+    let message = format!(
+        "the real MCP servers are not installed in {}; run scripts/install-mcp-servers.sh",
+        dir.display()
+    );
+    assert!(std::env::var("CI").as_deref() != Ok("true"), "{message}");
+    eprintln!("skipped: {message}");
+    None
+}
+
+/// The misbehaving stdio server of `tests/fixtures/mcp/misbehaving.py`.
+pub fn misbehaving() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/mcp/misbehaving.py")
+}
+
+/// The Python interpreter itself (not a version manager's shim, which
+/// would add its own variables and start-up time).
+pub fn python() -> PathBuf {
+    static PYTHON: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+    PYTHON
+        .get_or_init(|| {
+            let out = std::process::Command::new("python3")
+                .args(["-c", "import sys; print(sys.executable)"])
+                .output()
+                .expect("python3 runs the misbehaving server; install Python 3");
+            PathBuf::from(String::from_utf8_lossy(&out.stdout).trim())
+        })
+        .clone()
+}
+
+/// Whether `pid` is a live process (a zombie counts as gone).
+pub fn alive(pid: u32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => stat
+            .rsplit_once(") ")
+            .is_some_and(|(_, rest)| !rest.starts_with('Z') && !rest.starts_with('X')),
+        Err(_) => false,
+    }
+}
+
+/// Pids of live processes whose command line holds `needle`.
+pub fn processes_with(needle: &str) -> Vec<u32> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(needle))
+        })
+        .filter(|pid| alive(*pid))
+        .collect()
+}
+
+/// Waits up to `seconds` for `check` to hold.
+pub fn eventually(seconds: f64, mut check: impl FnMut() -> bool) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds);
+    loop {
+        if check() {
+            return true;
+        }
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
