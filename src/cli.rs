@@ -83,6 +83,7 @@ fn command_name(command: Option<&Command>) -> &'static str {
         Some(Command::Chat(_)) => "chat",
         Some(Command::Doctor(_)) => "doctor",
         Some(Command::Model(_)) => "model",
+        Some(Command::Mcp(_)) => "mcp",
         Some(Command::Supervise(_)) => "__supervise",
     }
 }
@@ -107,6 +108,7 @@ fn run(cli: Cli, logging: Option<&log::Logging>) -> anyhow::Result<()> {
         Some(Command::Chat(a)) => commands::chat(&env, &a),
         Some(Command::Doctor(_)) => Ok(()),
         Some(Command::Model(c)) => commands::model(&env, &c),
+        Some(Command::Mcp(c)) => commands::mcp(&env, &c),
         Some(Command::Supervise(_)) => Ok(()),
     }
 }

@@ -6,11 +6,13 @@
 //! unknown keys are reported by name as warnings, never fatal.
 
 mod file;
+pub mod mcp;
 mod paths;
 mod selection;
 mod tools;
 
 pub use file::{CompressionConfig, Config, LoadedConfig, ModelConfig, ProviderConfig, ProvidersConfig};
+pub use mcp::{Deferred, McpConfig, McpServerConfig};
 pub use paths::Paths;
 pub use selection::{
     FALLBACK_CONTEXT_WINDOW, LOCAL_CONTEXT_WINDOW, LOCAL_MODEL_NAME, ModelChoice, ProviderKind,

@@ -13,6 +13,7 @@ mod context;
 pub mod doctor;
 mod import;
 mod lookup;
+pub mod mcp_setup;
 mod prompt_build;
 mod providers;
 pub mod service;

@@ -542,3 +542,65 @@ fn dropping_the_hub_kills_every_server() {
         assert!(eventually(1.0, || pids.iter().all(|p| !alive(*p))), "{pids:?}");
     });
 }
+
+#[test]
+fn a_supervised_server_talks_through_the_supervisor_and_dies_with_its_group() {
+    run(async {
+        let mut spec = bad("bad", &[]);
+        spec.supervisor = Some(env!("CARGO_BIN_EXE_strata").into());
+        let hub = Hub::start([Ok(spec)]);
+        ready(&hub).await;
+        let supervisor = hub.statuses()[0].pid.unwrap();
+        let cmdline = std::fs::read(format!("/proc/{supervisor}/cmdline")).unwrap();
+        let cmdline = String::from_utf8_lossy(&cmdline).replace('\0', " ");
+        assert!(
+            cmdline.contains(&format!(
+                "__supervise --parent {} -- exec -- '",
+                std::process::id()
+            )),
+            "{cmdline}"
+        );
+        let server = mcp_support::processes_with("misbehaving.py")
+            .into_iter()
+            .find(|p| {
+                let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).unwrap();
+                let fields: Vec<&str> = stat.rsplit_once(") ").unwrap().1.split(' ').collect();
+                fields[1] == supervisor.to_string() && fields[2] == supervisor.to_string()
+            })
+            .expect("the server runs under the supervisor, in its group");
+        let out = hub
+            .call("bad", "echo", json!({"text": "through"}), None, None)
+            .await
+            .unwrap();
+        assert_eq!(out.text, "through");
+        let err = hub
+            .call("bad", "exit", json!({"code": 5}), None, None)
+            .await
+            .unwrap_err();
+        assert!(
+            err.contains("exited with code 5"),
+            "the supervisor passes the exit code on: {err}"
+        );
+        let Status::Unavailable { stderr_tail, .. } = hub.statuses().remove(0).status else {
+            panic!()
+        };
+        assert_eq!(
+            stderr_tail.first().map(String::as_str),
+            Some("misbehaving server starting")
+        );
+        assert!(eventually(2.0, || !alive(server) && !alive(supervisor)));
+        let out = hub
+            .call("bad", "echo", json!({"text": "again"}), None, None)
+            .await
+            .unwrap();
+        assert_eq!(out.text, "again");
+        let restarted = hub.statuses()[0].pid.unwrap();
+        drop(hub);
+        assert!(eventually(2.0, || !alive(restarted)));
+        assert!(
+            mcp_support::processes_with("misbehaving.py")
+                .iter()
+                .all(|p| !alive(*p))
+        );
+    });
+}

@@ -70,6 +70,9 @@ pub enum Command {
     /// Manage the embedded model.
     #[command(subcommand)]
     Model(ModelCommand),
+    /// List, add and remove the MCP servers of the config.
+    #[command(subcommand)]
+    Mcp(McpCommand),
     /// Run a `shell` tool command in a process group that dies with strata (internal).
     #[command(name = "__supervise", hide = true)]
     Supervise(SuperviseArgs),
@@ -83,6 +86,45 @@ pub struct SuperviseArgs {
     /// The command for `bash -c`, after `--`.
     #[arg(value_name = "COMMAND", last = true, required = true)]
     pub command: String,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum McpCommand {
+    /// Start the configured MCP servers, then list each one's status, tools and
+    /// their tokens on the default provider's wire form.
+    List(McpListArgs),
+    /// Add an MCP server to config.toml: strata mcp add NAME [--env K=V]... -- COMMAND ARGS...
+    Add(McpAddArgs),
+    /// Remove an MCP server from config.toml.
+    Remove(McpRemoveArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct McpListArgs {
+    /// Directory the servers start in (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct McpAddArgs {
+    /// The server's name (letters, digits, `_` and `-`); its tools are called NAME__TOOL.
+    pub name: String,
+    /// A variable to set for the server, as NAME=VALUE (`${VAR}` is expanded when it starts); repeatable.
+    #[arg(long = "env", value_name = "NAME=VALUE")]
+    pub env: Vec<String>,
+    /// The command and its arguments, after `--`.
+    #[arg(value_name = "COMMAND", last = true, required = true, num_args = 1..)]
+    pub command: Vec<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct McpRemoveArgs {
+    /// The server's name.
+    pub name: String,
 }
 
 #[derive(Debug, Subcommand)]

@@ -20,6 +20,8 @@ pub struct Config {
     pub history: HistoryConfig,
     /// `[tools]`: the model's tools and their approval rules.
     pub tools: super::ToolsConfig,
+    /// `[mcp]`: the MCP servers sessions start.
+    pub mcp: super::McpConfig,
     /// `[ui]`: the full-screen app (read by the app itself).
     pub ui: toml::Table,
 }

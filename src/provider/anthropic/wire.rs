@@ -185,7 +185,7 @@ fn tool_input(arguments: &str) -> Value {
 /// A tool schema in Anthropic's form (`name`, `description`,
 /// `input_schema`), from OpenAI's `{type: function, function: {...}}`;
 /// a schema already in Anthropic's form passes through.
-fn tool(schema: &Value) -> Value {
+pub fn tool(schema: &Value) -> Value {
     let Some(function) = schema.get("function") else {
         return schema.clone();
     };

@@ -1,0 +1,132 @@
+//! `strata mcp list|add|remove`.
+
+use super::{Env, UsageError, print_json, workspace_dir};
+use crate::cli::args::{McpAddArgs, McpCommand, McpListArgs};
+use crate::cli::output::{printable, thousands};
+use std::io::Write;
+use strata::config::mcp::edit;
+use strata::runtime::mcp_setup;
+
+pub fn mcp(env: &Env, command: &McpCommand) -> anyhow::Result<()> {
+    match command {
+        McpCommand::List(args) => list(env, args),
+        McpCommand::Add(args) => add(env, args),
+        McpCommand::Remove(args) => {
+            let path = env.paths.config_file();
+            edit::remove_from_file(&path, &args.name).map_err(UsageError)?;
+            writeln!(
+                std::io::stdout(),
+                "removed MCP server `{}` from {}",
+                args.name,
+                path.display()
+            )?;
+            Ok(())
+        }
+    }
+}
+
+fn add(env: &Env, args: &McpAddArgs) -> anyhow::Result<()> {
+    let vars = args
+        .env
+        .iter()
+        .map(|pair| match pair.split_once('=') {
+            Some((name, value)) if !name.is_empty() => Ok((name.to_owned(), value.to_owned())),
+            _ => Err(UsageError(format!(
+                "--env {pair} is not NAME=VALUE; write it as --env NAME=VALUE"
+            ))),
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    let Some((command, rest)) = args.command.split_first() else {
+        return Err(UsageError("give the server's command after `--`".to_owned()).into());
+    };
+    let path = env.paths.config_file();
+    edit::add_to_file(&path, &args.name, command, rest, &vars).map_err(UsageError)?;
+    let cwd = workspace_dir(None)?;
+    let path_var = std::env::var("PATH").ok();
+    if let Err(why) = strata::mcp::resolve_program(&args.name, command, path_var.as_deref(), &cwd) {
+        eprintln!("strata: warning: {why}");
+    }
+    writeln!(
+        std::io::stdout(),
+        "added MCP server `{}` to {}",
+        args.name,
+        path.display()
+    )?;
+    Ok(())
+}
+
+fn list(env: &Env, args: &McpListArgs) -> anyhow::Result<()> {
+    let choice = env.choice()?;
+    let cwd = workspace_dir(args.workspace.as_deref())?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let lookup = |name: &str| std::env::var(name).ok();
+    let listing = rt.block_on(mcp_setup::list(&env.config, &env.paths, &choice, &cwd, &lookup));
+    if args.json {
+        return print_json(&listing);
+    }
+    let mut out = std::io::stdout().lock();
+    let approx = if listing.exact { "" } else { "~" };
+    if listing.servers.is_empty() {
+        writeln!(
+            out,
+            "no MCP servers are configured; add one with strata mcp add NAME -- COMMAND ARGS…"
+        )?;
+        return Ok(());
+    }
+    let form = if listing.wire_form == "anthropic" {
+        "Anthropic tool"
+    } else {
+        "OpenAI function"
+    };
+    let whose = if listing.provider == strata::domain::ProviderKind::Local {
+        format!("in the {form} form (the embedded model has no tool calling)")
+    } else {
+        format!("as {} receives it ({form} form)", listing.provider)
+    };
+    writeln!(
+        out,
+        "tokens of each tool {whose}, counted with {}{} · servers settled in {:.1} s",
+        listing.tokenizer,
+        if listing.exact { "" } else { " (estimate)" },
+        listing.ready_ms as f64 / 1000.0
+    )?;
+    for server in &listing.servers {
+        let what = match server.status {
+            "ready" => format!(
+                "{} tools  {approx}{} tokens",
+                server.tools.len(),
+                thousands(server.tokens)
+            ),
+            _ => server.why.clone().unwrap_or_default(),
+        };
+        writeln!(
+            out,
+            "{:<16} {:<12} {}",
+            printable(&server.name),
+            server.status,
+            printable(&what)
+        )?;
+        for tool in &server.tools {
+            writeln!(
+                out,
+                "  {:<40} {approx}{:>7}{}",
+                printable(&tool.wire_name),
+                thousands(tool.tokens),
+                if tool.read_only { "  read-only" } else { "" }
+            )?;
+        }
+        if !server.filtered_out.is_empty() {
+            writeln!(
+                out,
+                "  left out by allow_tools/deny_tools: {}",
+                printable(&server.filtered_out.join(", "))
+            )?;
+        }
+        for line in &server.stderr_tail {
+            writeln!(out, "  | {}", printable(line))?;
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,386 @@
+//! The MCP servers of the config as the `mcp` adapter takes them
+//! ([`server_specs`]), and `strata mcp list`: every server started, its
+//! status, and each tool's tokens on the wire form the default provider
+//! receives ([`list`]).
+
+use crate::config::{Config, McpConfig, McpServerConfig, ModelChoice, Paths};
+use crate::domain::ProviderKind;
+use crate::mcp::{self, Hub, McpTool, Refused, ServerSpec, Status};
+use crate::tokens::TokenCounter;
+use crate::tooling::Access;
+use crate::tooling::schema::ToolSpec;
+use serde::Serialize;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+/// The configured servers, ready for [`Hub::start`].
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct McpSetup {
+    /// Every enabled server, by name: its spec, or why it cannot start.
+    pub servers: Vec<Result<ServerSpec, Refused>>,
+    /// The servers with `enabled = false`, by name.
+    pub disabled: Vec<String>,
+}
+
+/// The strata binary that supervises server processes (`strata
+/// __supervise`), when this process is strata itself (not a test harness).
+#[must_use]
+pub fn supervisor_binary() -> Option<PathBuf> {
+    std::env::current_exe()
+        .ok()
+        .filter(|p| p.file_stem().is_some_and(|s| s == "strata"))
+}
+
+/// The specs of `config`'s enabled servers (see [`spec_for`]), started in
+/// `cwd` (the workspace), with `${VAR}` values from `env`.
+#[must_use]
+pub fn server_specs(
+    config: &McpConfig,
+    cwd: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+    supervisor: Option<&Path>,
+) -> McpSetup {
+    let mut setup = McpSetup::default();
+    for (name, server) in &config.servers {
+        if server.enabled {
+            setup.servers.push(spec_for(name, server, cwd, env, supervisor));
+        } else {
+            setup.disabled.push(name.clone());
+        }
+    }
+    setup
+}
+
+/// The spec of the server `name`: `${VAR}` expanded, timeouts in seconds,
+/// its program looked up now.
+///
+/// # Errors
+/// [`Refused`] with one sentence naming the server: no command, a zero
+/// timeout, an unset variable, a program that is missing or not
+/// executable.
+pub fn spec_for(
+    name: &str,
+    server: &McpServerConfig,
+    cwd: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+    supervisor: Option<&Path>,
+) -> Result<ServerSpec, Refused> {
+    let refuse = |why: String| Refused {
+        name: name.to_owned(),
+        why,
+    };
+    let server = server.expanded(name, env).map_err(refuse)?;
+    let path = server.env.get("PATH").cloned().or_else(|| env("PATH"));
+    mcp::resolve_program(name, &server.command, path.as_deref(), cwd).map_err(refuse)?;
+    let mut spec = ServerSpec::new(name, server.command, server.args);
+    spec.env = server.env.into_iter().collect();
+    spec.inherit = server.env_passthrough;
+    spec.cwd = Some(cwd.to_path_buf());
+    spec.startup_timeout = Duration::from_secs(server.startup_timeout_s);
+    spec.call_timeout = Duration::from_secs(server.call_timeout_s);
+    spec.supervisor = supervisor.map(Path::to_path_buf);
+    Ok(spec)
+}
+
+/// The name the model calls an MCP tool by, `server__tool`, with every
+/// character outside `[A-Za-z0-9_-]` made `_` and cut to 64 characters.
+/// (The session's tools array resolves collisions on top of this.)
+#[must_use]
+pub fn wire_name(server: &str, tool: &str) -> String {
+    format!("{server}__{tool}")
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
+        .take(64)
+        .collect()
+}
+
+/// `tool` as a tool of the session, named `name`: its description and
+/// input schema as the server gave them; read-only only when the server
+/// marks it `readOnlyHint`, otherwise it runs something (approval asks).
+#[must_use]
+pub fn tool_spec(tool: &McpTool, name: &str) -> ToolSpec {
+    ToolSpec {
+        name: name.to_owned(),
+        description: tool.description.clone(),
+        parameters: tool.input_schema.clone(),
+        access: if tool.read_only_hint {
+            Access::ReadOnly
+        } else {
+            Access::Run
+        },
+    }
+}
+
+/// `spec` as `provider` receives it, compact JSON: OpenAI's function
+/// wrapper, or Anthropic's tool (`name`, `description`, `input_schema`).
+#[must_use]
+pub fn wire_form(spec: &ToolSpec, provider: ProviderKind) -> String {
+    let openai = spec.to_openai();
+    match provider {
+        ProviderKind::Anthropic => crate::provider::anthropic::tool_wire_form(&openai).to_string(),
+        ProviderKind::OpenAi | ProviderKind::Local => openai.to_string(),
+    }
+}
+
+/// What `strata mcp list` prints (`--json` prints it as is).
+#[derive(Clone, Debug, Serialize)]
+pub struct McpListing {
+    /// The default provider, whose wire form and tokenizer count the tools.
+    pub provider: ProviderKind,
+    /// Its model.
+    pub model: String,
+    /// `openai` (the function wrapper) or `anthropic` (the tool object).
+    pub wire_form: &'static str,
+    /// The tokenizer's id.
+    pub tokenizer: String,
+    /// Whether its counts are exact for the model.
+    pub exact: bool,
+    /// Milliseconds from starting the servers until none was starting.
+    pub ready_ms: u64,
+    /// Every configured server, by name.
+    pub servers: Vec<ServerListing>,
+}
+
+/// One server of [`McpListing`].
+#[derive(Clone, Debug, Serialize)]
+pub struct ServerListing {
+    /// Its name.
+    pub name: String,
+    /// `ready`, `unavailable`, `starting` (still, at the deadline) or
+    /// `disabled`.
+    pub status: &'static str,
+    /// Why it is unavailable or disabled.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub why: Option<String>,
+    /// Its last stderr lines, when unavailable.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub stderr_tail: Vec<String>,
+    /// The sum of its tools' tokens.
+    pub tokens: u64,
+    /// Its tools that `allow_tools` / `deny_tools` let through, in the
+    /// server's order.
+    pub tools: Vec<ToolListing>,
+    /// The names of the tools the config filters out.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub filtered_out: Vec<String>,
+}
+
+/// One tool of [`ServerListing`].
+#[derive(Clone, Debug, Serialize)]
+pub struct ToolListing {
+    /// Its name on the server.
+    pub name: String,
+    /// The name the model calls ([`wire_name`]).
+    pub wire_name: String,
+    /// Tokens of its wire form ([`wire_form`]) by the provider's tokenizer.
+    pub tokens: u64,
+    /// The server marks it `readOnlyHint`.
+    pub read_only: bool,
+    /// Its description's first line.
+    pub description: String,
+}
+
+/// Starts every enabled server of `config` in `cwd`, waits until each is
+/// ready or unavailable (its start-up timeout, plus a little), counts each
+/// tool's wire form for `choice.provider` with its tokenizer, and stops
+/// the servers again.
+pub async fn list(
+    config: &Config,
+    paths: &Paths,
+    choice: &ModelChoice,
+    cwd: &Path,
+    env: &dyn Fn(&str) -> Option<String>,
+) -> McpListing {
+    let setup = server_specs(&config.mcp, cwd, env, supervisor_binary().as_deref());
+    let longest = setup
+        .servers
+        .iter()
+        .filter_map(|s| s.as_ref().ok().map(|s| s.startup_timeout))
+        .max()
+        .unwrap_or_default();
+    let started = tokio::time::Instant::now();
+    let hub = Hub::start(setup.servers);
+    let statuses = hub.wait_ready(started + longest + Duration::from_secs(2)).await;
+    let ready_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+    let tools = hub.tools();
+    hub.shutdown().await;
+    let counter = super::session_counter(paths, config, choice.provider, &choice.model);
+    let mut servers: Vec<ServerListing> = statuses
+        .into_iter()
+        .map(|s| {
+            let server_tools: Vec<&McpTool> = tools.iter().filter(|t| t.server == s.name).collect();
+            listing(
+                &s.name,
+                &s.status,
+                &server_tools,
+                config.mcp.servers.get(&s.name),
+                choice.provider,
+                counter.as_ref(),
+            )
+        })
+        .collect();
+    servers.extend(setup.disabled.into_iter().map(|name| ServerListing {
+        why: Some(format!("[mcp.servers.{name}] enabled is false.")),
+        name,
+        status: "disabled",
+        stderr_tail: Vec::new(),
+        tokens: 0,
+        tools: Vec::new(),
+        filtered_out: Vec::new(),
+    }));
+    servers.sort_by(|a, b| a.name.cmp(&b.name));
+    McpListing {
+        provider: choice.provider,
+        model: choice.model.clone(),
+        wire_form: match choice.provider {
+            ProviderKind::Anthropic => "anthropic",
+            ProviderKind::OpenAi | ProviderKind::Local => "openai",
+        },
+        tokenizer: counter.id().to_owned(),
+        exact: counter.exact(),
+        ready_ms,
+        servers,
+    }
+}
+
+fn listing(
+    name: &str,
+    status: &Status,
+    tools: &[&McpTool],
+    config: Option<&McpServerConfig>,
+    provider: ProviderKind,
+    counter: &dyn TokenCounter,
+) -> ServerListing {
+    let (label, why, stderr_tail) = match status {
+        Status::Unavailable { why, stderr_tail } => ("unavailable", Some(why.clone()), stderr_tail.clone()),
+        other => (other.label(), None, Vec::new()),
+    };
+    let allows = |t: &str| config.is_none_or(|c| c.allows(t));
+    let listed: Vec<ToolListing> = tools
+        .iter()
+        .filter(|t| allows(&t.name))
+        .map(|t| {
+            let wire_name = wire_name(name, &t.name);
+            let tokens = counter.count(&wire_form(&tool_spec(t, &wire_name), provider)) as u64;
+            ToolListing {
+                name: t.name.clone(),
+                wire_name,
+                tokens,
+                read_only: t.read_only_hint,
+                description: t.description.lines().next().unwrap_or_default().to_owned(),
+            }
+        })
+        .collect();
+    ServerListing {
+        name: name.to_owned(),
+        status: label,
+        why,
+        stderr_tail,
+        tokens: listed.iter().map(|t| t.tokens).sum(),
+        filtered_out: tools
+            .iter()
+            .filter(|t| !allows(&t.name))
+            .map(|t| t.name.clone())
+            .collect(),
+        tools: listed,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Config;
+
+    fn env(name: &str) -> Option<String> {
+        match name {
+            "PATH" => Some("/usr/bin:/bin".to_owned()),
+            "DIR" => Some("/data".to_owned()),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn the_config_becomes_specs_or_sentences() {
+        let config = Config::parse(
+            "[mcp.servers.sh]\ncommand = \"sh\"\nargs = [\"${DIR}/x\"]\nenv = { TZ = \"UTC\" }\nenv_passthrough = [\"GH_TOKEN\"]\ncall_timeout_s = 5\n\
+             [mcp.servers.gone]\ncommand = \"strata-no-such-server\"\n\
+             [mcp.servers.unset]\ncommand = \"sh\"\nargs = [\"${NOPE}\"]\n\
+             [mcp.servers.off]\ncommand = \"sh\"\nenabled = false\n",
+        )
+        .unwrap()
+        .config;
+        let cwd = Path::new("/tmp");
+        let setup = server_specs(&config.mcp, cwd, &env, Some(Path::new("/opt/strata")));
+        assert_eq!(setup.disabled, ["off"]);
+        let names: Vec<&str> = setup
+            .servers
+            .iter()
+            .map(|s| s.as_ref().map_or_else(|r| r.name.as_str(), |s| s.name.as_str()))
+            .collect();
+        assert_eq!(names, ["gone", "sh", "unset"]);
+        let gone = setup.servers[0].as_ref().unwrap_err();
+        assert!(
+            gone.why
+                .contains("`strata-no-such-server` of MCP server `gone` was not found on PATH"),
+            "{}",
+            gone.why
+        );
+        let sh = setup.servers[1].as_ref().unwrap();
+        assert_eq!(sh.args, ["/data/x"]);
+        assert_eq!(sh.env, [("TZ".to_owned(), "UTC".to_owned())]);
+        assert_eq!(sh.inherit, ["GH_TOKEN"]);
+        assert_eq!(
+            (sh.call_timeout, sh.startup_timeout),
+            (Duration::from_secs(5), Duration::from_secs(30))
+        );
+        assert_eq!(sh.supervisor.as_deref(), Some(Path::new("/opt/strata")));
+        assert_eq!(sh.cwd.as_deref(), Some(cwd));
+        let unset = setup.servers[2].as_ref().unwrap_err();
+        assert!(
+            unset
+                .why
+                .starts_with("[mcp.servers.unset] args[0] uses ${NOPE}, which is not set"),
+            "{}",
+            unset.why
+        );
+    }
+
+    #[test]
+    fn wire_names_keep_to_the_providers_rules() {
+        assert_eq!(wire_name("time", "get_current_time"), "time__get_current_time");
+        assert_eq!(wire_name("my.srv", "get sum/2"), "my_srv__get_sum_2");
+        assert_eq!(wire_name("s", &"x".repeat(80)).len(), 64);
+    }
+
+    #[test]
+    fn the_wire_form_follows_the_provider() {
+        let tool = McpTool {
+            server: "time".into(),
+            name: "now".into(),
+            description: "The time.".into(),
+            input_schema: serde_json::json!({"type": "object", "properties": {}}),
+            read_only_hint: true,
+        };
+        let spec = tool_spec(&tool, "time__now");
+        assert_eq!(spec.access, Access::ReadOnly);
+        assert_eq!(
+            wire_form(&spec, ProviderKind::OpenAi),
+            r#"{"function":{"description":"The time.","name":"time__now","parameters":{"properties":{},"type":"object"}},"type":"function"}"#
+        );
+        assert_eq!(
+            wire_form(&spec, ProviderKind::Anthropic),
+            r#"{"description":"The time.","input_schema":{"properties":{},"type":"object"},"name":"time__now"}"#
+        );
+        let writes = McpTool {
+            read_only_hint: false,
+            ..tool
+        };
+        assert_eq!(tool_spec(&writes, "x").access, Access::Run);
+    }
+}
