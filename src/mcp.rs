@@ -25,6 +25,7 @@ mod environment;
 mod hub;
 mod process;
 mod render;
+mod server;
 
 pub use environment::{BASE_VARIABLES, SECRET_WORDS, command_line, minimal_env, resolve_program};
 pub use hub::{Hub, ServerStatus};

@@ -597,10 +597,8 @@ fn a_supervised_server_talks_through_the_supervisor_and_dies_with_its_group() {
         let restarted = hub.statuses()[0].pid.unwrap();
         drop(hub);
         assert!(eventually(2.0, || !alive(restarted)));
-        assert!(
-            mcp_support::processes_with("misbehaving.py")
-                .iter()
-                .all(|p| !alive(*p))
-        );
+        // No test of this binary leaves a server behind (killing takes a
+        // moment: the previous test's may still be going).
+        assert!(eventually(2.0, || mcp_support::processes_with("misbehaving.py").is_empty()));
     });
 }
