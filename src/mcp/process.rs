@@ -227,3 +227,55 @@ pub async fn pump_stderr(server: String, mut stderr: ChildStderr, tail: Arc<Tail
         emit(&mut line, &mut cut);
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[tokio::test]
+    async fn stderr_lines_are_cut_and_the_last_ones_kept() {
+        let script = "for i in $(seq 1 24); do echo line $i >&2; done; \
+                      head -c 5000 /dev/zero | tr '\\0' x >&2; echo >&2; printf 'no newline' >&2";
+        let mut child = Command::new("sh")
+            .args(["-c", script])
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let tail = Arc::new(Tail::default());
+        pump_stderr("s".to_owned(), child.stderr.take().unwrap(), Arc::clone(&tail)).await;
+        let _ = child.wait().await;
+        let lines = tail.lines();
+        assert_eq!(lines.len(), STDERR_TAIL_LINES);
+        assert_eq!(lines[0], "line 7");
+        assert_eq!(lines[17], "line 24");
+        assert_eq!(lines[18], format!("{}…", "x".repeat(STDERR_LINE_CHARS)));
+        assert_eq!(lines[19], "no newline");
+    }
+
+    #[tokio::test]
+    async fn a_group_is_killed_when_it_drops() {
+        let spec = ServerSpec::new("s", "sh", vec!["-c".into(), "sleep 30 & sleep 30".into()]);
+        let started = spawn(&spec, std::path::Path::new("/bin/sh"), vec![])
+            .await
+            .unwrap();
+        let pid = started.group.pid();
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+        let pgrp: u32 = stat
+            .rsplit_once(") ")
+            .unwrap()
+            .1
+            .split(' ')
+            .nth(2)
+            .unwrap()
+            .parse()
+            .unwrap();
+        assert_eq!(pgrp, pid, "its own process group");
+        let Started { mut child, group } = started;
+        drop(group);
+        let status = tokio::time::timeout(std::time::Duration::from_secs(5), child.wait())
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(std::os::unix::process::ExitStatusExt::signal(&status), Some(9));
+    }
+}
