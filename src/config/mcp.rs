@@ -6,7 +6,10 @@
 pub mod edit;
 pub mod json;
 
-use serde::{Deserialize, Serialize};
+/// `deferred`: whether a server's tools may leave the tools array for the
+/// bridge tools (the core's setting).
+pub use crate::tooling::deferred::Deferred;
+use serde::Deserialize;
 use std::collections::BTreeMap;
 
 /// `[mcp]`.
@@ -15,19 +18,6 @@ use std::collections::BTreeMap;
 pub struct McpConfig {
     /// `[mcp.servers.NAME]`, by name.
     pub servers: BTreeMap<String, McpServerConfig>,
-}
-
-/// Whether a server's tools leave the tools array for the bridge tools.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Deferred {
-    /// When all MCP tools' schemas together pass 10 % of the window.
-    #[default]
-    Auto,
-    /// Always.
-    Always,
-    /// Never.
-    Never,
 }
 
 /// One `[mcp.servers.NAME]` section.

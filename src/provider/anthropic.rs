@@ -9,10 +9,8 @@
 mod decode;
 mod wire;
 
-/// The request body as it goes over the wire (also shown by the request
-/// inspector), and one tool schema in the form that body carries
-/// (`tool_wire_form`, for counting a tool's tokens as Anthropic receives it).
-pub use wire::{request_body, tool as tool_wire_form};
+/// The request body as it goes over the wire (also shown by the request inspector).
+pub use wire::request_body;
 
 use super::http::{self, Endpoint, HttpProviderConfig, Timeouts};
 use super::retry::{self, RetryPolicy};

@@ -8,6 +8,8 @@ use crate::domain::ProviderKind;
 use crate::mcp::{self, Hub, McpTool, Refused, ServerSpec, Status};
 use crate::tokens::TokenCounter;
 use crate::tooling::Access;
+use crate::tooling::deferred::Wire;
+use crate::tooling::mcp_names::McpNames;
 use crate::tooling::schema::ToolSpec;
 use serde::Serialize;
 use std::path::{Path, PathBuf};
@@ -82,24 +84,6 @@ pub fn spec_for(
     Ok(spec)
 }
 
-/// The name the model calls an MCP tool by, `server__tool`, with every
-/// character outside `[A-Za-z0-9_-]` made `_` and cut to 64 characters.
-/// (The session's tools array resolves collisions on top of this.)
-#[must_use]
-pub fn wire_name(server: &str, tool: &str) -> String {
-    format!("{server}__{tool}")
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(64)
-        .collect()
-}
-
 /// `tool` as a tool of the session, named `name`: its description and
 /// input schema as the server gave them; read-only only when the server
 /// marks it `readOnlyHint`, otherwise it runs something (approval asks).
@@ -117,14 +101,13 @@ pub fn tool_spec(tool: &McpTool, name: &str) -> ToolSpec {
     }
 }
 
-/// `spec` as `provider` receives it, compact JSON: OpenAI's function
-/// wrapper, or Anthropic's tool (`name`, `description`, `input_schema`).
+/// The form `provider` receives tools in (the embedded model, which has
+/// no tool calling, counts as OpenAI's).
 #[must_use]
-pub fn wire_form(spec: &ToolSpec, provider: ProviderKind) -> String {
-    let openai = spec.to_openai();
+pub fn wire(provider: ProviderKind) -> Wire {
     match provider {
-        ProviderKind::Anthropic => crate::provider::anthropic::tool_wire_form(&openai).to_string(),
-        ProviderKind::OpenAi | ProviderKind::Local => openai.to_string(),
+        ProviderKind::Anthropic => Wire::Anthropic,
+        ProviderKind::OpenAi | ProviderKind::Local => Wire::OpenAi,
     }
 }
 
@@ -176,9 +159,9 @@ pub struct ServerListing {
 pub struct ToolListing {
     /// Its name on the server.
     pub name: String,
-    /// The name the model calls ([`wire_name`]).
+    /// The name the model calls (`server__tool`, [`McpNames`]).
     pub wire_name: String,
-    /// Tokens of its wire form ([`wire_form`]) by the provider's tokenizer.
+    /// Tokens of its wire form ([`wire`]) by the provider's tokenizer.
     pub tokens: u64,
     /// The server marks it `readOnlyHint`.
     pub read_only: bool,
@@ -211,6 +194,25 @@ pub async fn list(
     let tools = hub.tools();
     hub.shutdown().await;
     let counter = super::session_counter(paths, config, choice.provider, &choice.model);
+    let allowed = |t: &&McpTool| {
+        config
+            .mcp
+            .servers
+            .get(&t.server)
+            .is_none_or(|c| c.allows(&t.name))
+    };
+    let names = McpNames::new(statuses.iter().map(|s| {
+        let offered = tools.iter().filter(|t| t.server == s.name).filter(allowed);
+        (
+            s.name.clone(),
+            offered.map(|t| t.name.clone()).collect::<Vec<_>>(),
+        )
+    }));
+    let ctx = Counting {
+        names: &names,
+        wire: wire(choice.provider),
+        counter: counter.as_ref(),
+    };
     let mut servers: Vec<ServerListing> = statuses
         .into_iter()
         .map(|s| {
@@ -220,8 +222,7 @@ pub async fn list(
                 &s.status,
                 &server_tools,
                 config.mcp.servers.get(&s.name),
-                choice.provider,
-                counter.as_ref(),
+                &ctx,
             )
         })
         .collect();
@@ -238,9 +239,9 @@ pub async fn list(
     McpListing {
         provider: choice.provider,
         model: choice.model.clone(),
-        wire_form: match choice.provider {
-            ProviderKind::Anthropic => "anthropic",
-            ProviderKind::OpenAi | ProviderKind::Local => "openai",
+        wire_form: match wire(choice.provider) {
+            Wire::Anthropic => "anthropic",
+            Wire::OpenAi => "openai",
         },
         tokenizer: counter.id().to_owned(),
         exact: counter.exact(),
@@ -249,13 +250,19 @@ pub async fn list(
     }
 }
 
+/// How [`listing`] names and counts tools.
+struct Counting<'a> {
+    names: &'a McpNames,
+    wire: Wire,
+    counter: &'a dyn TokenCounter,
+}
+
 fn listing(
     name: &str,
     status: &Status,
     tools: &[&McpTool],
     config: Option<&McpServerConfig>,
-    provider: ProviderKind,
-    counter: &dyn TokenCounter,
+    ctx: &Counting<'_>,
 ) -> ServerListing {
     let (label, why, stderr_tail) = match status {
         Status::Unavailable { why, stderr_tail } => ("unavailable", Some(why.clone()), stderr_tail.clone()),
@@ -266,8 +273,8 @@ fn listing(
         .iter()
         .filter(|t| allows(&t.name))
         .map(|t| {
-            let wire_name = wire_name(name, &t.name);
-            let tokens = counter.count(&wire_form(&tool_spec(t, &wire_name), provider)) as u64;
+            let wire_name = ctx.names.name(name, &t.name).unwrap_or_default().to_owned();
+            let tokens = u64::from(ctx.wire.tokens(ctx.counter, &tool_spec(t, &wire_name)));
             ToolListing {
                 name: t.name.clone(),
                 wire_name,
@@ -352,13 +359,6 @@ mod tests {
     }
 
     #[test]
-    fn wire_names_keep_to_the_providers_rules() {
-        assert_eq!(wire_name("time", "get_current_time"), "time__get_current_time");
-        assert_eq!(wire_name("my.srv", "get sum/2"), "my_srv__get_sum_2");
-        assert_eq!(wire_name("s", &"x".repeat(80)).len(), 64);
-    }
-
-    #[test]
     fn the_wire_form_follows_the_provider() {
         let tool = McpTool {
             server: "time".into(),
@@ -369,12 +369,14 @@ mod tests {
         };
         let spec = tool_spec(&tool, "time__now");
         assert_eq!(spec.access, Access::ReadOnly);
+        let form = |p: ProviderKind| wire(p).schema(&spec).to_string();
+        assert_eq!(form(ProviderKind::Local), form(ProviderKind::OpenAi));
         assert_eq!(
-            wire_form(&spec, ProviderKind::OpenAi),
+            form(ProviderKind::OpenAi),
             r#"{"function":{"description":"The time.","name":"time__now","parameters":{"properties":{},"type":"object"}},"type":"function"}"#
         );
         assert_eq!(
-            wire_form(&spec, ProviderKind::Anthropic),
+            form(ProviderKind::Anthropic),
             r#"{"description":"The time.","input_schema":{"properties":{},"type":"object"},"name":"time__now"}"#
         );
         let writes = McpTool {

@@ -185,7 +185,7 @@ fn tool_input(arguments: &str) -> Value {
 /// A tool schema in Anthropic's form (`name`, `description`,
 /// `input_schema`), from OpenAI's `{type: function, function: {...}}`;
 /// a schema already in Anthropic's form passes through.
-pub fn tool(schema: &Value) -> Value {
+fn tool(schema: &Value) -> Value {
     let Some(function) = schema.get("function") else {
         return schema.clone();
     };
