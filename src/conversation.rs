@@ -420,6 +420,16 @@ impl Conversation {
         changed
     }
 
+    /// Offers `specs` too, after the tools offered so far, as the group
+    /// `group` (an MCP server: its tools, sorted); the built-in prefix of
+    /// the tools array keeps its bytes. Nothing happens when tools are off.
+    pub fn add_tool_group(&mut self, group: &str, specs: Vec<crate::tooling::schema::ToolSpec>) {
+        if let Some(tools) = self.tools.as_mut() {
+            tools.set = tools.set.clone().with_extra(group, specs);
+            self.tool_tokens = None;
+        }
+    }
+
     /// Switches tools off for the rest of the session, saying why.
     pub fn disable_tools(&mut self, reason: String) {
         self.tools = None;

@@ -13,6 +13,7 @@ mod context;
 pub mod doctor;
 mod import;
 mod lookup;
+mod mcp_session;
 pub mod mcp_setup;
 mod prompt_build;
 mod providers;
@@ -31,6 +32,7 @@ pub use compress::{
 };
 pub use context::ContextReport;
 pub use import::{ImportError, ImportOutcome, parse_openai_messages};
+pub use mcp_session::McpSession;
 pub use prompt_build::{PromptPreview, fingerprint, recent_entry, resolve_mode, to_system_prompt};
 pub use providers::{
     Connected, connect, counters_built, ensure_local_model, local_model_file, session_counter,

@@ -254,6 +254,7 @@ impl Runtime {
                             out(ChatOutput::ToolStarted(&call));
                             running.push(tool_run::start(
                                 Arc::clone(&t.env),
+                                t.mcp.clone(),
                                 call,
                                 arguments,
                                 progress_tx.clone(),

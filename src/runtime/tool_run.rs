@@ -35,6 +35,8 @@ pub struct TurnTools<'a> {
     /// Answers to approvals; `None` for headless runs (a call that would
     /// ask is denied there, which the core's policy already ensures).
     pub approvals: Option<&'a mut mpsc::UnboundedReceiver<ApprovalAnswer>>,
+    /// The session's MCP servers, when it has any.
+    pub mcp: Option<Arc<super::McpSession>>,
 }
 
 /// A finished call.
@@ -62,9 +64,11 @@ pub(super) type Running = FuturesUnordered<BoxFuture<'static, Finished>>;
 /// A progress line of a running call: `(tool_call_id, text)`.
 pub(super) type ProgressLine = (String, String);
 
-/// Starts `call` on the adapter.
+/// Starts `call` on the adapter that has it: an MCP server for its
+/// `server__tool` names, the built-in handlers otherwise.
 pub(super) fn start(
     env: Arc<ToolEnv>,
+    mcp: Option<Arc<super::McpSession>>,
     call: ToolCall,
     arguments: serde_json::Value,
     progress: mpsc::UnboundedSender<ProgressLine>,
@@ -75,7 +79,13 @@ pub(super) fn start(
         let report: crate::tools::Progress = Arc::new(move |line: &str| {
             let _ = progress.send((id.clone(), line.to_owned()));
         });
-        let output = crate::tools::run(env, call.id.clone(), call.name.clone(), arguments, report).await;
+        let output = match mcp.filter(|m| m.handles(&call.name)) {
+            Some(mcp) => {
+                mcp.call(&call.name, arguments, env.spill_dir.clone(), &call.id)
+                    .await
+            }
+            None => crate::tools::run(env, call.id.clone(), call.name.clone(), arguments, report).await,
+        };
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
         Finished {
             call,

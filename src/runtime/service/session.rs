@@ -75,6 +75,8 @@ pub struct SessionService {
     /// What the user and the server decided about tools in this process,
     /// kept when the conversation is rebuilt.
     tool_prefs: tools::ToolPrefs,
+    /// The session's MCP servers, once its first turn started them.
+    mcp: Option<Arc<crate::runtime::McpSession>>,
     /// Approval answers from the client, read by the turn.
     approvals: (
         tokio::sync::mpsc::UnboundedSender<crate::runtime::ApprovalAnswer>,
@@ -176,6 +178,7 @@ impl SessionService {
             interactive: launch.interactive,
             tool_env: None,
             tool_prefs: tools::ToolPrefs::default(),
+            mcp: None,
             approvals: tokio::sync::mpsc::unbounded_channel(),
         })
     }

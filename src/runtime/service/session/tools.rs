@@ -86,6 +86,55 @@ impl SessionService {
         Ok(())
     }
 
+    /// Starts the config's MCP servers for the open conversation when it
+    /// offers tools and has none yet, waits for them (the first request
+    /// must not go out before their tools are in the array), and adds each
+    /// ready server's tools after the built-in ones. A server that cannot
+    /// start is reported once and left out.
+    pub(super) async fn start_mcp(&mut self) {
+        let wanted = self.tool_env.is_some()
+            && !self.runtime.config.mcp.servers.is_empty()
+            && self.conversation.as_ref().is_some_and(|c| c.tools().is_some());
+        if !wanted {
+            return;
+        }
+        if self.mcp.is_none() {
+            self.emit(ServiceEvent::Progress("starting the MCP servers…".to_owned()));
+            let root = self
+                .tool_env
+                .as_ref()
+                .map(|e| e.root.clone())
+                .unwrap_or_else(|| self.cwd.clone());
+            let env = |name: &str| (self.env)(name);
+            let started = self
+                .runtime
+                .start_mcp(&self.runtime.config.mcp, &root, &env)
+                .await;
+            let Some(session) = started else {
+                return;
+            };
+            for (name, why) in session.unavailable() {
+                self.emit(ServiceEvent::Error(format!(
+                    "MCP server {name} is unavailable: {why}"
+                )));
+            }
+            self.mcp = Some(std::sync::Arc::new(session));
+        }
+        let (Some(mcp), Some(conversation)) = (self.mcp.as_ref(), self.conversation.as_mut()) else {
+            return;
+        };
+        for (server, specs) in mcp.groups() {
+            let present = conversation.tools().is_some_and(|t| {
+                specs
+                    .iter()
+                    .all(|s| t.set.specs().iter().any(|e| e.spec.name == s.name))
+            });
+            if !present {
+                conversation.add_tool_group(server, specs.clone());
+            }
+        }
+    }
+
     /// Stores an `interrupted` result for each call of the session's last
     /// reply that has none (a process killed while the tool ran).
     pub(super) fn answer_orphan_calls(&mut self, session: &Session) -> anyhow::Result<()> {

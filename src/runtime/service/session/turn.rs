@@ -93,8 +93,11 @@ impl SessionService {
         text: String,
         cancel: impl Future<Output = ()>,
     ) -> anyhow::Result<(crate::domain::MessageStatus, bool)> {
+        self.start_mcp().await;
+        let mcp = self.mcp.clone();
         let tools = self.tool_env.clone().map(|env| crate::runtime::TurnTools {
             env,
+            mcp,
             approvals: self.interactive.then_some(&mut self.approvals.1),
         });
         let (Some(conversation), Some(connected)) = (self.conversation.as_mut(), self.connected.as_ref())

@@ -1,0 +1,148 @@
+//! MCP tools in a chat turn, end to end: `strata chat` against the local
+//! SSE server with scripted calls to the real servers' tools (installed by
+//! `scripts/install-mcp-servers.sh`; missing ones fail in CI). Their tools
+//! come after the built-in ones, their calls go through the same approval
+//! and output path, and their answers reach the model. One test at a time.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+#[path = "support/agent.rs"]
+mod agent;
+mod common;
+mod mcp_support;
+#[path = "support/server.rs"]
+mod server;
+#[path = "support/tool_sse.rs"]
+mod tool_sse;
+
+use agent::{events, of_type, openai, run};
+use common::Sandbox;
+use server::{Reply, Server};
+use tool_sse::{openai_calls, openai_text};
+
+fn names(body: &serde_json::Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn config(sb: &Sandbox) -> Option<()> {
+    let [time, everything, filesystem] = mcp_support::real_servers()?;
+    let allowed = sb.ws().join("allowed");
+    std::fs::create_dir(&allowed).unwrap();
+    std::fs::write(
+        sb.home.path().join("config.toml"),
+        format!(
+            "[mcp.servers.time]\ncommand = {:?}\n\n[mcp.servers.everything]\ncommand = {:?}\n\n[mcp.servers.filesystem]\ncommand = {:?}\nargs = [{:?}]\n",
+            time.to_str().unwrap(),
+            everything.to_str().unwrap(),
+            filesystem.to_str().unwrap(),
+            allowed.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    Some(())
+}
+
+#[test]
+fn the_real_servers_tools_are_offered_after_the_built_ins_and_answer_the_model() {
+    mcp_support::run(async {
+        let server = Server::with(|n| match n {
+            0 => Reply::sse(openai_calls(&[
+                ("t", "time__get_current_time", r#"{"timezone":"Asia/Tokyo"}"#),
+                ("e", "everything__echo", r#"{"message":"こんにちは 世界"}"#),
+                (
+                    "w",
+                    "filesystem__write_file",
+                    r#"{"path":"/etc/strata-test-outside","content":"x"}"#,
+                ),
+            ])),
+            _ => Reply::sse(openai_text("done")),
+        })
+        .await;
+        let sb = Sandbox::new();
+        if config(&sb).is_none() {
+            return;
+        }
+        let out = run(openai(
+            &sb,
+            &server,
+            &["chat", "--json", "--new", "--approve", "all", "what", "time?"],
+        ))
+        .await;
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2);
+        let first = names(&requests[0].json());
+        assert_eq!(
+            &first[..4],
+            ["read_file", "list_dir", "glob", "grep"],
+            "built-ins first"
+        );
+        let time: Vec<&String> = first.iter().filter(|n| n.starts_with("time__")).collect();
+        assert_eq!(
+            time,
+            ["time__convert_time", "time__get_current_time"],
+            "per server, sorted"
+        );
+        assert!(first.iter().any(|n| n == "everything__echo"));
+        assert!(first.iter().any(|n| n.starts_with("filesystem__")));
+        let builtins = first.iter().position(|n| n.contains("__")).unwrap();
+        assert_eq!(builtins, 10, "the built-in prefix is unchanged");
+        assert_eq!(
+            requests[1].json()["tools"],
+            requests[0].json()["tools"],
+            "stable between rounds"
+        );
+
+        let body = requests[1].json();
+        let m = body["messages"].as_array().unwrap();
+        let result = |id: &str| {
+            m.iter()
+                .find(|x| x["tool_call_id"] == id)
+                .map(|x| x["content"].as_str().unwrap().to_owned())
+                .unwrap()
+        };
+        assert!(result("t").contains("Asia/Tokyo"), "{}", result("t"));
+        assert!(result("e").contains("こんにちは 世界"), "{}", result("e"));
+        let refused = result("w");
+        assert!(!std::path::Path::new("/etc/strata-test-outside").exists());
+        assert!(
+            refused.to_lowercase().contains("denied") || refused.to_lowercase().contains("outside"),
+            "{refused}"
+        );
+        let ev = events(&out);
+        let statuses: Vec<&str> = of_type(&ev, "tool_result")
+            .iter()
+            .map(|r| r["status"].as_str().unwrap())
+            .collect();
+        assert_eq!(statuses[..2], ["ok", "ok"]);
+        assert_eq!(statuses[2], "error", "the server's refusal is an error result");
+    });
+}
+
+#[test]
+fn a_write_tool_the_server_does_not_mark_read_only_is_denied_headless() {
+    mcp_support::run(async {
+        let sb = Sandbox::new();
+        let target = sb.ws().join("allowed/note.txt");
+        let write = serde_json::json!({"path": target, "content": "x"}).to_string();
+        let server = Server::with(move |n| match n {
+            0 => Reply::sse(openai_calls(&[("w", "filesystem__write_file", &write)])),
+            _ => Reply::sse(openai_text("done")),
+        })
+        .await;
+        if config(&sb).is_none() {
+            return;
+        }
+        let out = run(openai(&sb, &server, &["chat", "--json", "--new", "write"])).await;
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let ev = events(&out);
+        let result = of_type(&ev, "tool_result")[0].clone();
+        assert_eq!(result["status"], "denied", "{ev:?}");
+        assert!(!target.exists(), "nothing written");
+    });
+}
