@@ -416,6 +416,9 @@ impl Conversation {
             return false;
         };
         let changed = tools.set.set_enabled(name, on);
+        if let Some(request) = tools.request.as_mut() {
+            request.set_enabled(name, on);
+        }
         self.tool_tokens = None;
         changed
     }
@@ -426,6 +429,17 @@ impl Conversation {
     pub fn add_tool_group(&mut self, group: &str, specs: Vec<crate::tooling::schema::ToolSpec>) {
         if let Some(tools) = self.tools.as_mut() {
             tools.set = tools.set.clone().with_extra(group, specs);
+            tools.request = None;
+            self.tool_tokens = None;
+        }
+    }
+
+    /// Sends `request` as the tools array instead of every tool (deferred
+    /// disclosure: the bridge tools stand in for the deferred ones), or
+    /// every tool again with `None`.
+    pub fn set_request_tools(&mut self, request: Option<crate::tooling::schema::ToolSet>) {
+        if let Some(tools) = self.tools.as_mut() {
+            tools.request = request;
             self.tool_tokens = None;
         }
     }
@@ -659,7 +673,7 @@ impl Conversation {
             text: self.prompt.text.clone(),
             boundary_offset: self.prompt.boundary_offset,
         };
-        let tools: &[serde_json::Value] = self.tools.as_ref().map_or(&[], |t| t.set.array());
+        let tools: &[serde_json::Value] = self.tools.as_ref().map_or(&[], |t| t.offered().array());
         let tool_tokens = *self
             .tool_tokens
             .get_or_insert_with(|| u64::from(crate::tokens::tool_schema_tokens(counter, tools)));

@@ -30,13 +30,19 @@ fn names(body: &serde_json::Value) -> Vec<String> {
 }
 
 fn config(sb: &Sandbox) -> Option<()> {
+    config_with(sb, "", "")
+}
+
+/// The three real servers; `model` goes in `[model]`, `time` in
+/// `[mcp.servers.time]`.
+fn config_with(sb: &Sandbox, model: &str, time_extra: &str) -> Option<()> {
     let [time, everything, filesystem] = mcp_support::real_servers()?;
     let allowed = sb.ws().join("allowed");
     std::fs::create_dir(&allowed).unwrap();
     std::fs::write(
         sb.home.path().join("config.toml"),
         format!(
-            "[mcp.servers.time]\ncommand = {:?}\n\n[mcp.servers.everything]\ncommand = {:?}\n\n[mcp.servers.filesystem]\ncommand = {:?}\nargs = [{:?}]\n",
+            "[model]\n{model}\n[tools]\nenabled = true\n\n[mcp.servers.time]\ncommand = {:?}\n{time_extra}\n\n[mcp.servers.everything]\ncommand = {:?}\n\n[mcp.servers.filesystem]\ncommand = {:?}\nargs = [{:?}]\n",
             time.to_str().unwrap(),
             everything.to_str().unwrap(),
             filesystem.to_str().unwrap(),
@@ -144,5 +150,98 @@ fn a_write_tool_the_server_does_not_mark_read_only_is_denied_headless() {
         let result = of_type(&ev, "tool_result")[0].clone();
         assert_eq!(result["status"], "denied", "{ev:?}");
         assert!(!target.exists(), "nothing written");
+    });
+}
+
+#[test]
+fn deferred_tools_leave_the_array_and_are_found_described_and_called_through_the_bridges() {
+    mcp_support::run(async {
+        let server = Server::answering(|n, _| match n {
+            0 => Reply::sse(openai_calls(&[("s", "tool_search", r#"{"query":"time zone"}"#)])),
+            1 => Reply::sse(openai_calls(&[(
+                "d",
+                "tool_describe",
+                r#"{"name":"time__get_current_time"}"#,
+            )])),
+            2 => Reply::sse(openai_calls(&[(
+                "c",
+                "tool_call",
+                r#"{"name":"time__get_current_time","arguments":{"timezone":"Europe/Paris"}}"#,
+            )])),
+            _ => Reply::sse(openai_text("done")),
+        })
+        .await;
+        let sb = Sandbox::new();
+        if config_with(&sb, "", "deferred = \"always\"").is_none() {
+            return;
+        }
+        let out = run(openai(
+            &sb,
+            &server,
+            &["chat", "--json", "--new", "--approve", "all", "time?"],
+        ))
+        .await;
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let requests = server.requests();
+        assert_eq!(requests.len(), 4);
+        let first = names(&requests[0].json());
+        assert!(
+            !first.iter().any(|n| n.starts_with("time__")),
+            "time's tools are deferred: {first:?}"
+        );
+        assert!(
+            first.iter().any(|n| n == "everything__echo"),
+            "the others stay direct (auto at 128k)"
+        );
+        assert_eq!(
+            &first[first.len() - 3..],
+            ["tool_search", "tool_describe", "tool_call"]
+        );
+        let last = |i: usize| {
+            let body = requests[i].json();
+            body["messages"].as_array().unwrap().last().unwrap()["content"]
+                .as_str()
+                .unwrap()
+                .to_owned()
+        };
+        let found = last(1);
+        let convert = found.find("time__convert_time").expect(&found);
+        let current = found.find("time__get_current_time").expect(&found);
+        assert!(
+            convert.max(current) < found.len() / 2 + 200,
+            "both near the top: {found}"
+        );
+        assert!(last(2).contains("timezone"), "the full schema: {}", last(2));
+        assert!(last(3).contains("Europe/Paris"), "the call ran: {}", last(3));
+    });
+}
+
+#[test]
+fn auto_keeps_the_servers_direct_at_128k_and_defers_them_at_16k() {
+    mcp_support::run(async {
+        for (window, deferred) in [(128_000, false), (16_000, true)] {
+            let server = Server::with(|_| Reply::sse(openai_text("ok"))).await;
+            let sb = Sandbox::new();
+            if config_with(&sb, &format!("context_window = {window}\nmax_tokens = 1024"), "").is_none() {
+                return;
+            }
+            let out = run(openai(&sb, &server, &["chat", "--json", "--new", "hi"])).await;
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let body = server.requests()[0].json();
+            let first = names(&body);
+            let mcp = first.iter().filter(|n| n.contains("__")).count();
+            let bridges = first.iter().filter(|n| n.starts_with("tool_")).count();
+            if deferred {
+                assert_eq!((mcp, bridges), (0, 3), "window {window}: {first:?}");
+            } else {
+                assert_eq!((mcp, bridges), (29, 0), "window {window}: {first:?}");
+            }
+            let counter = strata::tokens::TiktokenCounter::new(strata::tokens::Encoding::O200kBase, true);
+            let tokens = strata::tokens::tool_schema_tokens(&counter, body["tools"].as_array().unwrap());
+            eprintln!(
+                "window {window}: tools array {tokens} tokens ({} tools)",
+                first.len()
+            );
+        }
     });
 }

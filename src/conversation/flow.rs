@@ -154,7 +154,7 @@ impl Conversation {
     /// overflow retry.
     fn send(&mut self, prepared: Prepared, now_ms: i64) -> Vec<Effect> {
         let estimate = prepared.prepared_tokens;
-        let tools_sha256 = self.tools.as_ref().map(|t| t.set.sha256());
+        let tools_sha256 = self.tools.as_ref().map(|t| t.offered().sha256());
         self.sent = Some(super::SentRequest {
             report: prepared.report,
             prepared_tokens: prepared.prepared_tokens,

@@ -15,6 +15,7 @@
 use super::{Conversation, Effect, Phase, TurnNotice};
 use crate::domain::{Message, Role, ToolCall, ToolResultMeta, ToolStatus};
 use crate::tooling::approval::{self, DeniedBy, Policy, Rule, Rules, Verdict};
+use crate::tooling::deferred::{Bridge, resolve_call};
 use crate::tooling::limits::{self, Limits, RoundItem, Spill};
 use crate::tooling::schema::ToolSet;
 use crate::tooling::{Access, Output};
@@ -42,6 +43,19 @@ pub struct Tools {
     /// `DATA/spill/<session>` as a path string: spill files are
     /// `<spill_dir>/<tool_call_id>.txt`.
     pub spill_dir: String,
+    /// The tools array when some tools are deferred (the built-ins, the
+    /// direct MCP tools and the three bridge tools); `None` sends `set`.
+    /// Calls are looked up in `set` first, so a deferred tool still runs
+    /// when the model names it, directly or through `tool_call`.
+    pub request: Option<ToolSet>,
+}
+
+impl Tools {
+    /// The tools the request carries.
+    #[must_use]
+    pub fn offered(&self) -> &ToolSet {
+        self.request.as_ref().unwrap_or(&self.set)
+    }
 }
 
 /// The user's answer to an [`Effect::AskApproval`].
@@ -83,7 +97,11 @@ enum State {
 
 #[derive(Debug)]
 struct RoundCall {
+    /// The call as the model wrote it (its id pairs the result).
     call: ToolCall,
+    /// What runs: the call itself, or the tool a `tool_call` bridge names
+    /// (same id, that tool's name and arguments).
+    runs: ToolCall,
     arguments: Value,
     access: Access,
     state: State,
@@ -111,12 +129,19 @@ fn answer(status: ToolStatus, text: impl Into<String>) -> State {
 
 impl Round {
     /// A round over `calls`; arguments are parsed and names looked up now.
-    fn new(calls: Vec<ToolCall>, set: &ToolSet) -> Self {
+    fn new(calls: Vec<ToolCall>, tools: &Tools) -> Self {
+        let set = &tools.set;
         let calls = calls
             .into_iter()
             .map(|call| {
                 let parsed = parse_arguments(&call.arguments);
-                let spec = set.get(&call.name);
+                // `tool_call` stands for the tool it names: that tool's
+                // access, approval and handler, the bridge call's id.
+                if call.name == Bridge::Call.name() && tools.request.is_some() {
+                    return bridged(call, parsed, set);
+                }
+                let spec = set.get(&call.name).or_else(|| tools.request.as_ref()?.get(&call.name));
+                let runs = call.clone();
                 let (arguments, access, state) = match (parsed, spec) {
                     (_, None) => (Value::Null, Access::ReadOnly, answer(ToolStatus::Error, unknown_tool(&call.name, set))),
                     (Err(e), Some(spec)) => (
@@ -134,6 +159,7 @@ impl Round {
                 };
                 RoundCall {
                     call,
+                    runs,
                     arguments,
                     access,
                     state,
@@ -154,6 +180,34 @@ impl Round {
 
     fn position(&self, tool_call_id: &str) -> Option<usize> {
         self.calls.iter().position(|c| c.call.id == tool_call_id)
+    }
+}
+
+/// A `tool_call` bridge call resolved to the tool it names, or an error
+/// result the model reads.
+fn bridged(call: ToolCall, parsed: Result<Value, String>, set: &ToolSet) -> RoundCall {
+    let resolved = parsed.and_then(|args| {
+        resolve_call(set, &args).map(|(spec, inner)| (spec.name.clone(), spec.access, inner))
+    });
+    match resolved {
+        Ok((name, access, inner)) => RoundCall {
+            runs: ToolCall {
+                id: call.id.clone(),
+                name,
+                arguments: inner.to_string(),
+            },
+            call,
+            arguments: inner,
+            access,
+            state: State::Waiting,
+        },
+        Err(text) => RoundCall {
+            runs: call.clone(),
+            call,
+            arguments: Value::Null,
+            access: Access::ReadOnly,
+            state: answer(ToolStatus::Error, text),
+        },
     }
 }
 
@@ -213,7 +267,7 @@ impl Conversation {
             effects.extend(self.end_turn());
             return effects;
         }
-        let round = Round::new(calls, &tools.set);
+        let round = Round::new(calls, tools);
         if let Some(active) = self.active.as_mut() {
             active.round = Some(round);
         }
@@ -243,7 +297,7 @@ impl Conversation {
             }
             let verdict = approval::decide(
                 c.access,
-                &c.call.name,
+                &c.runs.name,
                 &c.arguments,
                 tools.policy,
                 &tools.rules,
@@ -252,11 +306,11 @@ impl Conversation {
             let alone = c.access != Access::ReadOnly;
             match verdict {
                 Verdict::Deny { reason } => {
-                    let text = match approval::deny_rule(&tools.rules, &c.call.name, &c.arguments) {
+                    let text = match approval::deny_rule(&tools.rules, &c.runs.name, &c.arguments) {
                         Some(rule) => {
-                            approval::denied_text(&c.call.name, None, DeniedBy::Rule(rule.to_string()))
+                            approval::denied_text(&c.runs.name, None, DeniedBy::Rule(rule.to_string()))
                         }
-                        None => approval::denied_text(&c.call.name, Some(&reason), DeniedBy::ReadOnly),
+                        None => approval::denied_text(&c.runs.name, Some(&reason), DeniedBy::ReadOnly),
                     };
                     c.state = answer(ToolStatus::Denied, text);
                     round.next += 1;
@@ -281,10 +335,10 @@ impl Conversation {
                 Verdict::Ask => {
                     c.state = State::Asking;
                     effects.push(Effect::Phase(Phase::AwaitingApproval {
-                        name: c.call.name.clone(),
+                        name: c.runs.name.clone(),
                     }));
                     effects.push(Effect::AskApproval {
-                        call: c.call.clone(),
+                        call: c.runs.clone(),
                         arguments: c.arguments.clone(),
                         access: c.access,
                     });
@@ -337,12 +391,12 @@ impl Conversation {
             Approval::Deny { reason } => {
                 c.state = answer(
                     ToolStatus::Denied,
-                    approval::denied_text(&c.call.name, reason.as_deref(), DeniedBy::User),
+                    approval::denied_text(&c.runs.name, reason.as_deref(), DeniedBy::User),
                 );
             }
             Approval::Once | Approval::UntilExit => {
                 if approval == Approval::UntilExit {
-                    self.grants.push(approval::grant_for(&c.call.name, &c.arguments));
+                    self.grants.push(approval::grant_for(&c.runs.name, &c.arguments));
                 }
                 c.state = State::Running;
                 round.running += 1;
@@ -568,7 +622,7 @@ impl Conversation {
 
 fn run_effect(c: &RoundCall) -> Effect {
     Effect::RunTool {
-        call: c.call.clone(),
+        call: c.runs.clone(),
         arguments: c.arguments.clone(),
         access: c.access,
     }
@@ -578,7 +632,7 @@ fn running_phase(round: &Round) -> Option<Phase> {
     let mut running = round.calls.iter().filter(|c| matches!(c.state, State::Running));
     let first = running.next()?;
     Some(Phase::RunningTool {
-        name: first.call.name.clone(),
+        name: first.runs.name.clone(),
         others: running.count(),
     })
 }

@@ -20,6 +20,7 @@ fn tools(policy: Policy) -> Tools {
         max_rounds: DEFAULT_MAX_ROUNDS,
         limits: Limits::DEFAULT,
         spill_dir: "/data/spill/s".to_owned(),
+        request: None,
     }
 }
 

@@ -80,7 +80,7 @@ pub(super) fn context_of(
     let messages = conversation.messages();
     let tools = conversation
         .tools()
-        .map(|t| crate::tokens::tool_schema_items(counter.as_ref(), t.set.array()))
+        .map(|t| crate::tokens::tool_schema_items(counter.as_ref(), t.offered().array()))
         .unwrap_or_default();
     let budget_with = |tokens: &[u32]| {
         super::compress::budget_with(

@@ -8,6 +8,7 @@
 use super::Runtime;
 use crate::config::McpConfig;
 use crate::mcp::{Hub, ImageDir, McpTool, Status};
+use crate::tooling::deferred::Bridge;
 use crate::tooling::mcp_names::McpNames;
 use crate::tooling::schema::ToolSpec;
 use crate::tooling::{Output, ToolStatus};
@@ -23,6 +24,9 @@ pub struct McpSession {
     groups: Vec<(String, Vec<ToolSpec>)>,
     /// Servers that could not start, with one sentence each.
     unavailable: Vec<(String, String)>,
+    /// The search index over the deferred tools, when some are deferred
+    /// (`tool_search`, `tool_describe`).
+    catalog: std::sync::Mutex<Option<crate::tools::catalog::Catalog>>,
 }
 
 impl std::fmt::Debug for McpSession {
@@ -88,6 +92,7 @@ impl Runtime {
             names,
             groups,
             unavailable,
+            catalog: std::sync::Mutex::new(None),
         })
     }
 }
@@ -105,10 +110,41 @@ impl McpSession {
         &self.unavailable
     }
 
-    /// Whether `name` is one of the servers' tools.
+    /// Whether `name` is one of the servers' tools, or a bridge tool of
+    /// the deferred ones.
     #[must_use]
     pub fn handles(&self, name: &str) -> bool {
-        self.names.resolve(name).is_some()
+        self.names.resolve(name).is_some() || (self.deferring() && Bridge::from_name(name).is_some())
+    }
+
+    fn deferring(&self) -> bool {
+        self.catalog.lock().is_ok_and(|c| c.is_some())
+    }
+
+    /// Indexes `deferred` for `tool_search` and `tool_describe` (rebuilt
+    /// only when the list changed); an empty list stops deferring.
+    pub fn defer(&self, deferred: &[ToolSpec]) {
+        let Ok(mut slot) = self.catalog.lock() else {
+            return;
+        };
+        if deferred.is_empty() {
+            *slot = None;
+            return;
+        }
+        if slot.is_none() {
+            match crate::tools::catalog::Catalog::new() {
+                Ok(c) => *slot = Some(c),
+                Err(e) => {
+                    tracing::warn!(error = %e, "the tool catalog could not be built");
+                    return;
+                }
+            }
+        }
+        if let Some(catalog) = slot.as_mut()
+            && let Err(e) = catalog.update(deferred)
+        {
+            tracing::warn!(error = %e, "the tool catalog could not be updated");
+        }
     }
 
     /// Runs the tool `name` with `arguments`; images in the result are
@@ -121,6 +157,16 @@ impl McpSession {
         spill_dir: PathBuf,
         tool_call_id: &str,
     ) -> ToolOutput {
+        if let Some(bridge) = Bridge::from_name(name).filter(|_| self.names.resolve(name).is_none()) {
+            let Ok(slot) = self.catalog.lock() else {
+                return ToolOutput::error("The tool catalog is unavailable; call the tool directly by name.");
+            };
+            return match (bridge, slot.as_ref()) {
+                (Bridge::Search, Some(c)) => c.search_output(&arguments),
+                (Bridge::Describe, Some(c)) => c.describe_output(&arguments),
+                _ => ToolOutput::error(format!("`{name}` is not available in this session.")),
+            };
+        }
         let Some((server, tool)) = self.names.resolve(name) else {
             return ToolOutput::error(format!("There is no MCP tool named `{name}`."));
         };

@@ -175,6 +175,7 @@ impl Runtime {
             max_rounds: self.config.tools.max_rounds,
             limits,
             spill_dir: spill_dir.display().to_string(),
+            request: None,
         };
         Ok(Some((tools, Arc::new(env))))
     }

@@ -123,6 +123,7 @@ impl SessionService {
         let (Some(mcp), Some(conversation)) = (self.mcp.as_ref(), self.conversation.as_mut()) else {
             return;
         };
+        let mut added = false;
         for (server, specs) in mcp.groups() {
             let present = conversation.tools().is_some_and(|t| {
                 specs
@@ -131,8 +132,44 @@ impl SessionService {
             });
             if !present {
                 conversation.add_tool_group(server, specs.clone());
+                added = true;
             }
         }
+        if !added {
+            return;
+        }
+        // Deferred disclosure: the servers' tools leave the array when they
+        // cost too much of the window (or always, per server).
+        let Some(tools) = conversation.tools() else {
+            return;
+        };
+        let settings: std::collections::BTreeMap<String, crate::tooling::deferred::Deferred> = self
+            .runtime
+            .config
+            .mcp
+            .servers
+            .iter()
+            .map(|(name, c)| (name.clone(), c.deferred))
+            .collect();
+        let wire = crate::runtime::mcp_setup::wire(conversation.session().provider);
+        let plan = crate::tooling::deferred::Disclosure::plan(
+            &tools.set,
+            &settings,
+            conversation.window(),
+            wire,
+            conversation.counter().as_ref(),
+        );
+        mcp.defer(plan.deferred());
+        let request = (!plan.deferred().is_empty()).then(|| plan.request().clone());
+        if request.is_some() {
+            let saving = plan.saving();
+            tracing::info!(
+                deferred = plan.deferred().len(),
+                saved = saving.saved_tokens(),
+                "MCP tools deferred"
+            );
+        }
+        conversation.set_request_tools(request);
     }
 
     /// Stores an `interrupted` result for each call of the session's last
