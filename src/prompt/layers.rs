@@ -265,27 +265,14 @@ fn memory(inputs: &PromptInputs, cap: usize, warnings: &mut Vec<String>) -> Laye
         let mut fitted = fit(file, cap, CapKind::PerFile, false, warnings);
         if let Some(body) = fitted.body.take() {
             // Memory is written by the user and by the model's `memory`
-            // tool: it is scanned like the instruction files.
-            let findings = super::scan::scan(&body);
-            let list: Vec<String> = findings.iter().map(ToString::to_string).collect();
-            let list = list.join("; ");
-            let body = if findings.is_empty() {
-                body
-            } else if inputs.settings.block_suspicious {
-                warnings.push(format!(
-                    "{} looks like a prompt injection ({list}); it was withheld from the prompt because prompt.block_suspicious is on.",
-                    file.path
-                ));
-                fitted.info.status = crate::domain::SourceStatus::Blocked;
-                fitted.info.kept_chars = 0;
-                fill(assets::BLOCKED_NOTICE, &[("findings", Some(&list))])
-            } else {
-                warnings.push(format!(
-                    "{} looks like a prompt injection ({list}); review it, or set prompt.block_suspicious = true to withhold such files.",
-                    file.path
-                ));
-                body
-            };
+            // tool: it is screened like the instruction files.
+            let body = super::scan::screened(
+                body,
+                &file.path,
+                inputs.settings.block_suspicious,
+                &mut fitted.info,
+                warnings,
+            );
             sections.push(fill(
                 template,
                 &[("path", Some(&file.path)), ("body", Some(&body))],

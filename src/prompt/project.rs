@@ -5,7 +5,7 @@
 use super::assets;
 use super::fit::{CapKind, fit};
 use super::inputs::SourceText;
-use super::scan::scan;
+use super::scan::screened;
 use super::settings::{PromptSettings, TOTAL_INSTRUCTION_CAP, TruncationNotice};
 use super::template::{fill, group_digits};
 use crate::domain::{SourceInfo, SourceStatus};
@@ -58,28 +58,13 @@ pub(crate) fn project_layer(
         } else {
             used + fitted.kept
         };
-        let findings = scan(&body);
-        let body = if findings.is_empty() {
-            body
-        } else {
-            let list: Vec<String> = findings.iter().map(ToString::to_string).collect();
-            let list = list.join("; ");
-            if settings.block_suspicious {
-                warnings.push(format!(
-                    "{} looks like a prompt injection ({list}); it was withheld from the prompt because prompt.block_suspicious is on.",
-                    file.path
-                ));
-                fitted.info.status = SourceStatus::Blocked;
-                fitted.info.kept_chars = 0;
-                fill(assets::BLOCKED_NOTICE, &[("findings", Some(&list))])
-            } else {
-                warnings.push(format!(
-                    "{} looks like a prompt injection ({list}); review it, or set prompt.block_suspicious = true to withhold such files.",
-                    file.path
-                ));
-                body
-            }
-        };
+        let body = screened(
+            body,
+            &file.path,
+            settings.block_suspicious,
+            &mut fitted.info,
+            warnings,
+        );
         let blocked = fitted.info.status == SourceStatus::Blocked;
         if truncated && !blocked {
             truncated_paths.push(file.path.as_str());

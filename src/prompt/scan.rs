@@ -48,6 +48,38 @@ impl fmt::Display for Finding {
     }
 }
 
+/// `body` of the source `path` as the prompt includes it after the scan:
+/// unchanged when nothing was found; with findings, a warning naming the
+/// file and either the body (warned only) or, with `block`, the withheld
+/// notice (and `info` marked blocked, nothing kept).
+pub(crate) fn screened(
+    body: String,
+    path: &str,
+    block: bool,
+    info: &mut crate::domain::SourceInfo,
+    warnings: &mut Vec<String>,
+) -> String {
+    let findings = scan(&body);
+    if findings.is_empty() {
+        return body;
+    }
+    let list: Vec<String> = findings.iter().map(ToString::to_string).collect();
+    let list = list.join("; ");
+    if block {
+        warnings.push(format!(
+            "{path} looks like a prompt injection ({list}); it was withheld from the prompt because prompt.block_suspicious is on."
+        ));
+        info.status = crate::domain::SourceStatus::Blocked;
+        info.kept_chars = 0;
+        super::template::fill(super::assets::BLOCKED_NOTICE, &[("findings", Some(&list))])
+    } else {
+        warnings.push(format!(
+            "{path} looks like a prompt injection ({list}); review it, or set prompt.block_suspicious = true to withhold such files."
+        ));
+        body
+    }
+}
+
 /// Scans `text`; findings come one per kind, in [`FindingKind`] order.
 #[must_use]
 pub fn scan(text: &str) -> Vec<Finding> {

@@ -14,7 +14,6 @@ use crate::tooling::schema::ToolSpec;
 use crate::tooling::{Output, ToolStatus};
 use crate::tools::ToolOutput;
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
 /// The session's running MCP servers and the names their tools go by.
 pub struct McpSession {
@@ -52,16 +51,7 @@ impl Runtime {
         if setup.servers.is_empty() {
             return None;
         }
-        let longest = setup
-            .servers
-            .iter()
-            .filter_map(|s| s.as_ref().ok().map(|s| s.startup_timeout))
-            .max()
-            .unwrap_or_default();
-        let hub = Hub::start(setup.servers);
-        let statuses = hub
-            .wait_ready(tokio::time::Instant::now() + longest + Duration::from_secs(1))
-            .await;
+        let (hub, statuses) = super::mcp_setup::start_and_wait(setup.servers).await;
         let tools = hub.tools();
         let offered = |t: &&McpTool| config.servers.get(&t.server).is_none_or(|c| c.allows(&t.name));
         let names = McpNames::new(statuses.iter().map(|s| {

@@ -111,6 +111,20 @@ pub fn wire(provider: ProviderKind) -> Wire {
     }
 }
 
+/// Starts `servers` together and waits until each is ready or failed (at
+/// most the longest startup timeout, and a little more for the handshake).
+pub async fn start_and_wait(servers: Vec<Result<ServerSpec, Refused>>) -> (Hub, Vec<mcp::ServerStatus>) {
+    let longest = servers
+        .iter()
+        .filter_map(|s| s.as_ref().ok().map(|s| s.startup_timeout))
+        .max()
+        .unwrap_or_default();
+    let started = tokio::time::Instant::now();
+    let hub = Hub::start(servers);
+    let statuses = hub.wait_ready(started + longest + Duration::from_secs(2)).await;
+    (hub, statuses)
+}
+
 /// What `strata mcp list` prints (`--json` prints it as is).
 #[derive(Clone, Debug, Serialize)]
 pub struct McpListing {
@@ -181,15 +195,8 @@ pub async fn list(
     env: &dyn Fn(&str) -> Option<String>,
 ) -> McpListing {
     let setup = server_specs(&config.mcp, cwd, env, supervisor_binary().as_deref());
-    let longest = setup
-        .servers
-        .iter()
-        .filter_map(|s| s.as_ref().ok().map(|s| s.startup_timeout))
-        .max()
-        .unwrap_or_default();
     let started = tokio::time::Instant::now();
-    let hub = Hub::start(setup.servers);
-    let statuses = hub.wait_ready(started + longest + Duration::from_secs(2)).await;
+    let (hub, statuses) = start_and_wait(setup.servers).await;
     let ready_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let tools = hub.tools();
     hub.shutdown().await;
