@@ -245,3 +245,48 @@ fn auto_keeps_the_servers_direct_at_128k_and_defers_them_at_16k() {
         }
     });
 }
+
+#[test]
+fn kill_9_of_a_chat_during_an_mcp_call_leaves_no_server_behind() {
+    mcp_support::run(async {
+        let server = Server::with(|n| match n {
+            0 => Reply::sse(openai_calls(&[(
+                "long",
+                "everything__trigger-long-running-operation",
+                r#"{"duration":60,"steps":6}"#,
+            )])),
+            _ => Reply::sse(openai_text("unused")),
+        })
+        .await;
+        let sb = Sandbox::new();
+        if config(&sb).is_none() {
+            return;
+        }
+        let unique = sb.ws().join("allowed");
+        let mut child = openai(
+            &sb,
+            &server,
+            &["chat", "--json", "--new", "--approve", "all", "wait"],
+        )
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+        let supervised = format!("--parent\u{0}{}\u{0}", child.id());
+        assert!(
+            mcp_support::eventually(30.0, || server.requests().len() == 1
+                && mcp_support::processes_with(&supervised).len() == 3),
+            "the three servers never ran"
+        );
+        // The call is under way (the server answers after 60 s).
+        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        assert!(!mcp_support::processes_with(unique.to_str().unwrap()).is_empty());
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert!(
+            mcp_support::eventually(10.0, || mcp_support::processes_with(&supervised).is_empty()
+                && mcp_support::processes_with(unique.to_str().unwrap()).is_empty()),
+            "a server outlived strata"
+        );
+    });
+}
