@@ -109,6 +109,12 @@ pub enum Phase {
         /// The tool.
         name: String,
     },
+    /// The session's MCP servers are starting; the first request waits
+    /// for them (so the tools array does not change under the cache).
+    StartingServers {
+        /// How many.
+        count: usize,
+    },
     /// The turn ended.
     Done,
 }

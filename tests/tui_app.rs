@@ -222,6 +222,13 @@ fn the_status_bar_follows_the_turns_phases() {
     app.handle(key(KeyCode::Enter));
     let status = |app: &strata::tui::App| draw(app, 120, 20).lines().last().unwrap_or("").to_owned();
     assert!(status(&app).contains("preparing"), "{}", status(&app));
+    app.handle(AppEvent::Phase(Phase::StartingServers { count: 3 }));
+    app.handle(AppEvent::Tick { now_ms: 500 });
+    assert!(
+        status(&app).contains("starting 3 MCP servers"),
+        "{}",
+        status(&app)
+    );
     app.handle(AppEvent::Tick { now_ms: 1_000 });
     app.handle(AppEvent::Phase(Phase::Compressing(Trigger::Preflight)));
     app.handle(AppEvent::Tick { now_ms: 4_000 });

@@ -99,7 +99,20 @@ impl SessionService {
             return;
         }
         if self.mcp.is_none() {
-            self.emit(ServiceEvent::Progress("starting the MCP servers…".to_owned()));
+            let count = self
+                .runtime
+                .config
+                .mcp
+                .servers
+                .values()
+                .filter(|s| s.enabled)
+                .count();
+            self.emit(ServiceEvent::Phase(crate::conversation::Phase::StartingServers {
+                count,
+            }));
+            if !self.interactive {
+                self.emit(ServiceEvent::Progress(format!("starting {count} MCP server(s)…")));
+            }
             let root = self
                 .tool_env
                 .as_ref()
