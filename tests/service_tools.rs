@@ -202,3 +202,33 @@ async fn after_undo_edit_the_model_is_told_with_the_next_message() {
     let said = body["messages"].to_string();
     assert!(said.contains("undid the model's last file change"), "{said}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancel_while_mcp_servers_start_stops_the_wait_and_sends_nothing() {
+    let server = Server::with(|_| Reply::sse(openai_text("ok"))).await;
+    let dirs = Dirs::new();
+    // A server that never answers `initialize`.
+    let text = format!(
+        "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n\n[mcp.servers.hang]\ncommand = \"/bin/sleep\"\nargs = [\"1000\"]\n",
+        server.base_url()
+    );
+    let config = Config::parse(&text).unwrap().config;
+    let id = service_support::import(&dirs, &config, &history(2, "hello"));
+    let (sink, events) = recorder();
+    let mut service = service_support::open(&dirs, config, id, true, sink);
+    let started = std::time::Instant::now();
+    let cancel = tokio::time::sleep(std::time::Duration::from_millis(400));
+    service.send("hello?".into(), cancel).await.unwrap();
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(10),
+        "{:?}",
+        started.elapsed()
+    );
+    assert!(server.requests().is_empty(), "nothing was sent");
+    let events = events.lock().unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, strata::runtime::service::ServiceEvent::Unsent(t) if t == "hello?"))
+    );
+}

@@ -331,7 +331,19 @@ impl Conversation {
             effects.extend(self.interrupt_calls(now_ms));
             effects
         } else {
-            self.cancel_round(now_ms)
+            let in_round = active.round.is_some();
+            let effects = self.cancel_round(now_ms);
+            // A turn stopped in a tool round did not finish: it ends
+            // interrupted (a reply already complete stays complete).
+            if let Some(ended) = self
+                .active
+                .as_mut()
+                .and_then(|a| a.ended.as_mut())
+                .filter(|_| in_round)
+            {
+                ended.status = MessageStatus::Interrupted;
+            }
+            effects
         };
         if self.active.as_ref().is_some_and(|a| a.ended.is_none()) {
             // Cancelled before any request was sent.

@@ -91,7 +91,8 @@ pub struct ToolRun {
 enum State {
     Waiting,
     Asking,
-    Running,
+    /// Started at this time, unix ms.
+    Running(i64),
     Done(ToolRun),
 }
 
@@ -143,7 +144,7 @@ impl Round {
                 let spec = set.get(&call.name).or_else(|| tools.request.as_ref()?.get(&call.name));
                 let runs = call.clone();
                 let (arguments, access, state) = match (parsed, spec) {
-                    (_, None) => (Value::Null, Access::ReadOnly, answer(ToolStatus::Error, unknown_tool(&call.name, set))),
+                    (_, None) => (Value::Null, Access::ReadOnly, answer(ToolStatus::Error, unknown_tool(&call.name, tools))),
                     (Err(e), Some(spec)) => (
                         Value::Null,
                         spec.access,
@@ -186,6 +187,11 @@ impl Round {
 /// A `tool_call` bridge call resolved to the tool it names, or an error
 /// result the model reads.
 fn bridged(call: ToolCall, parsed: Result<Value, String>, set: &ToolSet) -> RoundCall {
+    let parsed = parsed.map_err(|e| {
+        format!(
+            "The arguments of this `tool_call` call are not valid JSON ({e}); call it again as {{\"name\": \"server__tool\", \"arguments\": {{...}}}}."
+        )
+    });
     let resolved = parsed.and_then(|args| {
         resolve_call(set, &args).map(|(spec, inner)| (spec.name.clone(), spec.access, inner))
     });
@@ -222,8 +228,17 @@ fn parse_arguments(text: &str) -> Result<Value, String> {
     }
 }
 
-fn unknown_tool(name: &str, set: &ToolSet) -> String {
-    if set.specs().iter().any(|e| e.spec.name == name && !e.enabled) {
+/// The result of a call to a tool the session does not offer: switched
+/// off, or no such tool (the tools of the request are named; deferred ones
+/// are found with `tool_search`).
+fn unknown_tool(name: &str, tools: &Tools) -> String {
+    let set = tools.offered();
+    if tools
+        .set
+        .specs()
+        .iter()
+        .any(|e| e.spec.name == name && !e.enabled)
+    {
         return format!(
             "The tool `{name}` is switched off for this session (the user can switch it on with /tools on {name}); do not call it, choose another approach."
         );
@@ -292,7 +307,7 @@ impl Conversation {
                     round.next += 1;
                     continue;
                 }
-                State::Asking | State::Running => break,
+                State::Asking | State::Running(_) => break,
                 State::Waiting => {}
             }
             let verdict = approval::decide(
@@ -319,14 +334,14 @@ impl Conversation {
                     if round.running >= MAX_CONCURRENT {
                         break;
                     }
-                    c.state = State::Running;
+                    c.state = State::Running(now_ms);
                     round.running += 1;
                     round.next += 1;
                     effects.push(run_effect(c));
                 }
                 Verdict::Run | Verdict::Ask if round.running > 0 => break,
                 Verdict::Run => {
-                    c.state = State::Running;
+                    c.state = State::Running(now_ms);
                     round.running += 1;
                     round.exclusive = true;
                     round.next += 1;
@@ -362,7 +377,7 @@ impl Conversation {
         let Some(i) = round.position(tool_call_id) else {
             return Vec::new();
         };
-        if !matches!(round.calls[i].state, State::Running) {
+        if !matches!(round.calls[i].state, State::Running(_)) {
             return Vec::new();
         }
         if round.calls[i].access != Access::ReadOnly {
@@ -398,7 +413,7 @@ impl Conversation {
                 if approval == Approval::UntilExit {
                     self.grants.push(approval::grant_for(&c.runs.name, &c.arguments));
                 }
-                c.state = State::Running;
+                c.state = State::Running(now_ms);
                 round.running += 1;
                 round.exclusive = c.access != Access::ReadOnly;
                 effects.push(run_effect(c));
@@ -424,7 +439,7 @@ impl Conversation {
             .into_iter()
             .map(|c| match c.state {
                 State::Done(run) => (c.call, run),
-                State::Waiting | State::Asking | State::Running => {
+                State::Waiting | State::Asking | State::Running(_) => {
                     let run = ToolRun {
                         status: ToolStatus::Interrupted,
                         output: Output::whole("Interrupted before it finished."),
@@ -455,18 +470,22 @@ impl Conversation {
             .calls
             .into_iter()
             .map(|c| {
-                let why = match c.state {
+                let (why, started) = match c.state {
                     State::Done(run) => return (c.call, run),
-                    State::Running => "Interrupted: the user cancelled the turn while this call ran.",
-                    State::Waiting | State::Asking => {
-                        "Interrupted: the user cancelled the turn before this call ran."
-                    }
+                    State::Running(at) => (
+                        "Interrupted: the user cancelled the turn while this call ran.",
+                        at,
+                    ),
+                    State::Waiting | State::Asking => (
+                        "Interrupted: the user cancelled the turn before this call ran.",
+                        now_ms,
+                    ),
                 };
                 let run = ToolRun {
                     status: ToolStatus::Interrupted,
                     output: Output::whole(why),
                     paged: false,
-                    duration_ms: 0,
+                    duration_ms: u64::try_from(now_ms - started).unwrap_or(0),
                 };
                 (c.call, run)
             })
@@ -629,7 +648,10 @@ fn run_effect(c: &RoundCall) -> Effect {
 }
 
 fn running_phase(round: &Round) -> Option<Phase> {
-    let mut running = round.calls.iter().filter(|c| matches!(c.state, State::Running));
+    let mut running = round
+        .calls
+        .iter()
+        .filter(|c| matches!(c.state, State::Running(_)));
     let first = running.next()?;
     Some(Phase::RunningTool {
         name: first.runs.name.clone(),

@@ -341,7 +341,25 @@ fn cancel_while_a_tool_runs_stores_an_interrupted_result_and_ends_the_turn() {
     assert_eq!(results.len(), 2);
     assert_eq!(results[0].1, ToolStatus::Ok, "a finished call keeps its result");
     assert_eq!(results[1].1, ToolStatus::Interrupted);
-    assert!(matches!(effects.last(), Some(Effect::TurnFinished { .. })));
+    assert!(
+        matches!(
+            effects.last(),
+            Some(Effect::TurnFinished {
+                status: crate::domain::MessageStatus::Interrupted,
+                ..
+            })
+        ),
+        "a turn cancelled in its round ends interrupted"
+    );
+    let stored = effects.iter().find_map(|e| match e {
+        Effect::SaveMessage(m) if m.tool_call_id.as_deref() == Some("s") => m.tool.clone(),
+        _ => None,
+    });
+    assert_eq!(
+        stored.and_then(|t| t.duration_ms),
+        Some(20),
+        "it ran from 30 to 50 ms"
+    );
     assert!(
         finished(&mut c, "s", ok("late")).is_empty(),
         "a late result is ignored"

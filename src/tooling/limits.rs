@@ -45,17 +45,14 @@ pub fn fold_lines(text: &str, max_line_chars: usize) -> String {
     out
 }
 
-/// Whether a tool's output is binary rather than text: a NUL, or more than
-/// one character in ten a replacement character (bytes that were not UTF-8)
-/// or a control character other than tab, newline and carriage return
-/// (looked at in its first 8,192 characters).
+/// Whether a tool's output is binary rather than text: more than one
+/// character in ten a replacement character (bytes that were not UTF-8) or
+/// a control character other than tab, newline and carriage return, NUL
+/// included (looked at in its first 8,192 characters).
 #[must_use]
 pub fn looks_binary(text: &str) -> bool {
     let (mut seen, mut odd) = (0usize, 0usize);
     for c in text.chars().take(8_192) {
-        if c == '\0' {
-            return true;
-        }
         seen += 1;
         if c == '\u{FFFD}' || (c.is_control() && !matches!(c, '\t' | '\n' | '\r')) {
             odd += 1;
@@ -303,6 +300,7 @@ mod tests {
     #[test]
     fn binary_output_is_told_from_text() {
         assert!(looks_binary("PK\u{3}\u{4}\0\0rest"));
+        assert!(!looks_binary("héllo \0 world, one NUL in text"));
         assert!(looks_binary(&"\u{FFFD}\u{1}ab".repeat(100)));
         assert!(!looks_binary("plain text\twith tabs\r\nand lines\n"));
         assert!(!looks_binary("naïve 日本語 ünïcødé"));

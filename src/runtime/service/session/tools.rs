@@ -91,12 +91,18 @@ impl SessionService {
     /// must not go out before their tools are in the array), and adds each
     /// ready server's tools after the built-in ones. A server that cannot
     /// start is reported once and left out.
-    pub(super) async fn start_mcp(&mut self) {
+    ///
+    /// Returns `false` when `cancel` resolved while they started (they are
+    /// stopped again; nothing was sent or stored).
+    pub(super) async fn start_mcp(
+        &mut self,
+        cancel: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+    ) -> bool {
         let wanted = self.tool_env.is_some()
             && !self.runtime.config.mcp.servers.is_empty()
             && self.conversation.as_ref().is_some_and(|c| c.tools().is_some());
         if !wanted {
-            return;
+            return true;
         }
         if self.mcp.is_none() {
             let count = self
@@ -119,22 +125,24 @@ impl SessionService {
                 .map(|e| e.root.clone())
                 .unwrap_or_else(|| self.cwd.clone());
             let env = |name: &str| (self.env)(name);
-            let started = self
-                .runtime
-                .start_mcp(&self.runtime.config.mcp, &root, &env)
-                .await;
+            let start = self.runtime.start_mcp(&self.runtime.config.mcp, &root, &env);
+            let started = tokio::select! {
+                started = start => started,
+                () = cancel => return false,
+            };
             let Some(session) = started else {
-                return;
+                return true;
             };
             for (name, why) in session.unavailable() {
-                self.emit(ServiceEvent::Error(format!(
+                // The turn goes on without it: news, not a failure.
+                self.emit(ServiceEvent::Notice(format!(
                     "MCP server {name} is unavailable: {why}"
                 )));
             }
             self.mcp = Some(std::sync::Arc::new(session));
         }
         let (Some(mcp), Some(conversation)) = (self.mcp.as_ref(), self.conversation.as_mut()) else {
-            return;
+            return true;
         };
         let mut added = false;
         for (server, specs) in mcp.groups() {
@@ -149,12 +157,12 @@ impl SessionService {
             }
         }
         if !added {
-            return;
+            return true;
         }
         // Deferred disclosure: the servers' tools leave the array when they
         // cost too much of the window (or always, per server).
         let Some(tools) = conversation.tools() else {
-            return;
+            return true;
         };
         let settings: std::collections::BTreeMap<String, crate::tooling::deferred::Deferred> = self
             .runtime
@@ -183,6 +191,7 @@ impl SessionService {
             );
         }
         conversation.set_request_tools(request);
+        true
     }
 
     /// Stores an `interrupted` result for each call of the session's last

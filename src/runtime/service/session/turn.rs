@@ -93,7 +93,16 @@ impl SessionService {
         text: String,
         cancel: impl Future<Output = ()>,
     ) -> anyhow::Result<(crate::domain::MessageStatus, bool)> {
-        self.start_mcp().await;
+        let mut cancel = std::pin::pin!(cancel);
+        if !self.start_mcp(cancel.as_mut()).await {
+            // Cancelled while the servers started: nothing was stored, the
+            // text goes back to the composer.
+            self.emit(ServiceEvent::Notice(
+                "cancelled while the MCP servers started; nothing was sent".to_owned(),
+            ));
+            self.emit(ServiceEvent::Unsent(text));
+            return Ok((crate::domain::MessageStatus::Interrupted, false));
+        }
         let mcp = self.mcp.clone();
         let tools = self.tool_env.clone().map(|env| crate::runtime::TurnTools {
             env,
