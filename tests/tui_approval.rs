@@ -263,3 +263,21 @@ fn a_cancelled_call_shows_the_time_it_was_seen_running() {
     let screen = draw(&app, 120, 36);
     assert!(screen.contains("! interrupted · 12 tok"), "{screen}");
 }
+
+#[test]
+fn an_mcp_tool_is_described_as_running_in_its_server_not_as_a_shell_command() {
+    let request = ApprovalRequest {
+        call: call(
+            "run_4",
+            "filesystem__write_file",
+            json!({"path": "/tmp/x", "content": "y"}),
+        ),
+        summary: r#"{"content":"y","path":"/tmp/x"}"#.into(),
+        detail: "{\n  \"content\": \"y\",\n  \"path\": \"/tmp/x\"\n}".into(),
+        access: Access::Run,
+        grant: "filesystem__write_file".into(),
+    };
+    let screen = screen_of(120, 36, request);
+    assert!(screen.contains("runs in its MCP server"), "{screen}");
+    assert!(!screen.contains("does not confine this command"), "{screen}");
+}

@@ -29,6 +29,11 @@ pub fn add_server(
             "The MCP server name `{name}` may hold only ASCII letters, digits, `_` and `-`; choose another."
         ));
     }
+    if name.contains("__") {
+        return Err(format!(
+            "The MCP server name `{name}` holds `__`, which separates a server from its tool in `server__tool`; choose another."
+        ));
+    }
     if command.trim().is_empty() {
         return Err(format!(
             "The MCP server `{name}` needs a command; give it after `--` (strata mcp add {name} -- COMMAND ARGS…)."
@@ -85,7 +90,18 @@ pub fn add_to_file(
     env: &[(String, String)],
 ) -> Result<(), String> {
     let text = read(path)?;
-    write(path, &add_server(&text, name, command, args, env)?)
+    write(path, &add_server(&text, name, command, args, env)?)?;
+    // Values given with `--env` may be secrets: the file is then the user's only.
+    if !env.is_empty() {
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| {
+            format!(
+                "The config file {} keeps the server's environment but its mode could not be set to 0600 ({e}); set it yourself.",
+                path.display()
+            )
+        })?;
+    }
+    Ok(())
 }
 
 /// [`remove_server`] on the file at `path`.
@@ -180,6 +196,31 @@ fn write(path: &Path, text: &str) -> Result<(), String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_name_holding_the_tool_separator_is_refused() {
+        let e = add_server("", "a__b", "x", &[], &[]).unwrap_err();
+        assert!(e.contains("`__`"), "{e}");
+    }
+
+    #[test]
+    fn a_server_with_env_values_leaves_the_config_private() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("config.toml");
+        std::fs::write(&path, "").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o644)).unwrap();
+        add_to_file(&path, "plain", "x", &[], &[]).unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o644
+        );
+        add_to_file(&path, "keyed", "x", &[], &[("MY_API_KEY".into(), "zzz".into())]).unwrap();
+        assert_eq!(
+            std::fs::metadata(&path).unwrap().permissions().mode() & 0o777,
+            0o600
+        );
+    }
     use crate::config::Config;
 
     const BEFORE: &str = "# my settings\n[model]\nname = \"gpt-4o\"   # the usual\n\n[mcp.servers.time]\ncommand = \"mcp-server-time\"\n# keep UTC\nenv = { TZ = \"UTC\" }\n\n[tools]\napproval = \"ask\"\n";

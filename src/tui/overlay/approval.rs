@@ -40,6 +40,17 @@ const UNCONFINED_SHORT: [&str; 3] = [
     "unconfined",
 ];
 
+/// What the overlay says of an MCP server's tool that is not read-only.
+const MCP_SERVER: &str = "This tool runs in its MCP server with the server's own access; \
+     strata neither confines nor can undo what it does.";
+
+/// [`MCP_SERVER`] on one line, shorter and shorter.
+const MCP_SERVER_SHORT: [&str; 3] = [
+    "runs in its MCP server; not undoable",
+    "runs in its MCP server",
+    "MCP tool",
+];
+
 /// What the overlay says of a file change before it is made.
 const UNDOABLE: &str = "The file's previous content is kept: /undo-edit restores it.";
 
@@ -166,6 +177,7 @@ pub(super) fn shows_detail(p: &ApprovalPrompt, width: u16, height: u16) -> bool 
 /// The warning's rows at `width`.
 fn warning_lines(r: &ApprovalRequest, warning: Warning, width: u16) -> Vec<Line<'static>> {
     let (full, short, style) = match r.access {
+        Access::Run if r.call.name.contains("__") => (MCP_SERVER, MCP_SERVER_SHORT, theme::warning()),
         Access::Run => (UNCONFINED, UNCONFINED_SHORT, theme::warning()),
         Access::Write => (UNDOABLE, UNDOABLE_SHORT, theme::dim()),
         Access::ReadOnly => return Vec::new(),
