@@ -323,8 +323,8 @@ pub struct Conversation {
     /// Why tools are off (the config, the model, or a server that
     /// refused them during the session), when they are.
     tools_off: Option<String>,
-    /// Tokens of the tools array (counted once per change).
-    tool_tokens: Option<u64>,
+    /// Tokens of each tool of the tools array (counted once per change).
+    tool_items: Option<Vec<crate::tokens::BudgetItem>>,
     /// Approvals granted until strata exits.
     grants: Vec<crate::tooling::approval::Rule>,
 }
@@ -381,7 +381,7 @@ impl Conversation {
             sent: None,
             tools: None,
             tools_off: None,
-            tool_tokens: None,
+            tool_items: None,
             grants: Vec::new(),
         }
     }
@@ -390,7 +390,7 @@ impl Conversation {
     #[must_use]
     pub fn with_tools(mut self, tools: Tools) -> Self {
         self.tools = Some(tools);
-        self.tool_tokens = None;
+        self.tool_items = None;
         self
     }
 
@@ -406,6 +406,21 @@ impl Conversation {
     #[must_use]
     pub fn tools(&self) -> Option<&Tools> {
         self.tools.as_ref()
+    }
+
+    /// Each tool of the request's tools array with its tokens, as the last
+    /// pipeline run counted them (the same figures the request's estimate
+    /// holds); counted now when the array changed since.
+    #[must_use]
+    pub fn tool_items(&self) -> std::borrow::Cow<'_, [crate::tokens::BudgetItem]> {
+        match (&self.tool_items, self.tools.as_ref()) {
+            (Some(items), _) => std::borrow::Cow::Borrowed(items),
+            (None, Some(t)) => std::borrow::Cow::Owned(crate::tokens::tool_schema_items(
+                self.counter.as_ref(),
+                t.offered().array(),
+            )),
+            (None, None) => std::borrow::Cow::Borrowed(&[]),
+        }
     }
 
     /// Why tools are off, when they are and the reason is known.
@@ -425,7 +440,7 @@ impl Conversation {
         if let Some(request) = tools.request.as_mut() {
             request.set_enabled(name, on);
         }
-        self.tool_tokens = None;
+        self.tool_items = None;
         changed
     }
 
@@ -436,7 +451,7 @@ impl Conversation {
         if let Some(tools) = self.tools.as_mut() {
             tools.set = tools.set.clone().with_extra(group, specs);
             tools.request = None;
-            self.tool_tokens = None;
+            self.tool_items = None;
         }
     }
 
@@ -446,7 +461,7 @@ impl Conversation {
     pub fn set_request_tools(&mut self, request: Option<crate::tooling::schema::ToolSet>) {
         if let Some(tools) = self.tools.as_mut() {
             tools.request = request;
-            self.tool_tokens = None;
+            self.tool_items = None;
         }
     }
 
@@ -454,7 +469,7 @@ impl Conversation {
     pub fn disable_tools(&mut self, reason: String) {
         self.tools = None;
         self.tools_off = Some(reason);
-        self.tool_tokens = None;
+        self.tool_items = None;
     }
 
     /// The model's context window in tokens, for the per-turn pipeline.
@@ -680,9 +695,12 @@ impl Conversation {
             boundary_offset: self.prompt.boundary_offset,
         };
         let tools: &[serde_json::Value] = self.tools.as_ref().map_or(&[], |t| t.offered().array());
-        let tool_tokens = *self
-            .tool_tokens
-            .get_or_insert_with(|| u64::from(crate::tokens::tool_schema_tokens(counter, tools)));
+        let tool_tokens: u64 = self
+            .tool_items
+            .get_or_insert_with(|| crate::tokens::tool_schema_items(counter, tools))
+            .iter()
+            .map(|i| i.tokens)
+            .sum();
         let input = PrepareInput {
             system: &system,
             system_tokens,

@@ -78,10 +78,7 @@ pub(super) fn context_of(
     let counter = conversation.counter();
     let prompt = conversation.prompt().clone();
     let messages = conversation.messages();
-    let tools = conversation
-        .tools()
-        .map(|t| crate::tokens::tool_schema_items(counter.as_ref(), t.offered().array()))
-        .unwrap_or_default();
+    let tools = conversation.tool_items();
     let budget_with = |tokens: &[u32]| {
         super::compress::budget_with(
             &prompt,
