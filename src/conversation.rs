@@ -31,10 +31,12 @@ mod flow;
 mod notice;
 mod reply;
 mod round;
+mod tool_state;
 
 pub use calibration::Calibration;
 pub use notice::TurnNotice;
 pub use round::{Approval, DEFAULT_MAX_ROUNDS, MAX_CONCURRENT, ToolRun, Tools};
+pub use tool_state::DisclosureSettings;
 
 use crate::compress::{
     CompressionEngine, CompressionPlan, DefaultEngine, EngineConfig, EngineState, SummarizerChoice, Trigger,
@@ -112,8 +114,10 @@ pub enum Phase {
     /// The session's MCP servers are starting; the first request waits
     /// for them (so the tools array does not change under the cache).
     StartingServers {
-        /// How many.
-        count: usize,
+        /// How many are ready or failed.
+        ready: usize,
+        /// How many were started.
+        total: usize,
     },
     /// The turn ended.
     Done,
@@ -327,6 +331,10 @@ pub struct Conversation {
     tool_items: Option<Vec<crate::tokens::BudgetItem>>,
     /// Approvals granted until strata exits.
     grants: Vec<crate::tooling::approval::Rule>,
+    /// How the request's tools are decided, when MCP tools may be deferred.
+    disclosure: Option<DisclosureSettings>,
+    /// The request's tools as last planned from `disclosure`.
+    plan: Option<crate::tooling::deferred::Disclosure>,
 }
 
 impl std::fmt::Debug for Conversation {
@@ -383,99 +391,16 @@ impl Conversation {
             tools_off: None,
             tool_items: None,
             grants: Vec::new(),
+            disclosure: None,
+            plan: None,
         }
-    }
-
-    /// Offers `tools` with every request (the agent turn).
-    #[must_use]
-    pub fn with_tools(mut self, tools: Tools) -> Self {
-        self.tools = Some(tools);
-        self.tool_items = None;
-        self
-    }
-
-    /// Approvals granted "until strata exits" earlier in this process
-    /// (the conversation may be rebuilt within one process).
-    #[must_use]
-    pub fn with_grants(mut self, grants: Vec<crate::tooling::approval::Rule>) -> Self {
-        self.grants = grants;
-        self
-    }
-
-    /// The tools offered, when tools are on.
-    #[must_use]
-    pub fn tools(&self) -> Option<&Tools> {
-        self.tools.as_ref()
-    }
-
-    /// Each tool of the request's tools array with its tokens, as the last
-    /// pipeline run counted them (the same figures the request's estimate
-    /// holds); counted now when the array changed since.
-    #[must_use]
-    pub fn tool_items(&self) -> std::borrow::Cow<'_, [crate::tokens::BudgetItem]> {
-        match (&self.tool_items, self.tools.as_ref()) {
-            (Some(items), _) => std::borrow::Cow::Borrowed(items),
-            (None, Some(t)) => std::borrow::Cow::Owned(crate::tokens::tool_schema_items(
-                self.counter.as_ref(),
-                t.offered().array(),
-            )),
-            (None, None) => std::borrow::Cow::Borrowed(&[]),
-        }
-    }
-
-    /// Why tools are off, when they are and the reason is known.
-    #[must_use]
-    pub fn tools_off(&self) -> Option<&str> {
-        self.tools_off.as_deref()
-    }
-
-    /// Switches one tool on or off for the session (`/tools`); `false`
-    /// when tools are off or there is no such tool. The frozen prompt is
-    /// not touched: only the request's tools array changes.
-    pub fn set_tool_enabled(&mut self, name: &str, on: bool) -> bool {
-        let Some(tools) = self.tools.as_mut() else {
-            return false;
-        };
-        let changed = tools.set.set_enabled(name, on);
-        if let Some(request) = tools.request.as_mut() {
-            request.set_enabled(name, on);
-        }
-        self.tool_items = None;
-        changed
-    }
-
-    /// Offers `specs` too, after the tools offered so far, as the group
-    /// `group` (an MCP server: its tools, sorted); the built-in prefix of
-    /// the tools array keeps its bytes. Nothing happens when tools are off.
-    pub fn add_tool_group(&mut self, group: &str, specs: Vec<crate::tooling::schema::ToolSpec>) {
-        if let Some(tools) = self.tools.as_mut() {
-            tools.set = tools.set.clone().with_extra(group, specs);
-            tools.request = None;
-            self.tool_items = None;
-        }
-    }
-
-    /// Sends `request` as the tools array instead of every tool (deferred
-    /// disclosure: the bridge tools stand in for the deferred ones), or
-    /// every tool again with `None`.
-    pub fn set_request_tools(&mut self, request: Option<crate::tooling::schema::ToolSet>) {
-        if let Some(tools) = self.tools.as_mut() {
-            tools.request = request;
-            self.tool_items = None;
-        }
-    }
-
-    /// Switches tools off for the rest of the session, saying why.
-    pub fn disable_tools(&mut self, reason: String) {
-        self.tools = None;
-        self.tools_off = Some(reason);
-        self.tool_items = None;
     }
 
     /// The model's context window in tokens, for the per-turn pipeline.
     #[must_use]
     pub fn with_window(mut self, window: u64) -> Self {
         self.window = window;
+        self.replan();
         self
     }
 

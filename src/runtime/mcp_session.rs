@@ -16,9 +16,21 @@ use crate::tools::ToolOutput;
 use std::path::{Path, PathBuf};
 
 /// The session's running MCP servers and the names their tools go by.
+///
+/// Made by [`Runtime::launch_mcp`] with the servers starting; its tools
+/// are fixed by [`McpSession::settle`] (once before the first request,
+/// then again only when a server changed its tool list).
 pub struct McpSession {
     hub: Hub,
+    config: McpConfig,
+    /// When waiting for the servers still starting stops.
+    deadline: tokio::time::Instant,
+    /// The hub's change counter when the tools were last settled.
+    settled_at: Option<u64>,
     names: McpNames,
+    /// Per server, the tools it offers in the session (as the server
+    /// listed them; `allow_tools` and `deny_tools` applied).
+    offered: Vec<(String, Vec<McpTool>)>,
     /// Per server, its offered tools as tool specs, sorted by name.
     groups: Vec<(String, Vec<ToolSpec>)>,
     /// Servers that could not start, with one sentence each.
@@ -37,11 +49,26 @@ impl std::fmt::Debug for McpSession {
     }
 }
 
+/// One server of the session as `/mcp` and the context view show it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServerState {
+    /// Its name.
+    pub name: String,
+    /// `starting`, `ready` or `unavailable`.
+    pub status: &'static str,
+    /// Why it is unavailable.
+    pub why: Option<String>,
+    /// Restarts after its first start.
+    pub restarts: u32,
+}
+
 impl Runtime {
-    /// Starts `config`'s enabled servers in `cwd` and waits until each is
-    /// ready or failed (at most its startup timeout); `None` when none is
-    /// configured. Must run inside a tokio runtime.
-    pub async fn start_mcp(
+    /// Starts `config`'s enabled servers in `cwd` and returns at once, with
+    /// them starting (nothing is offered until [`McpSession::settle`]);
+    /// `None` when none is configured. Must be called inside a tokio
+    /// runtime.
+    #[must_use]
+    pub fn launch_mcp(
         &self,
         config: &McpConfig,
         cwd: &Path,
@@ -51,43 +78,172 @@ impl Runtime {
         if setup.servers.is_empty() {
             return None;
         }
-        let (hub, statuses) = super::mcp_setup::start_and_wait(setup.servers).await;
-        let tools = hub.tools();
-        let offered = |t: &&McpTool| config.servers.get(&t.server).is_none_or(|c| c.allows(&t.name));
-        let names = McpNames::new(statuses.iter().map(|s| {
-            let mine = tools.iter().filter(|t| t.server == s.name).filter(offered);
-            (s.name.clone(), mine.map(|t| t.name.clone()).collect::<Vec<_>>())
-        }));
-        let mut groups: Vec<(String, Vec<ToolSpec>)> = Vec::new();
-        let mut unavailable = Vec::new();
-        for s in &statuses {
-            if let Status::Unavailable { why, .. } = &s.status {
-                tracing::warn!(server = %s.name, why = %why, "MCP server unavailable");
-                unavailable.push((s.name.clone(), why.clone()));
-                continue;
-            }
-            let mut specs: Vec<ToolSpec> = tools
-                .iter()
-                .filter(|t| t.server == s.name)
-                .filter(offered)
-                .filter_map(|t| Some(super::mcp_setup::tool_spec(t, names.name(&t.server, &t.name)?)))
-                .collect();
-            specs.sort_by(|a, b| a.name.cmp(&b.name));
-            if !specs.is_empty() {
-                groups.push((s.name.clone(), specs));
-            }
-        }
+        let deadline = tokio::time::Instant::now() + super::mcp_setup::startup_wait(&setup.servers);
         Some(McpSession {
-            hub,
-            names,
-            groups,
-            unavailable,
+            hub: Hub::start(setup.servers),
+            config: config.clone(),
+            deadline,
+            settled_at: None,
+            names: McpNames::new(Vec::<(String, Vec<String>)>::new()),
+            offered: Vec::new(),
+            groups: Vec::new(),
+            unavailable: Vec::new(),
             catalog: std::sync::Mutex::new(None),
         })
+    }
+
+    /// Starts `config`'s enabled servers in `cwd`, waits until each is
+    /// ready or failed (at most its startup timeout) and settles their
+    /// tools; `None` when none is configured. Must run inside a tokio
+    /// runtime.
+    pub async fn start_mcp(
+        &self,
+        config: &McpConfig,
+        cwd: &Path,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Option<McpSession> {
+        let mut session = self.launch_mcp(config, cwd, env)?;
+        session.wait(|_, _| {}).await;
+        session.settle();
+        Some(session)
     }
 }
 
 impl McpSession {
+    /// `(settled, total)`: servers no longer starting, of all.
+    #[must_use]
+    pub fn progress(&self) -> (usize, usize) {
+        let statuses = self.hub.statuses();
+        let done = statuses.iter().filter(|s| s.status != Status::Starting).count();
+        (done, statuses.len())
+    }
+
+    /// Waits until no server is starting or the startup deadline passed,
+    /// calling `progress(settled, total)` at the start and on every change.
+    pub async fn wait(&self, mut progress: impl FnMut(usize, usize)) {
+        let mut changes = self.hub.changes();
+        loop {
+            let (done, total) = self.progress();
+            progress(done, total);
+            if done == total {
+                return;
+            }
+            tokio::select! {
+                changed = changes.changed() => if changed.is_err() { return },
+                () = tokio::time::sleep_until(self.deadline) => return,
+            }
+        }
+    }
+
+    /// Fixes the session's tools from the servers as they are now: a ready
+    /// server offers its current list; a server that was offered before
+    /// and is unavailable now keeps its tools (a call starts it again); a
+    /// server never ready is listed as unavailable (one still starting
+    /// with a sentence saying the session went on without it). Returns the
+    /// servers whose offered tools changed since the last settle.
+    pub fn settle(&mut self) -> Vec<String> {
+        self.settled_at = Some(*self.hub.changes().borrow());
+        let statuses = self.hub.statuses();
+        let tools = self.hub.tools();
+        let config = &self.config;
+        let allowed = |t: &&McpTool| config.servers.get(&t.server).is_none_or(|c| c.allows(&t.name));
+        let mut offered = Vec::new();
+        let mut unavailable = Vec::new();
+        for s in &statuses {
+            let before = self.offered.iter().find(|(n, _)| *n == s.name).map(|(_, t)| t);
+            let now: Option<Vec<McpTool>> = match (&s.status, before) {
+                (Status::Ready { .. }, _) => {
+                    Some(tools.iter().filter(|t| t.server == s.name).filter(allowed).cloned().collect())
+                }
+                (_, Some(before)) => Some(before.clone()),
+                (Status::Unavailable { why, .. }, None) => {
+                    tracing::warn!(server = %s.name, why = %why, "MCP server unavailable");
+                    unavailable.push((s.name.clone(), why.clone()));
+                    None
+                }
+                (Status::Starting, None) => {
+                    unavailable.push((
+                        s.name.clone(),
+                        format!(
+                            "The MCP server `{}` was still starting when the session went on without it; its tools are not offered in this process.",
+                            s.name
+                        ),
+                    ));
+                    None
+                }
+            };
+            if let Some(now) = now {
+                offered.push((s.name.clone(), now));
+            }
+        }
+        let changed: Vec<String> = offered
+            .iter()
+            .filter(|(name, now)| {
+                self.offered
+                    .iter()
+                    .find(|(n, _)| n == name)
+                    .is_none_or(|(_, before)| before != now)
+            })
+            .map(|(name, _)| name.clone())
+            .collect();
+        self.names = McpNames::new(
+            offered
+                .iter()
+                .map(|(server, tools)| (server.clone(), tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>())),
+        );
+        self.groups = offered
+            .iter()
+            .filter(|(_, tools)| !tools.is_empty())
+            .map(|(server, tools)| {
+                let mut specs: Vec<ToolSpec> = tools
+                    .iter()
+                    .filter_map(|t| Some(super::mcp_setup::tool_spec(t, self.names.name(server, &t.name)?)))
+                    .collect();
+                specs.sort_by(|a, b| a.name.cmp(&b.name));
+                (server.clone(), specs)
+            })
+            .collect();
+        self.offered = offered;
+        self.unavailable = unavailable;
+        changed
+    }
+
+    /// Whether a server changed its tools or its status since the last
+    /// [`McpSession::settle`] (`notifications/tools/list_changed`, a
+    /// restart, a crash).
+    #[must_use]
+    pub fn changed_since_settle(&self) -> bool {
+        self.settled_at != Some(*self.hub.changes().borrow())
+    }
+
+    /// Every configured server with its status now, in the config's order.
+    #[must_use]
+    pub fn states(&self) -> Vec<ServerState> {
+        self.hub
+            .statuses()
+            .into_iter()
+            .map(|s| ServerState {
+                why: match &s.status {
+                    Status::Unavailable { why, .. } => Some(why.clone()),
+                    _ => None,
+                },
+                status: s.status.label(),
+                restarts: s.restarts,
+                name: s.name,
+            })
+            .collect()
+    }
+
+    /// Each server's `deferred` setting.
+    #[must_use]
+    pub fn deferred_settings(&self) -> std::collections::BTreeMap<String, crate::tooling::deferred::Deferred> {
+        self.config
+            .servers
+            .iter()
+            .map(|(name, c)| (name.clone(), c.deferred))
+            .collect()
+    }
+
     /// Per server, the tools it offers, sorted by name.
     #[must_use]
     pub fn groups(&self) -> &[(String, Vec<ToolSpec>)] {

@@ -111,17 +111,24 @@ pub fn wire(provider: ProviderKind) -> Wire {
     }
 }
 
-/// Starts `servers` together and waits until each is ready or failed (at
-/// most the longest startup timeout, and a little more for the handshake).
-pub async fn start_and_wait(servers: Vec<Result<ServerSpec, Refused>>) -> (Hub, Vec<mcp::ServerStatus>) {
-    let longest = servers
+/// How long waiting for `servers` to start may take: the longest startup
+/// timeout, and a little more for the handshake.
+#[must_use]
+pub fn startup_wait(servers: &[Result<ServerSpec, Refused>]) -> Duration {
+    servers
         .iter()
         .filter_map(|s| s.as_ref().ok().map(|s| s.startup_timeout))
         .max()
-        .unwrap_or_default();
-    let started = tokio::time::Instant::now();
+        .unwrap_or_default()
+        + Duration::from_secs(2)
+}
+
+/// Starts `servers` together and waits until each is ready or failed (at
+/// most [`startup_wait`]).
+pub async fn start_and_wait(servers: Vec<Result<ServerSpec, Refused>>) -> (Hub, Vec<mcp::ServerStatus>) {
+    let deadline = tokio::time::Instant::now() + startup_wait(&servers);
     let hub = Hub::start(servers);
-    let statuses = hub.wait_ready(started + longest + Duration::from_secs(2)).await;
+    let statuses = hub.wait_ready(deadline).await;
     (hub, statuses)
 }
 

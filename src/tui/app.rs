@@ -298,7 +298,12 @@ impl App {
                 Vec::new()
             }
             AppEvent::Phase(phase) => {
-                self.phase = Some((phase, self.now_ms));
+                // Counting servers up keeps the wait's start.
+                let since = match (&self.phase, &phase) {
+                    (Some((Phase::StartingServers { .. }, since)), Phase::StartingServers { .. }) => *since,
+                    _ => self.now_ms,
+                };
+                self.phase = Some((phase, since));
                 Vec::new()
             }
             AppEvent::StreamStarted { now_ms } => {
@@ -472,6 +477,11 @@ impl App {
             }
             Some(Action::Close) => {
                 self.notice = None;
+                // While the first request waits for MCP servers, Esc sends it
+                // without them.
+                if self.busy && matches!(self.phase, Some((Phase::StartingServers { .. }, _))) {
+                    return vec![Effect::SkipServers];
+                }
                 Vec::new()
             }
             Some(Action::HistoryPrev | Action::HistoryNext) | None => {

@@ -108,6 +108,9 @@ pub enum Effect {
     Send(String),
     /// Cancel the reply in progress, keeping the partial text.
     Cancel,
+    /// Send the request waiting for MCP servers without those still
+    /// starting.
+    SkipServers,
     /// Start a new session (created when its first message is sent).
     NewSession,
     /// Resume a session by id or unique id prefix.

@@ -139,10 +139,10 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
         let spinner = SPINNER[app.spinner % SPINNER.len()];
         let label = match &app.phase {
             Some((Phase::Preparing, _)) => "preparing".to_owned(),
-            Some((Phase::StartingServers { count }, since)) => {
-                let s = if *count == 1 { "" } else { "s" };
-                format!("starting {count} MCP server{s} {}", elapsed(app.now_ms, *since))
-            }
+            Some((Phase::StartingServers { ready, total }, since)) => format!(
+                "waiting for MCP servers {ready}/{total} {} · Esc sends without them",
+                elapsed(app.now_ms, *since)
+            ),
             Some((Phase::Compressing(_), since)) => format!("compressing {}", elapsed(app.now_ms, *since)),
             Some((Phase::Connecting, since)) => format!("connecting {}", elapsed(app.now_ms, *since)),
             Some((Phase::WaitingForFirstToken, since)) => {

@@ -39,6 +39,9 @@ pub struct Driver {
     jobs: mpsc::UnboundedSender<Job>,
     cancel: CancelSlot,
     approvals: ApprovalSlot,
+    /// Notified to send without the MCP servers still starting; the
+    /// service waits on the same signal.
+    skip: Arc<tokio::sync::Notify>,
     queries: std_mpsc::Sender<(u64, String)>,
     counts: std_mpsc::Sender<CountJob>,
 }
@@ -87,6 +90,8 @@ impl Driver {
         let cancel: CancelSlot = Arc::default();
         let approvals: ApprovalSlot = Arc::default();
         let service_approvals = Arc::clone(&approvals);
+        let skip = Arc::new(tokio::sync::Notify::new());
+        let service_skip = Arc::clone(&skip);
         let sink: Sink = Arc::new(move |e: ServiceEvent| {
             let _ = events.send(e.into());
         });
@@ -102,13 +107,20 @@ impl Driver {
                     ));
                     return;
                 };
-                rt.block_on(run_service(launch, rx, sink, worker_counts, service_approvals));
+                rt.block_on(run_service(
+                    launch,
+                    rx,
+                    sink,
+                    worker_counts,
+                    (service_approvals, service_skip),
+                ));
             })
             .ok();
         Self {
             jobs,
             cancel,
             approvals,
+            skip,
             queries,
             counts,
         }
@@ -123,6 +135,10 @@ impl Driver {
             }
             Effect::Cancel => {
                 self.cancel_turn();
+                return true;
+            }
+            Effect::SkipServers => {
+                self.skip.notify_waiters();
                 return true;
             }
             Effect::ListSessions { ticket, search } => {
@@ -186,7 +202,7 @@ async fn run_service(
     mut jobs: mpsc::UnboundedReceiver<Job>,
     sink: Sink,
     counts: std_mpsc::Sender<CountJob>,
-    approvals: ApprovalSlot,
+    (approvals, skip): (ApprovalSlot, Arc<tokio::sync::Notify>),
 ) {
     let opening = launch.opening.clone();
     let mut service = match SessionService::open(launch, Arc::clone(&sink), Some(counts)) {
@@ -199,6 +215,7 @@ async fn run_service(
     if let Ok(mut slot) = approvals.lock() {
         *slot = Some(service.approvals());
     }
+    service.set_skip_signal(skip);
     if let Err(e) = service.start(opening) {
         sink(ServiceEvent::Error(e.to_string()));
     }

@@ -74,7 +74,12 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     // Connect first: a provider that cannot be used leaves no empty
     // session behind (the session is created when the message is sent).
     let mut service = SessionService::open(launch, sink, None)?;
-    service.start(opening)?;
+    {
+        // MCP servers are spawned on this runtime while the provider
+        // connects.
+        let _runtime = rt.enter();
+        service.start(opening)?;
+    }
     rt.block_on(async {
         let cancel = async {
             let _ = tokio::signal::ctrl_c().await;

@@ -75,8 +75,14 @@ pub struct SessionService {
     /// What the user and the server decided about tools in this process,
     /// kept when the conversation is rebuilt.
     tool_prefs: tools::ToolPrefs,
-    /// The session's MCP servers, once its first turn started them.
+    /// The MCP servers while they start (from the session's opening),
+    /// before the first request settles their tools.
+    mcp_launch: Option<crate::runtime::McpSession>,
+    /// The session's MCP servers with their tools settled.
     mcp: Option<Arc<crate::runtime::McpSession>>,
+    /// Notified by the client to send without the servers still starting
+    /// (the app's Esc while the phase says so).
+    skip: Arc<tokio::sync::Notify>,
     /// Approval answers from the client, read by the turn.
     approvals: (
         tokio::sync::mpsc::UnboundedSender<crate::runtime::ApprovalAnswer>,
@@ -178,9 +184,24 @@ impl SessionService {
             interactive: launch.interactive,
             tool_env: None,
             tool_prefs: tools::ToolPrefs::default(),
+            mcp_launch: None,
             mcp: None,
+            skip: Arc::new(tokio::sync::Notify::new()),
             approvals: tokio::sync::mpsc::unbounded_channel(),
         })
+    }
+
+    /// The signal that sends the waiting request without the MCP servers
+    /// still starting: `notify_waiters()` on it (a notification while
+    /// nothing waits is dropped).
+    #[must_use]
+    pub fn skip_signal(&self) -> Arc<tokio::sync::Notify> {
+        Arc::clone(&self.skip)
+    }
+
+    /// Waits on `skip` instead (a client that made its signal first).
+    pub fn set_skip_signal(&mut self, skip: Arc<tokio::sync::Notify>) {
+        self.skip = skip;
     }
 
     /// The store file, for a client's own read-only connection (the
@@ -319,6 +340,8 @@ impl SessionService {
         let choice = self.choice_for(session.as_ref())?;
         self.choice = Some(choice.clone());
         self.session = session;
+        // The servers start while the session is shown and the user types.
+        self.launch_mcp();
         // Show what is stored before the (possibly slow) connection.
         self.refresh()?;
         self.ensure_connected(choice)?;

@@ -9,6 +9,8 @@ use crate::domain::{Message, Role, Session, ToolResultMeta, ToolStatus};
 use crate::runtime::ApprovalAnswer;
 use crate::runtime::service::{ApprovalRequest, ServiceEvent};
 use crate::tooling::{Access, approval, schema};
+use std::path::PathBuf;
+use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
 
 /// Approvals granted until strata exits: they outlive a rebuilt
@@ -18,6 +20,13 @@ use tokio::sync::mpsc::UnboundedSender;
 #[derive(Debug, Default)]
 pub(super) struct ToolPrefs {
     grants: Vec<crate::tooling::approval::Rule>,
+}
+
+/// How waiting for starting MCP servers ended.
+enum Waited {
+    Ready,
+    Skipped,
+    Cancelled,
 }
 
 /// What a call left without a result by a killed process is answered.
@@ -86,14 +95,42 @@ impl SessionService {
         Ok(())
     }
 
-    /// Starts the config's MCP servers for the open conversation when it
-    /// offers tools and has none yet, waits for them (the first request
-    /// must not go out before their tools are in the array), and adds each
-    /// ready server's tools after the built-in ones. A server that cannot
-    /// start is reported once and left out.
+    /// Starts the config's MCP servers in the background when tools are
+    /// on for the current model and some are configured, so they start
+    /// while the user types (the first request waits for them in
+    /// [`SessionService::start_mcp`]). Nothing happens once they started,
+    /// or outside a tokio runtime (the first turn starts them then).
+    pub(super) fn launch_mcp(&mut self) {
+        if self.mcp.is_some() || self.mcp_launch.is_some() || self.runtime.config.mcp.servers.is_empty() {
+            return;
+        }
+        if tokio::runtime::Handle::try_current().is_err() {
+            return;
+        }
+        let Ok(choice) = self.choice() else {
+            return;
+        };
+        if crate::runtime::tools_state(&self.runtime.config, &choice).why_off.is_some() {
+            return;
+        }
+        let root = self.session.as_ref().map_or_else(
+            || crate::workspace::workspace_root(&self.cwd),
+            |s| PathBuf::from(&s.workspace),
+        );
+        let env = |name: &str| (self.env)(name);
+        self.mcp_launch = self.runtime.launch_mcp(&self.runtime.config.mcp, &root, &env);
+    }
+
+    /// Readies the session's MCP tools for the open conversation's next
+    /// request: waits for servers still starting (the phase counts them;
+    /// the client's skip signal sends without them), settles their tools
+    /// once, takes a changed tool list again between turns, and offers
+    /// each server's tools after the built-in ones, deferred when they
+    /// cost too much of the window. A server that cannot start is
+    /// reported once and left out.
     ///
-    /// Returns `false` when `cancel` resolved while they started (they are
-    /// stopped again; nothing was sent or stored).
+    /// Returns `false` when `cancel` resolved while servers started
+    /// (they keep starting; nothing was sent or stored).
     pub(super) async fn start_mcp(
         &mut self,
         cancel: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
@@ -105,93 +142,134 @@ impl SessionService {
             return true;
         }
         if self.mcp.is_none() {
-            let count = self
-                .runtime
-                .config
-                .mcp
-                .servers
-                .values()
-                .filter(|s| s.enabled)
-                .count();
-            self.emit(ServiceEvent::Phase(crate::conversation::Phase::StartingServers {
-                count,
-            }));
-            if !self.interactive {
-                self.emit(ServiceEvent::Progress(format!("starting {count} MCP server(s)…")));
-            }
-            let root = self
-                .tool_env
-                .as_ref()
-                .map(|e| e.root.clone())
-                .unwrap_or_else(|| self.cwd.clone());
-            let env = |name: &str| (self.env)(name);
-            let start = self.runtime.start_mcp(&self.runtime.config.mcp, &root, &env);
-            let started = tokio::select! {
-                started = start => started,
-                () = cancel => return false,
-            };
-            let Some(session) = started else {
+            self.launch_mcp();
+            let Some(mut launch) = self.mcp_launch.take() else {
                 return true;
             };
-            for (name, why) in session.unavailable() {
+            match self.wait_for_servers(&launch, cancel).await {
+                Waited::Cancelled => {
+                    self.mcp_launch = Some(launch);
+                    return false;
+                }
+                Waited::Skipped => self.emit(ServiceEvent::Notice(
+                    "sent without the MCP servers still starting; their tools are not offered in this process"
+                        .to_owned(),
+                )),
+                Waited::Ready => {}
+            }
+            launch.settle();
+            for (name, why) in launch.unavailable() {
                 // The turn goes on without it: news, not a failure.
+                self.emit(ServiceEvent::Notice(format!("MCP server {name} is unavailable: {why}")));
+            }
+            self.mcp = Some(Arc::new(launch));
+        } else if let Some(mcp) = self.mcp.as_mut()
+            && mcp.changed_since_settle()
+            && let Some(mcp) = Arc::get_mut(mcp)
+        {
+            for server in mcp.settle() {
                 self.emit(ServiceEvent::Notice(format!(
-                    "MCP server {name} is unavailable: {why}"
+                    "MCP server {server} changed its tools; the tools array changes with this request"
                 )));
             }
-            self.mcp = Some(std::sync::Arc::new(session));
         }
+        if let Err(e) = self.offer_mcp_tools() {
+            self.emit(ServiceEvent::Error(format!(
+                "the session's switched-off MCP tools could not be read ({e})"
+            )));
+        }
+        true
+    }
+
+    async fn wait_for_servers(
+        &self,
+        launch: &crate::runtime::McpSession,
+        cancel: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
+    ) -> Waited {
+        let sink = Arc::clone(&self.sink);
+        let interactive = self.interactive;
+        let mut shown = None;
+        let wait = launch.wait(|ready, total| {
+            if shown == Some(ready) || ready == total {
+                return;
+            }
+            shown = Some(ready);
+            sink(ServiceEvent::Phase(crate::conversation::Phase::StartingServers { ready, total }));
+            if !interactive && shown == Some(0) {
+                sink(ServiceEvent::Progress(format!("waiting for {total} MCP server(s)…")));
+            }
+        });
+        let skip = self.skip.notified();
+        tokio::select! {
+            () = wait => Waited::Ready,
+            () = skip => Waited::Skipped,
+            () = cancel => Waited::Cancelled,
+        }
+    }
+
+    /// Offers the settled MCP tools to the open conversation: each
+    /// server's group added (or replaced when its list changed), the
+    /// session's switched-off tools applied to them, disclosure planned
+    /// and the catalog of deferred tools brought up to date.
+    fn offer_mcp_tools(&mut self) -> anyhow::Result<()> {
         let (Some(mcp), Some(conversation)) = (self.mcp.as_ref(), self.conversation.as_mut()) else {
-            return true;
+            return Ok(());
         };
-        let mut added = false;
-        for (server, specs) in mcp.groups() {
-            let present = conversation.tools().is_some_and(|t| {
-                specs
+        let Some(tools) = conversation.tools() else {
+            return Ok(());
+        };
+        let stale: Vec<(String, Vec<crate::tooling::schema::ToolSpec>)> = mcp
+            .groups()
+            .iter()
+            .filter(|(server, specs)| {
+                let now: Vec<&crate::tooling::schema::ToolSpec> = tools
+                    .set
+                    .specs()
                     .iter()
-                    .all(|s| t.set.specs().iter().any(|e| e.spec.name == s.name))
-            });
-            if !present {
-                conversation.add_tool_group(server, specs.clone());
-                added = true;
+                    .filter(|e| e.group.as_deref() == Some(server.as_str()))
+                    .map(|e| &e.spec)
+                    .collect();
+                now.len() != specs.len() || now.iter().zip(specs).any(|(a, b)| *a != b)
+            })
+            .cloned()
+            .collect();
+        if !stale.is_empty() {
+            let disabled = self.runtime.store.session_tools(conversation.session().id)?.disabled;
+            for (server, specs) in stale {
+                let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
+                conversation.add_tool_group(&server, specs);
+                for name in names.iter().filter(|n| disabled.contains(n)) {
+                    conversation.set_tool_enabled(name, false);
+                }
             }
         }
-        if !added {
-            return true;
+        if conversation.disclosure().is_none() {
+            conversation.set_disclosure(Some(crate::conversation::DisclosureSettings {
+                servers: mcp.deferred_settings(),
+                wire: crate::runtime::mcp_setup::wire(conversation.session().provider),
+            }));
         }
-        // Deferred disclosure: the servers' tools leave the array when they
-        // cost too much of the window (or always, per server).
-        let Some(tools) = conversation.tools() else {
-            return true;
+        self.sync_catalog();
+        Ok(())
+    }
+
+    /// Brings `tool_search`'s catalog up to the conversation's deferred
+    /// tools (rebuilt only when they changed).
+    pub(super) fn sync_catalog(&self) {
+        let (Some(mcp), Some(conversation)) = (self.mcp.as_ref(), self.conversation.as_ref()) else {
+            return;
         };
-        let settings: std::collections::BTreeMap<String, crate::tooling::deferred::Deferred> = self
-            .runtime
-            .config
-            .mcp
-            .servers
-            .iter()
-            .map(|(name, c)| (name.clone(), c.deferred))
-            .collect();
-        let wire = crate::runtime::mcp_setup::wire(conversation.session().provider);
-        let plan = crate::tooling::deferred::Disclosure::plan(
-            &tools.set,
-            &settings,
-            conversation.window(),
-            wire,
-            conversation.counter().as_ref(),
-        );
-        mcp.defer(plan.deferred());
-        let request = (!plan.deferred().is_empty()).then(|| plan.request().clone());
-        if request.is_some() {
-            let saving = plan.saving();
+        let deferred = conversation.disclosure().map_or(&[][..], |p| p.deferred());
+        mcp.defer(deferred);
+        if let Some(plan) = conversation.disclosure()
+            && !plan.deferred().is_empty()
+        {
             tracing::info!(
                 deferred = plan.deferred().len(),
-                saved = saving.saved_tokens(),
+                saved = plan.saving().saved_tokens(),
                 "MCP tools deferred"
             );
         }
-        conversation.set_request_tools(request);
-        true
     }
 
     /// Stores an `interrupted` result for each call of the session's last
