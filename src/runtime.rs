@@ -20,6 +20,7 @@ mod providers;
 pub mod service;
 mod session;
 mod session_ops;
+pub mod tool_costs;
 mod tool_run;
 mod tools_setup;
 mod transcript;

@@ -242,6 +242,61 @@ fn auto_keeps_the_servers_direct_at_128k_and_defers_them_at_16k() {
                 "window {window}: tools array {tokens} tokens ({} tools)",
                 first.len()
             );
+            // `strata context --json` shows what each server costs.
+            let session = events(&out)[0]["session_id"].as_str().unwrap().to_owned();
+            let out = run(openai(&sb, &server, &["context", &session, "--json"])).await;
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            let report: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+            let tools = &report["categories"]["tools"];
+            assert_eq!(
+                u64::from(tokens),
+                tools["tokens"].as_u64().unwrap(),
+                "the request's array"
+            );
+            let servers = tools["servers"].as_array().unwrap();
+            let names: Vec<&str> = servers.iter().map(|s| s["name"].as_str().unwrap()).collect();
+            assert_eq!(names, ["builtin", "everything", "filesystem", "time"]);
+            let mut direct = 0;
+            for server in servers {
+                let rows = server["tools"].as_array().unwrap();
+                let sum: u64 = rows.iter().map(|t| t["tokens"].as_u64().unwrap()).sum();
+                assert_eq!(server["tokens"].as_u64().unwrap(), sum, "{server}");
+                for row in rows {
+                    let is_mcp = row["name"].as_str().unwrap().contains("__");
+                    assert_eq!(row["deferred"].as_bool().unwrap(), deferred && is_mcp, "{row}");
+                    if !row["deferred"].as_bool().unwrap() {
+                        direct += row["tokens"].as_u64().unwrap();
+                    }
+                }
+            }
+            let counts: Vec<usize> = servers
+                .iter()
+                .map(|s| s["tools"].as_array().unwrap().len())
+                .collect();
+            assert_eq!(&counts[1..], [13, 14, 2], "{counts:?}");
+            assert_eq!(
+                direct,
+                tools["tokens"].as_u64().unwrap(),
+                "the direct rows are the array"
+            );
+            let saving = tools["deferred_saving_tokens"].as_i64().unwrap();
+            if deferred {
+                let all: u64 = servers.iter().map(|s| s["tokens"].as_u64().unwrap()).sum();
+                let bridges: u64 = servers[0]["tools"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter(|t| t["name"].as_str().unwrap().starts_with("tool_"))
+                    .map(|t| t["tokens"].as_u64().unwrap())
+                    .sum();
+                // Everything direct (no bridges) against the request's array.
+                let expected = i64::try_from(all - bridges).unwrap() - i64::try_from(direct).unwrap();
+                assert_eq!(saving, expected, "{tools}");
+                assert!(saving > 0, "{saving}");
+                eprintln!("window {window}: deferral saves {saving} tokens per request");
+            } else {
+                assert_eq!(saving, 0);
+            }
         }
     });
 }

@@ -222,12 +222,19 @@ fn the_status_bar_follows_the_turns_phases() {
     app.handle(key(KeyCode::Enter));
     let status = |app: &strata::tui::App| draw(app, 120, 20).lines().last().unwrap_or("").to_owned();
     assert!(status(&app).contains("preparing"), "{}", status(&app));
-    app.handle(AppEvent::Phase(Phase::StartingServers { count: 3 }));
+    app.handle(AppEvent::Phase(Phase::StartingServers { ready: 1, total: 3 }));
     app.handle(AppEvent::Tick { now_ms: 500 });
+    app.handle(AppEvent::Phase(Phase::StartingServers { ready: 2, total: 3 }));
+    app.handle(AppEvent::Tick { now_ms: 2_500 });
+    // Counting up keeps the wait's start; Esc sends without the rest.
     assert!(
-        status(&app).contains("starting 3 MCP servers"),
+        status(&app).contains("waiting for MCP servers 2/3 2s · Esc sends without them"),
         "{}",
         status(&app)
+    );
+    assert_eq!(
+        app.handle(key(KeyCode::Esc)),
+        vec![strata::tui::Effect::SkipServers]
     );
     app.handle(AppEvent::Tick { now_ms: 1_000 });
     app.handle(AppEvent::Phase(Phase::Compressing(Trigger::Preflight)));

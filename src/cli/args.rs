@@ -256,6 +256,10 @@ pub struct ContextArgs {
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// Do not start the config's MCP servers to count their tools (their
+    /// tools are then left out of the figures).
+    #[arg(long)]
+    pub no_mcp: bool,
 }
 
 impl From<ModeArg> for strata::domain::PromptMode {

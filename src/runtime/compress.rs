@@ -240,7 +240,7 @@ impl Runtime {
         choice: &ModelChoice,
     ) -> Budget {
         let tools = self
-            .tools_for(prompt.session_id, choice)
+            .tools_for(prompt.session_id, choice, None)
             .0
             .map(|set| crate::tokens::tool_schema_items(counter, set.array()))
             .unwrap_or_default();

@@ -54,6 +54,34 @@ pub struct ContextReport {
     pub compression: CompressionStatus,
     /// Why the model gets no tools, when it gets none.
     pub tools_off: Option<String>,
+    /// Each server's tools and their tokens; written into
+    /// `categories.tools` by [`ContextReport::to_json`].
+    #[serde(skip)]
+    pub tool_servers: Option<super::tool_costs::ToolServers>,
+}
+
+impl ContextReport {
+    /// The report as `strata context --json` prints it: the fields above,
+    /// with `categories.tools` also holding `servers` (`[{name, status,
+    /// tokens, tools: [{name, tokens, deferred}]}]`, the built-in tools as
+    /// `builtin`) and `deferred_saving_tokens` when tools are on.
+    #[must_use]
+    pub fn to_json(&self) -> serde_json::Value {
+        let mut value = serde_json::to_value(self).unwrap_or_default();
+        if let (Some(servers), Some(tools)) = (
+            &self.tool_servers,
+            value
+                .pointer_mut("/categories/tools")
+                .and_then(serde_json::Value::as_object_mut),
+        ) {
+            tools.insert("servers".into(), serde_json::json!(servers.servers));
+            tools.insert(
+                "deferred_saving_tokens".into(),
+                serde_json::json!(servers.deferred_saving_tokens),
+            );
+        }
+        value
+    }
 }
 
 /// What the pipeline says of the next request, for [`context_of`].
@@ -118,6 +146,7 @@ pub(super) fn context_of(
         last_compaction: None,
         blocked_reason,
         tools_off: conversation.tools_off().map(str::to_owned),
+        tool_servers: super::tool_costs::tool_servers(conversation, &[]),
     }
 }
 
@@ -205,6 +234,7 @@ impl Runtime {
         &mut self,
         session: &Session,
         choice: &ModelChoice,
+        mcp: Option<&super::McpSession>,
     ) -> Result<ContextReport, RuntimeError> {
         let snapshot = self.snapshot(session, choice)?;
         let super::Snapshot {
@@ -212,16 +242,48 @@ impl Runtime {
             counter,
             messages,
             history_tokens,
-            budget,
+            budget: _,
         } = snapshot;
         let calibration = self.calibration(session.id)?;
-        let stored_tokens = budget.input_tokens();
         let system = RequestSystem {
             text: prompt.text.clone(),
             boundary_offset: prompt.boundary_offset,
         };
-        let (tools, tools_off) = self.tools_for(session.id, choice);
-        let tools: &[serde_json::Value] = tools.as_ref().map_or(&[], |t| t.array());
+        let (set, tools_off) = self.tools_for(session.id, choice, mcp);
+        // The MCP servers' tools are deferred as a session would defer them.
+        let plan = set.as_ref().zip(mcp).map(|(set, mcp)| {
+            crate::tooling::deferred::Disclosure::plan(
+                set,
+                &mcp.deferred_settings(),
+                choice.context_window,
+                super::mcp_setup::wire(session.provider),
+                counter.as_ref(),
+            )
+        });
+        let offered = match (&plan, &set) {
+            (Some(plan), _) if !plan.deferred().is_empty() => Some(plan.request()),
+            (_, set) => set.as_ref(),
+        };
+        let tools: &[serde_json::Value] = offered.map_or(&[], |t| t.array());
+        let items = crate::tokens::tool_schema_items(counter.as_ref(), tools);
+        let tool_servers = set.as_ref().zip(offered).map(|(set, offered)| {
+            let states = mcp.map(super::McpSession::states).unwrap_or_default();
+            super::tool_costs::servers_of(set, offered, &items, plan.as_ref(), &states)
+        });
+        // The budget with the tools array this request carries.
+        let budget_at = |tokens: &[u32]| {
+            super::compress::budget_with(
+                &prompt,
+                counter.as_ref(),
+                &messages,
+                tokens,
+                choice,
+                self.threshold_settings(),
+                &items,
+            )
+        };
+        let budget = budget_at(&history_tokens);
+        let stored_tokens = budget.input_tokens();
         let prepared = pipeline::prepare(&PrepareInput {
             system: &system,
             system_tokens: u32::try_from(counter.count(&prompt.text)).unwrap_or(u32::MAX),
@@ -239,7 +301,7 @@ impl Runtime {
             max_tokens: choice.max_tokens,
             temperature: None,
         });
-        let tool_tokens = u64::from(crate::tokens::tool_schema_tokens(counter.as_ref(), tools));
+        let tool_tokens: u64 = items.iter().map(|i| i.tokens).sum();
         let (report, prepared_tokens, prelimit_tokens, prepare_error) = match prepared {
             // The request's figures include the tool schemas it carries.
             Ok(p) => (
@@ -254,9 +316,7 @@ impl Runtime {
         let budget = match prepared_tokens {
             Some(prepared) => {
                 let sent: Vec<u32> = report.iter().map(|r| r.tokens_after).collect();
-                self.snapshot_of(prompt, counter, messages, sent, choice)
-                    .budget
-                    .fitted_to(prepared)
+                budget_at(&sent).fitted_to(prepared)
             }
             None => budget,
         };
@@ -275,6 +335,7 @@ impl Runtime {
             budget,
             compression: self.compression_status(session, choice)?,
             tools_off,
+            tool_servers,
         })
     }
 

@@ -152,9 +152,14 @@ impl McpSession {
         for s in &statuses {
             let before = self.offered.iter().find(|(n, _)| *n == s.name).map(|(_, t)| t);
             let now: Option<Vec<McpTool>> = match (&s.status, before) {
-                (Status::Ready { .. }, _) => {
-                    Some(tools.iter().filter(|t| t.server == s.name).filter(allowed).cloned().collect())
-                }
+                (Status::Ready { .. }, _) => Some(
+                    tools
+                        .iter()
+                        .filter(|t| t.server == s.name)
+                        .filter(allowed)
+                        .cloned()
+                        .collect(),
+                ),
                 (_, Some(before)) => Some(before.clone()),
                 (Status::Unavailable { why, .. }, None) => {
                     tracing::warn!(server = %s.name, why = %why, "MCP server unavailable");
@@ -186,11 +191,12 @@ impl McpSession {
             })
             .map(|(name, _)| name.clone())
             .collect();
-        self.names = McpNames::new(
-            offered
-                .iter()
-                .map(|(server, tools)| (server.clone(), tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>())),
-        );
+        self.names = McpNames::new(offered.iter().map(|(server, tools)| {
+            (
+                server.clone(),
+                tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+            )
+        }));
         self.groups = offered
             .iter()
             .filter(|(_, tools)| !tools.is_empty())
@@ -236,7 +242,9 @@ impl McpSession {
 
     /// Each server's `deferred` setting.
     #[must_use]
-    pub fn deferred_settings(&self) -> std::collections::BTreeMap<String, crate::tooling::deferred::Deferred> {
+    pub fn deferred_settings(
+        &self,
+    ) -> std::collections::BTreeMap<String, crate::tooling::deferred::Deferred> {
         self.config
             .servers
             .iter()

@@ -187,13 +187,15 @@ fn canonical(path: &Path) -> PathBuf {
 
 impl Runtime {
     /// The tools `session` on `choice` is offered (its tools switched off
-    /// left out), or `None` when tools are off for it; and why they are
-    /// off, when they are.
+    /// left out), with `mcp`'s tools after the built-in ones when given, or
+    /// `None` when tools are off for it; and why they are off, when they
+    /// are.
     #[must_use]
     pub fn tools_for(
         &self,
         session: crate::domain::SessionId,
         choice: &ModelChoice,
+        mcp: Option<&super::McpSession>,
     ) -> (Option<ToolSet>, Option<String>) {
         let state = tools_state(&self.config, choice);
         if !state.on {
@@ -204,6 +206,9 @@ impl Runtime {
             return (None, Some(why));
         }
         let mut set = ToolSet::new(builtin());
+        for (server, specs) in mcp.map_or(&[][..], |m| m.groups()) {
+            set = set.with_extra(server, specs.clone());
+        }
         for name in &stored.disabled {
             set.set_enabled(name, false);
         }

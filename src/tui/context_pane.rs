@@ -8,6 +8,7 @@
 use super::event::ContextSnapshot;
 use super::{fmt, theme};
 use crate::domain::LayerName;
+use crate::runtime::tool_costs::ToolServers;
 use crate::tokens::Category;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -45,6 +46,49 @@ pub fn render(snapshot: Option<&ContextSnapshot>, live: Live<'_>, area: Rect, bu
 
 fn approx(exact: bool) -> &'static str {
     if exact { "" } else { "~" }
+}
+
+/// The tools category by server (when MCP servers are configured): one
+/// row each, expanded to each tool with its tokens and `deferred`; what
+/// deferral saves per request.
+fn server_rows(servers: &ToolServers, detail: bool, width: u16) -> Vec<Line<'static>> {
+    let width = usize::from(width);
+    let mut out = Vec::new();
+    for server in &servers.servers {
+        let deferred = server.tools.iter().filter(|t| t.deferred).count();
+        let state = match server.status.as_str() {
+            "ready" | "builtin" if deferred == server.tools.len() && deferred > 0 => " deferred".to_owned(),
+            "ready" | "builtin" if deferred > 0 => format!(" {deferred} deferred"),
+            "ready" | "builtin" => String::new(),
+            other => format!(" {other}"),
+        };
+        let name = fmt::cut(&server.name, width.saturating_sub(16));
+        out.push(Line::styled(
+            format!("   {name} {}{state}", fmt::tokens(server.tokens)),
+            theme::dim(),
+        ));
+        if detail {
+            for tool in &server.tools {
+                let name = fmt::cut(&tool.name, width.saturating_sub(14));
+                let mark = if tool.deferred { " d" } else { "" };
+                out.push(Line::styled(
+                    format!("     {name} {}{mark}", fmt::tokens(tool.tokens)),
+                    theme::dim(),
+                ));
+            }
+        }
+    }
+    if servers.deferred_saving_tokens != 0 {
+        let saved = servers.deferred_saving_tokens;
+        let figure = fmt::tokens(saved.unsigned_abs());
+        let line = if saved > 0 {
+            format!("   deferral saves {figure}/request")
+        } else {
+            format!("   deferral costs {figure}/request")
+        };
+        out.push(Line::styled(line, theme::dim()));
+    }
+    out
 }
 
 /// The pane's lines for a width.
@@ -93,7 +137,12 @@ pub fn lines(s: &ContextSnapshot, live: Live<'_>, width: u16) -> Vec<Line<'stati
             let why = fmt::cut(why, usize::from(width).saturating_sub(3));
             out.push(Line::styled(format!("   {why}"), theme::dim()));
         }
-        if live.detail {
+        let by_server = s.tool_servers.as_ref().filter(|t| t.mcp().next().is_some());
+        if i == 3
+            && let Some(servers) = by_server
+        {
+            out.extend(server_rows(servers, live.detail, width));
+        } else if live.detail {
             for item in &cat.items {
                 let stale = live
                     .stale
@@ -272,6 +321,7 @@ mod tests {
             last_compaction: None,
             blocked_reason: None,
             tools_off: tools_off.map(str::to_owned),
+            tool_servers: None,
         }
     }
 
@@ -297,5 +347,62 @@ mod tests {
         let row = on.iter().position(|l| l.contains("tools")).unwrap();
         assert!(on[row].ends_with('0'), "{on:?}");
         assert!(!on[row + 1].contains("tool"));
+    }
+
+    #[test]
+    fn the_tools_category_shows_each_server_and_expanded_each_tool() {
+        use crate::runtime::tool_costs::{ServerCost, ToolCostRow, ToolServers};
+        let row = |name: &str, tokens: u64, deferred: bool| ToolCostRow {
+            name: name.into(),
+            tokens,
+            deferred,
+        };
+        let mut s = snapshot(None);
+        s.tool_servers = Some(ToolServers {
+            servers: vec![
+                ServerCost {
+                    name: "builtin".into(),
+                    status: "builtin".into(),
+                    why: None,
+                    tokens: 1_900,
+                    tools: vec![row("read_file", 1_500, false), row("tool_search", 400, false)],
+                },
+                ServerCost {
+                    name: "time".into(),
+                    status: "ready".into(),
+                    why: None,
+                    tokens: 420,
+                    tools: vec![
+                        row("time__convert_time", 260, true),
+                        row("time__get_current_time", 160, true),
+                    ],
+                },
+                ServerCost {
+                    name: "gone".into(),
+                    status: "unavailable".into(),
+                    why: Some("It exited.".into()),
+                    tokens: 0,
+                    tools: Vec::new(),
+                },
+            ],
+            deferred_saving_tokens: 2_300,
+        });
+        let collapsed = text(&lines(&s, Live::default(), 60));
+        let at = collapsed.iter().position(|l| l.contains("■ tools")).unwrap();
+        assert_eq!(collapsed[at + 1].trim(), "builtin 1.9k");
+        assert_eq!(collapsed[at + 2].trim(), "time 420 deferred");
+        assert_eq!(collapsed[at + 3].trim(), "gone 0 unavailable");
+        assert_eq!(collapsed[at + 4].trim(), "deferral saves 2.3k/request");
+        let expanded = text(&lines(
+            &s,
+            Live {
+                detail: true,
+                ..Live::default()
+            },
+            60,
+        ));
+        let at = expanded.iter().position(|l| l.contains("■ tools")).unwrap();
+        assert_eq!(expanded[at + 2].trim(), "read_file 1.5k");
+        assert_eq!(expanded[at + 5].trim(), "time__convert_time 260 d");
     }
 }

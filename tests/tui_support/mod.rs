@@ -124,6 +124,7 @@ pub fn context(messages: &[Message]) -> ContextSnapshot {
         last_compaction: None,
         blocked_reason: None,
         tools_off: None,
+        tool_servers: None,
     }
 }
 

@@ -9,9 +9,32 @@ pub fn context(env: &Env, args: &ContextArgs) -> anyhow::Result<()> {
     let mut runtime = env.runtime()?;
     let session = runtime.find_session(&args.id)?;
     let choice = env.choice_for(&session)?;
-    let report = runtime.context_report(&session, &choice)?;
+    // The MCP servers' tools are part of the next request: count them from
+    // the servers themselves.
+    let servers = !args.no_mcp
+        && !env.config.mcp.servers.is_empty()
+        && strata::runtime::tools_state(&env.config, &choice).on;
+    let mcp = if servers {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()?;
+        let lookup = |name: &str| std::env::var(name).ok();
+        let workspace = std::path::PathBuf::from(&session.workspace);
+        let mcp = rt.block_on(runtime.start_mcp(&env.config.mcp, &workspace, &lookup));
+        let report = runtime.context_report(&session, &choice, mcp.as_ref());
+        if let Some(mcp) = &mcp {
+            rt.block_on(mcp.shutdown());
+        }
+        Some(report?)
+    } else {
+        None
+    };
+    let report = match mcp {
+        Some(report) => report,
+        None => runtime.context_report(&session, &choice, None)?,
+    };
     if args.json {
-        return print_json(&report);
+        return print_json(&report.to_json());
     }
     let b = &report.budget;
     let approx = if b.exact { "" } else { "~" };
@@ -45,8 +68,45 @@ pub fn context(env: &Env, args: &ContextArgs) -> anyhow::Result<()> {
             "{name:<16} {approx}{:>10}  {share:5.1}%",
             thousands(cat.tokens)
         )?;
-        for item in &cat.items {
-            writeln!(out, "  {:<40} {approx}{:>8}", item.name, thousands(item.tokens))?;
+        let by_server = report.tool_servers.as_ref().filter(|t| t.mcp().next().is_some());
+        match by_server {
+            Some(servers) if name == "tools" => {
+                for server in &servers.servers {
+                    let deferred = server.tools.iter().filter(|t| t.deferred).count();
+                    let state = match server.status.as_str() {
+                        "ready" | "builtin" if deferred > 0 => format!(" ({deferred} deferred)"),
+                        "ready" | "builtin" => String::new(),
+                        other => format!(" ({other})"),
+                    };
+                    writeln!(
+                        out,
+                        "  {:<40} {approx}{:>8}",
+                        format!("{}{state}", server.name),
+                        thousands(server.tokens)
+                    )?;
+                    for tool in &server.tools {
+                        let mark = if tool.deferred { " (deferred)" } else { "" };
+                        writeln!(
+                            out,
+                            "    {:<38} {approx}{:>8}",
+                            format!("{}{mark}", tool.name),
+                            thousands(tool.tokens)
+                        )?;
+                    }
+                }
+                if servers.deferred_saving_tokens != 0 {
+                    writeln!(
+                        out,
+                        "  deferral saves {approx}{} tokens per request",
+                        servers.deferred_saving_tokens
+                    )?;
+                }
+            }
+            _ => {
+                for item in &cat.items {
+                    writeln!(out, "  {:<40} {approx}{:>8}", item.name, thousands(item.tokens))?;
+                }
+            }
         }
     }
     writeln!(

@@ -507,6 +507,9 @@ impl SessionService {
         let rows = self.rows.as_ref();
         context.last_usage = rows.and_then(|r| r.usage.last().cloned());
         context.last_compaction = rows.and_then(|r| r.last_compaction.clone());
+        if let Some(mcp) = self.mcp.as_ref() {
+            context.tool_servers = crate::runtime::tool_costs::tool_servers(conversation, &mcp.states());
+        }
         Some(context)
     }
 

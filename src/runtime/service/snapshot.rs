@@ -57,6 +57,7 @@ pub fn pending_view(
             last_compaction: None,
             blocked_reason: None,
             tools_off: crate::runtime::tools_state(&runtime.config, choice).why_off,
+            tool_servers: None,
         }),
     })
 }

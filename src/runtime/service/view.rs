@@ -57,6 +57,9 @@ pub struct ContextSnapshot {
     /// Why the model gets no tools, when it gets none (the pane says so
     /// instead of showing 0).
     pub tools_off: Option<String>,
+    /// Each server's tools and their tokens (the built-in tools as
+    /// `builtin`), when tools are on.
+    pub tool_servers: Option<crate::runtime::tool_costs::ToolServers>,
 }
 
 /// The request inspector's content.

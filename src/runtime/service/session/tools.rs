@@ -110,7 +110,10 @@ impl SessionService {
         let Ok(choice) = self.choice() else {
             return;
         };
-        if crate::runtime::tools_state(&self.runtime.config, &choice).why_off.is_some() {
+        if crate::runtime::tools_state(&self.runtime.config, &choice)
+            .why_off
+            .is_some()
+        {
             return;
         }
         let root = self.session.as_ref().map_or_else(
@@ -160,7 +163,9 @@ impl SessionService {
             launch.settle();
             for (name, why) in launch.unavailable() {
                 // The turn goes on without it: news, not a failure.
-                self.emit(ServiceEvent::Notice(format!("MCP server {name} is unavailable: {why}")));
+                self.emit(ServiceEvent::Notice(format!(
+                    "MCP server {name} is unavailable: {why}"
+                )));
             }
             self.mcp = Some(Arc::new(launch));
         } else if let Some(mcp) = self.mcp.as_mut()
@@ -194,9 +199,14 @@ impl SessionService {
                 return;
             }
             shown = Some(ready);
-            sink(ServiceEvent::Phase(crate::conversation::Phase::StartingServers { ready, total }));
+            sink(ServiceEvent::Phase(crate::conversation::Phase::StartingServers {
+                ready,
+                total,
+            }));
             if !interactive && shown == Some(0) {
-                sink(ServiceEvent::Progress(format!("waiting for {total} MCP server(s)…")));
+                sink(ServiceEvent::Progress(format!(
+                    "waiting for {total} MCP server(s)…"
+                )));
             }
         });
         let skip = self.skip.notified();
@@ -234,7 +244,11 @@ impl SessionService {
             .cloned()
             .collect();
         if !stale.is_empty() {
-            let disabled = self.runtime.store.session_tools(conversation.session().id)?.disabled;
+            let disabled = self
+                .runtime
+                .store
+                .session_tools(conversation.session().id)?
+                .disabled;
             for (server, specs) in stale {
                 let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
                 conversation.add_tool_group(&server, specs);

@@ -1,0 +1,163 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! The session service and its MCP servers: they start when the session
+//! opens (before anything is sent), the first request waits for them and
+//! the client's skip signal sends it without them, and a server that
+//! changes its tool list between turns has the new list offered with the
+//! next request. Against the local server and the misbehaving stdio
+//! server of `tests/fixtures/mcp`.
+
+#[path = "support/server.rs"]
+mod server;
+#[path = "support/tool_sse.rs"]
+mod tool_sse;
+
+mod mcp_support;
+mod service_support;
+
+use server::{Reply, Server};
+use service_support::{Dirs, history, recorder};
+use std::time::{Duration, Instant};
+use strata::config::Config;
+use strata::conversation::Phase;
+use strata::runtime::service::ServiceEvent;
+use tool_sse::{openai_calls, openai_text};
+
+fn tool_names(body: &serde_json::Value) -> Vec<String> {
+    body["tools"]
+        .as_array()
+        .map(|t| {
+            t.iter()
+                .map(|t| t["function"]["name"].as_str().unwrap().to_owned())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn config(server: &Server, mcp: &str) -> Config {
+    let text = format!(
+        "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n[tools]\napproval = \"all\"\n\n{mcp}",
+        server.base_url()
+    );
+    Config::parse(&text).unwrap().config
+}
+
+/// `[mcp.servers.bad]`: the misbehaving server, writing its pid to `pids`.
+fn misbehaving(pids: &std::path::Path) -> String {
+    format!(
+        "[mcp.servers.bad]\ncommand = {:?}\nargs = [{:?}, \"--pid-file\", {:?}]\nstartup_timeout_s = 20\n",
+        mcp_support::python().to_string_lossy(),
+        mcp_support::misbehaving().to_string_lossy(),
+        pids.to_string_lossy()
+    )
+}
+
+#[test]
+fn the_servers_start_when_the_session_opens_before_anything_is_sent() {
+    mcp_support::run(async {
+        let server = Server::with(|_| Reply::sse(openai_text("ok"))).await;
+        let dirs = Dirs::new();
+        let pids = dirs.ws.path().join("pids");
+        let config = config(&server, &misbehaving(&pids));
+        let id = service_support::import(&dirs, &config, &history(2, "hello"));
+        let (sink, _events) = recorder();
+        let service = service_support::open(&dirs, config, id, true, sink);
+        // Nothing was sent, and the server runs already.
+        let started = mcp_support::eventually(10.0, || {
+            std::fs::read_to_string(&pids).is_ok_and(|p| !p.trim().is_empty())
+        });
+        assert!(started, "the server was not started when the session opened");
+        assert!(server.requests().is_empty());
+        drop(service);
+    });
+}
+
+#[test]
+fn the_skip_signal_sends_the_first_request_without_the_servers_still_starting() {
+    mcp_support::run(async {
+        let server = Server::with(|_| Reply::sse(openai_text("ok"))).await;
+        let dirs = Dirs::new();
+        // A server that never answers `initialize`, with a long timeout.
+        let config = config(
+            &server,
+            "[mcp.servers.hang]\ncommand = \"/bin/sleep\"\nargs = [\"1000\"]\nstartup_timeout_s = 60\n",
+        );
+        let id = service_support::import(&dirs, &config, &history(2, "hello"));
+        let (sink, events) = recorder();
+        let mut service = service_support::open(&dirs, config, id, true, sink);
+        let skip = service.skip_signal();
+        // A skip while nothing waits is dropped; the one during the wait counts.
+        skip.notify_waiters();
+        let skipper = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(600)).await;
+            skip.notify_waiters();
+        });
+        let started = Instant::now();
+        service
+            .send("hello?".into(), std::future::pending())
+            .await
+            .unwrap();
+        skipper.await.unwrap();
+        let waited = started.elapsed();
+        assert!(
+            waited >= Duration::from_millis(500),
+            "it did not wait: {waited:?}"
+        );
+        assert!(waited < Duration::from_secs(10), "{waited:?}");
+        let requests = server.requests();
+        assert_eq!(requests.len(), 1, "the request went out");
+        let names = tool_names(&requests[0].json());
+        assert!(names.contains(&"read_file".to_owned()), "{names:?}");
+        assert!(!names.iter().any(|n| n.starts_with("hang__")), "{names:?}");
+        let events = events.lock().unwrap();
+        assert!(events.iter().any(|e| matches!(
+            e,
+            ServiceEvent::Phase(Phase::StartingServers { ready: 0, total: 1 })
+        )));
+        assert!(events.iter().any(|e| matches!(
+            e,
+            ServiceEvent::Notice(n) if n.starts_with("sent without the MCP servers still starting")
+        )));
+    });
+}
+
+#[test]
+fn a_tool_list_changed_between_turns_is_offered_with_the_next_request() {
+    mcp_support::run(async {
+        // Turn one: the model calls `bad__add_tool`, which adds `extra` and
+        // sends `notifications/tools/list_changed`; then it answers.
+        let server = Server::with(|n| match n {
+            0 => Reply::sse(openai_calls(&[("call_1", "bad__add_tool", "{}")])),
+            _ => Reply::sse(openai_text("ok")),
+        })
+        .await;
+        let dirs = Dirs::new();
+        let pids = dirs.ws.path().join("pids");
+        let config = config(&server, &misbehaving(&pids));
+        let id = service_support::import(&dirs, &config, &history(2, "hello"));
+        let (sink, events) = recorder();
+        let mut service = service_support::open(&dirs, config, id, false, sink);
+        service
+            .send("add one".into(), std::future::pending())
+            .await
+            .unwrap();
+        let first = tool_names(&server.requests()[0].json());
+        assert!(first.contains(&"bad__add_tool".to_owned()), "{first:?}");
+        assert!(!first.contains(&"bad__extra".to_owned()), "{first:?}");
+        // The notification arrives on its own time; the next turn takes it.
+        tokio::time::sleep(Duration::from_millis(500)).await;
+        service
+            .send("again".into(), std::future::pending())
+            .await
+            .unwrap();
+        let requests = server.requests();
+        let last = tool_names(&requests.last().unwrap().json());
+        assert!(last.contains(&"bad__extra".to_owned()), "{last:?}");
+        // The built-in prefix keeps its place and bytes.
+        assert_eq!(first[0], last[0]);
+        let events = events.lock().unwrap();
+        assert!(events.iter().any(|e| matches!(
+            e,
+            ServiceEvent::Notice(n) if n.starts_with("MCP server bad changed its tools")
+        )));
+    });
+}
