@@ -86,7 +86,8 @@ impl SessionService {
         Ok(())
     }
 
-    /// Starts the config's MCP servers for the open conversation when it
+    /// Starts the workspace's MCP servers (config.toml's and the accepted
+    /// `.mcp.json`'s, `Runtime::workspace_mcp`) for the open conversation when it
     /// offers tools and has none yet, waits for them (the first request
     /// must not go out before their tools are in the array), and adds each
     /// ready server's tools after the built-in ones. A server that cannot
@@ -98,34 +99,29 @@ impl SessionService {
         &mut self,
         cancel: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
     ) -> bool {
+        let root = self
+            .tool_env
+            .as_ref()
+            .map(|e| e.root.clone())
+            .unwrap_or_else(|| self.cwd.clone());
+        // config.toml's servers, plus the workspace's accepted `.mcp.json`.
+        let mcp_config = self.runtime.workspace_mcp(&root).config;
         let wanted = self.tool_env.is_some()
-            && !self.runtime.config.mcp.servers.is_empty()
+            && !mcp_config.servers.is_empty()
             && self.conversation.as_ref().is_some_and(|c| c.tools().is_some());
         if !wanted {
             return true;
         }
         if self.mcp.is_none() {
-            let count = self
-                .runtime
-                .config
-                .mcp
-                .servers
-                .values()
-                .filter(|s| s.enabled)
-                .count();
+            let count = mcp_config.servers.values().filter(|s| s.enabled).count();
             self.emit(ServiceEvent::Phase(crate::conversation::Phase::StartingServers {
                 count,
             }));
             if !self.interactive {
                 self.emit(ServiceEvent::Progress(format!("starting {count} MCP server(s)…")));
             }
-            let root = self
-                .tool_env
-                .as_ref()
-                .map(|e| e.root.clone())
-                .unwrap_or_else(|| self.cwd.clone());
             let env = |name: &str| (self.env)(name);
-            let start = self.runtime.start_mcp(&self.runtime.config.mcp, &root, &env);
+            let start = self.runtime.start_mcp(&mcp_config, &root, &env);
             let started = tokio::select! {
                 started = start => started,
                 () = cancel => return false,
@@ -164,10 +160,7 @@ impl SessionService {
         let Some(tools) = conversation.tools() else {
             return true;
         };
-        let settings: std::collections::BTreeMap<String, crate::tooling::deferred::Deferred> = self
-            .runtime
-            .config
-            .mcp
+        let settings: std::collections::BTreeMap<String, crate::tooling::deferred::Deferred> = mcp_config
             .servers
             .iter()
             .map(|(name, c)| (name.clone(), c.deferred))
