@@ -15,6 +15,7 @@ mod import;
 mod lookup;
 mod mcp_session;
 pub mod mcp_setup;
+mod mcp_trust;
 mod prompt_build;
 mod providers;
 pub mod service;
@@ -34,6 +35,7 @@ pub use compress::{
 pub use context::ContextReport;
 pub use import::{ImportError, ImportOutcome, parse_openai_messages};
 pub use mcp_session::{McpSession, ServerState};
+pub use mcp_trust::{McpJsonServer, McpSource, PendingMcpJson, WorkspaceMcp};
 pub use prompt_build::{PromptPreview, fingerprint, recent_entry, resolve_mode, to_system_prompt};
 pub use providers::{
     Connected, connect, counters_built, ensure_local_model, local_model_file, session_counter,

@@ -1,6 +1,7 @@
 //! Layer 2 adapter: the SQLite session store. Owns the database file and
 //! everything in it: sessions, messages, versioned system prompts,
-//! compactions, usage rows and the FTS5 search index.
+//! compactions, usage rows, the FTS5 search index and the decisions on
+//! workspaces' `.mcp.json` files.
 //!
 //! Invariants:
 //! - The schema comes only from the numbered files in `migrations/`, applied
@@ -24,6 +25,7 @@ mod compaction;
 mod error;
 mod files;
 mod handle;
+mod mcp_trust;
 mod messages;
 mod prompts;
 mod records;
@@ -35,6 +37,7 @@ pub use changes::{SessionTools, StoredChange};
 pub use compaction::CompactionWrite;
 pub use error::StoreError;
 pub use handle::StoreHandle;
+pub use mcp_trust::{McpDecision, McpTrust};
 pub use schema::KNOWN_VERSION;
 pub use sessions::{MIN_ID_PREFIX, SessionQuery};
 

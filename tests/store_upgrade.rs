@@ -87,3 +87,54 @@ fn a_schema_two_database_keeps_usage_links_search_and_counters() {
     assert_eq!(found[0].messages, 2);
     assert_eq!(store.integrity_check().unwrap(), "ok");
 }
+
+/// Migration 5 adds the `.mcp.json` decisions: a schema-4 database keeps
+/// its sessions and tool settings and stores decisions afterwards.
+#[test]
+fn a_schema_four_database_gains_the_mcp_decisions_and_keeps_its_data() {
+    use strata::store::{McpDecision, McpTrust};
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("strata.db");
+    schema_one(&path);
+    {
+        let conn = Connection::open(&path).unwrap();
+        for sql in [
+            include_str!("../migrations/0002_stream_writer.sql"),
+            include_str!("../migrations/0003_compaction.sql"),
+            include_str!("../migrations/0004_tools.sql"),
+        ] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.execute_batch(
+            "PRAGMA user_version = 4;
+             INSERT INTO session_tools (session_id, disabled) VALUES ('0190c3a0-0000-7000-8000-000000000001', '[\"shell\"]');",
+        )
+        .unwrap();
+        let has_table: i64 = conn
+            .query_row(
+                "SELECT count(*) FROM sqlite_schema WHERE name = 'mcp_trust'",
+                [],
+                |r| r.get(0),
+            )
+            .unwrap();
+        assert_eq!(has_table, 0, "schema 4 has no decisions table");
+    }
+    let mut store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), KNOWN_VERSION);
+    assert_eq!(KNOWN_VERSION, 5);
+    let session = store
+        .find_session("0190c3a0-0000-7000-8000-000000000001")
+        .unwrap();
+    assert_eq!(store.session_tools(session.id).unwrap().disabled, ["shell"]);
+    assert_eq!(store.messages(session.id, false).unwrap().len(), 2);
+    assert_eq!(store.mcp_trust("/w").unwrap(), None);
+    let trust = McpTrust {
+        workspace: "/w".to_owned(),
+        sha256: "0f".repeat(32),
+        decision: McpDecision::Accepted,
+        decided_at: 7,
+    };
+    store.set_mcp_trust(&trust).unwrap();
+    assert_eq!(store.mcp_trust("/w").unwrap(), Some(trust));
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+}

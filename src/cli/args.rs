@@ -70,7 +70,7 @@ pub enum Command {
     /// Manage the embedded model.
     #[command(subcommand)]
     Model(ModelCommand),
-    /// List, add and remove the MCP servers of the config.
+    /// List, add and remove the MCP servers of the config; accept or decline a workspace's .mcp.json.
     #[command(subcommand)]
     Mcp(McpCommand),
     /// Run a `shell` tool command in a process group that dies with strata (internal).
@@ -97,6 +97,17 @@ pub enum McpCommand {
     Add(McpAddArgs),
     /// Remove an MCP server from config.toml.
     Remove(McpRemoveArgs),
+    /// Accept the workspace's .mcp.json as it is now: its servers start in this workspace's sessions.
+    Accept(McpTrustArgs),
+    /// Decline the workspace's .mcp.json: its servers are not started and strata stops asking until it changes.
+    Decline(McpTrustArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct McpTrustArgs {
+    /// A directory of the workspace (default: the current directory); the file is looked for at its root.
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
 }
 
 #[derive(Debug, Args)]

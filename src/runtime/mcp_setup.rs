@@ -1,7 +1,8 @@
 //! The MCP servers of the config as the `mcp` adapter takes them
 //! ([`server_specs`]), and `strata mcp list`: every server started, its
 //! status, and each tool's tokens on the wire form the default provider
-//! receives ([`list`]).
+//! receives ([`list`]), with the workspace's `.mcp.json` servers once
+//! accepted.
 
 use crate::config::{Config, McpConfig, McpServerConfig, ModelChoice, Paths};
 use crate::domain::ProviderKind;
@@ -149,6 +150,9 @@ pub struct McpListing {
     pub ready_ms: u64,
     /// Every configured server, by name.
     pub servers: Vec<ServerListing>,
+    /// The workspace's `.mcp.json` awaiting acceptance (its servers are not
+    /// started or listed), or `null`.
+    pub pending_mcp_json: Option<super::PendingMcpJson>,
 }
 
 /// One server of [`McpListing`].
@@ -156,6 +160,8 @@ pub struct McpListing {
 pub struct ServerListing {
     /// Its name.
     pub name: String,
+    /// `config` (config.toml) or `.mcp.json` (the workspace's, accepted).
+    pub source: super::McpSource,
     /// `ready`, `unavailable`, `starting` (still, at the deadline) or
     /// `disabled`.
     pub status: &'static str,
@@ -190,31 +196,35 @@ pub struct ToolListing {
     pub description: String,
 }
 
-/// Starts every enabled server of `config` in `cwd`, waits until each is
-/// ready or unavailable (its start-up timeout, plus a little), counts each
-/// tool's wire form for `choice.provider` with its tokenizer, and stops
-/// the servers again.
+/// Starts every enabled server of `workspace` (config.toml's and the
+/// accepted `.mcp.json`'s, [`super::Runtime::workspace_mcp`]) in `cwd`,
+/// waits until each is ready or unavailable (its start-up timeout, plus a
+/// little), counts each tool's wire form for `choice.provider` with its
+/// tokenizer (`config` says which), and stops the servers again.
 pub async fn list(
     config: &Config,
+    workspace: &super::WorkspaceMcp,
     paths: &Paths,
     choice: &ModelChoice,
     cwd: &Path,
     env: &dyn Fn(&str) -> Option<String>,
 ) -> McpListing {
-    let setup = server_specs(&config.mcp, cwd, env, supervisor_binary().as_deref());
+    let mcp = &workspace.config;
+    let source = |name: &str| {
+        workspace
+            .sources
+            .get(name)
+            .copied()
+            .unwrap_or(super::McpSource::Config)
+    };
+    let setup = server_specs(mcp, cwd, env, supervisor_binary().as_deref());
     let started = tokio::time::Instant::now();
     let (hub, statuses) = start_and_wait(setup.servers).await;
     let ready_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
     let tools = hub.tools();
     hub.shutdown().await;
     let counter = super::session_counter(paths, config, choice.provider, &choice.model);
-    let allowed = |t: &&McpTool| {
-        config
-            .mcp
-            .servers
-            .get(&t.server)
-            .is_none_or(|c| c.allows(&t.name))
-    };
+    let allowed = |t: &&McpTool| mcp.servers.get(&t.server).is_none_or(|c| c.allows(&t.name));
     let names = McpNames::new(statuses.iter().map(|s| {
         let offered = tools.iter().filter(|t| t.server == s.name).filter(allowed);
         (
@@ -231,17 +241,14 @@ pub async fn list(
         .into_iter()
         .map(|s| {
             let server_tools: Vec<&McpTool> = tools.iter().filter(|t| t.server == s.name).collect();
-            listing(
-                &s.name,
-                &s.status,
-                &server_tools,
-                config.mcp.servers.get(&s.name),
-                &ctx,
-            )
+            let mut listed = listing(&s.name, &s.status, &server_tools, mcp.servers.get(&s.name), &ctx);
+            listed.source = source(&s.name);
+            listed
         })
         .collect();
     servers.extend(setup.disabled.into_iter().map(|name| ServerListing {
         why: Some(format!("[mcp.servers.{name}] enabled is false.")),
+        source: source(&name),
         name,
         status: "disabled",
         stderr_tail: Vec::new(),
@@ -261,6 +268,7 @@ pub async fn list(
         exact: counter.exact(),
         ready_ms,
         servers,
+        pending_mcp_json: workspace.pending.clone(),
     }
 }
 
@@ -300,6 +308,7 @@ fn listing(
         .collect();
     ServerListing {
         name: name.to_owned(),
+        source: super::McpSource::Config,
         status: label,
         why,
         stderr_tail,

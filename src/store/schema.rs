@@ -14,6 +14,7 @@ const FILES: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0002_stream_writer.sql")),
     M::up(include_str!("../../migrations/0003_compaction.sql")),
     M::up(include_str!("../../migrations/0004_tools.sql")),
+    M::up(include_str!("../../migrations/0005_mcp_trust.sql")),
 ];
 
 /// The migration set handed to `rusqlite_migration`. It runs every pending

@@ -28,7 +28,7 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     let cwd = workspace_dir(args.workspace.as_deref())?;
     // Bad ids and unknown providers are usage errors, found before anything
     // is opened or sent.
-    env.choice()?;
+    let choice = env.choice()?;
     let opening = match (&args.session, args.new) {
         (Some(id), _) => Opening::Resume(env.runtime()?.find_session(id)?.id.to_string()),
         (None, true) => Opening::New,
@@ -55,6 +55,9 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     }
     if let Some(approve) = &args.approve {
         config.tools.approval = approve.as_str().to_owned();
+    }
+    if strata::runtime::tools_state(&config, &choice).on {
+        mcp_json_notice(env, &cwd)?;
     }
     let launch = Launch {
         paths: env.paths.clone(),
@@ -104,6 +107,21 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     };
     p.json_line(json!({"type": "error", "message": message}));
     Err(TurnFailed(message.to_owned()).into())
+}
+
+/// Says on stderr, once, that the workspace's `.mcp.json` awaits
+/// acceptance (its servers are not started) and what is wrong with it.
+fn mcp_json_notice(env: &Env, cwd: &std::path::Path) -> anyhow::Result<()> {
+    use crate::cli::output::printable;
+    let root = strata::workspace::workspace_root(cwd);
+    let workspace = env.runtime()?.workspace_mcp(&root);
+    for warning in &workspace.warnings {
+        eprintln!("strata: warning: {}", printable(warning));
+    }
+    if let Some(pending) = &workspace.pending {
+        eprintln!("strata: {}", printable(&pending.message));
+    }
+    Ok(())
 }
 
 /// A turn that ended without a complete reply; its sentence is already in

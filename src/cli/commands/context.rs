@@ -11,16 +11,16 @@ pub fn context(env: &Env, args: &ContextArgs) -> anyhow::Result<()> {
     let choice = env.choice_for(&session)?;
     // The MCP servers' tools are part of the next request: count them from
     // the servers themselves.
-    let servers = !args.no_mcp
-        && !env.config.mcp.servers.is_empty()
-        && strata::runtime::tools_state(&env.config, &choice).on;
-    let mcp = if servers {
+    let workspace = std::path::PathBuf::from(&session.workspace);
+    let servers = (!args.no_mcp && strata::runtime::tools_state(&env.config, &choice).on)
+        .then(|| runtime.workspace_mcp(&workspace).config)
+        .filter(|c| !c.servers.is_empty());
+    let mcp = if let Some(servers) = servers {
         let rt = tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()?;
         let lookup = |name: &str| std::env::var(name).ok();
-        let workspace = std::path::PathBuf::from(&session.workspace);
-        let mcp = rt.block_on(runtime.start_mcp(&env.config.mcp, &workspace, &lookup));
+        let mcp = rt.block_on(runtime.start_mcp(&servers, &workspace, &lookup));
         let report = runtime.context_report(&session, &choice, mcp.as_ref());
         if let Some(mcp) = &mcp {
             rt.block_on(mcp.shutdown());

@@ -1,7 +1,7 @@
-//! `strata mcp list|add|remove`.
+//! `strata mcp list|add|remove|accept|decline`.
 
 use super::{Env, UsageError, print_json, workspace_dir};
-use crate::cli::args::{McpAddArgs, McpCommand, McpListArgs};
+use crate::cli::args::{McpAddArgs, McpCommand, McpListArgs, McpTrustArgs};
 use crate::cli::output::{printable, thousands};
 use std::io::Write;
 use strata::config::mcp::edit;
@@ -11,6 +11,8 @@ pub fn mcp(env: &Env, command: &McpCommand) -> anyhow::Result<()> {
     match command {
         McpCommand::List(args) => list(env, args),
         McpCommand::Add(args) => add(env, args),
+        McpCommand::Accept(args) => decide(env, args, true),
+        McpCommand::Decline(args) => decide(env, args, false),
         McpCommand::Remove(args) => {
             let path = env.paths.config_file();
             edit::remove_from_file(&path, &args.name).map_err(UsageError)?;
@@ -55,19 +57,56 @@ fn add(env: &Env, args: &McpAddArgs) -> anyhow::Result<()> {
     Ok(())
 }
 
+/// `strata mcp accept|decline`: the decision on the `.mcp.json` at the
+/// workspace's root, then what the workspace starts now.
+fn decide(env: &Env, args: &McpTrustArgs, accept: bool) -> anyhow::Result<()> {
+    let root = workspace_root(args.workspace.as_deref())?;
+    let mut runtime = env.runtime()?;
+    let said = if accept {
+        runtime.accept_mcp_json(&root)
+    } else {
+        runtime.decline_mcp_json(&root)
+    }
+    .map_err(UsageError)?;
+    writeln!(std::io::stdout(), "{}", printable(&said))?;
+    for warning in runtime.workspace_mcp(&root).warnings {
+        eprintln!("strata: warning: {}", printable(&warning));
+    }
+    Ok(())
+}
+
+/// The workspace root of `--workspace DIR` or the current directory.
+fn workspace_root(dir: Option<&std::path::Path>) -> anyhow::Result<std::path::PathBuf> {
+    Ok(strata::workspace::workspace_root(&workspace_dir(dir)?))
+}
+
 fn list(env: &Env, args: &McpListArgs) -> anyhow::Result<()> {
     let choice = env.choice()?;
     let cwd = workspace_dir(args.workspace.as_deref())?;
+    let workspace = env.runtime()?.workspace_mcp(&workspace_root(Some(&cwd))?);
+    for warning in &workspace.warnings {
+        eprintln!("strata: warning: {}", printable(warning));
+    }
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()?;
     let lookup = |name: &str| std::env::var(name).ok();
-    let listing = rt.block_on(mcp_setup::list(&env.config, &env.paths, &choice, &cwd, &lookup));
+    let listing = rt.block_on(mcp_setup::list(
+        &env.config,
+        &workspace,
+        &env.paths,
+        &choice,
+        &cwd,
+        &lookup,
+    ));
     if args.json {
         return print_json(&listing);
     }
     let mut out = std::io::stdout().lock();
     let approx = if listing.exact { "" } else { "~" };
+    if let Some(pending) = &listing.pending_mcp_json {
+        writeln!(out, "{}", printable(&pending.message))?;
+    }
     if listing.servers.is_empty() {
         writeln!(
             out,
@@ -101,9 +140,13 @@ fn list(env: &Env, args: &McpListArgs) -> anyhow::Result<()> {
             ),
             _ => server.why.clone().unwrap_or_default(),
         };
+        let from = match server.source {
+            strata::runtime::McpSource::McpJson => "  (.mcp.json)",
+            strata::runtime::McpSource::Config => "",
+        };
         writeln!(
             out,
-            "{:<16} {:<12} {}",
+            "{:<16} {:<12} {}{from}",
             printable(&server.name),
             server.status,
             printable(&what)

@@ -101,7 +101,7 @@ impl SessionService {
     /// [`SessionService::start_mcp`]). Nothing happens once they started,
     /// or outside a tokio runtime (the first turn starts them then).
     pub(super) fn launch_mcp(&mut self) {
-        if self.mcp.is_some() || self.mcp_launch.is_some() || self.runtime.config.mcp.servers.is_empty() {
+        if self.mcp.is_some() || self.mcp_launch.is_some() {
             return;
         }
         if tokio::runtime::Handle::try_current().is_err() {
@@ -120,12 +120,18 @@ impl SessionService {
             || crate::workspace::workspace_root(&self.cwd),
             |s| PathBuf::from(&s.workspace),
         );
+        // config.toml's servers and the workspace's accepted `.mcp.json`.
+        let workspace = self.runtime.workspace_mcp(&root);
+        if workspace.config.servers.is_empty() {
+            return;
+        }
         let env = |name: &str| (self.env)(name);
-        self.mcp_launch = self.runtime.launch_mcp(&self.runtime.config.mcp, &root, &env);
+        self.mcp_launch = self.runtime.launch_mcp(&workspace.config, &root, &env);
     }
 
-    /// Readies the session's MCP tools for the open conversation's next
-    /// request: waits for servers still starting (the phase counts them;
+    /// Readies the session's MCP tools (config.toml's servers and the
+    /// workspace's accepted `.mcp.json`, `Runtime::workspace_mcp`) for the
+    /// open conversation's next request: waits for servers still starting (the phase counts them;
     /// the client's skip signal sends without them), settles their tools
     /// once, takes a changed tool list again between turns, and offers
     /// each server's tools after the built-in ones, deferred when they
@@ -138,9 +144,8 @@ impl SessionService {
         &mut self,
         cancel: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
     ) -> bool {
-        let wanted = self.tool_env.is_some()
-            && !self.runtime.config.mcp.servers.is_empty()
-            && self.conversation.as_ref().is_some_and(|c| c.tools().is_some());
+        let wanted =
+            self.tool_env.is_some() && self.conversation.as_ref().is_some_and(|c| c.tools().is_some());
         if !wanted {
             return true;
         }
