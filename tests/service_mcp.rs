@@ -19,7 +19,7 @@ use service_support::{Dirs, history, recorder};
 use std::time::{Duration, Instant};
 use strata::config::Config;
 use strata::conversation::Phase;
-use strata::runtime::service::ServiceEvent;
+use strata::runtime::service::{Command, McpAction, ServiceEvent};
 use tool_sse::{openai_calls, openai_text};
 
 fn tool_names(body: &serde_json::Value) -> Vec<String> {
@@ -159,5 +159,144 @@ fn a_tool_list_changed_between_turns_is_offered_with_the_next_request() {
             e,
             ServiceEvent::Notice(n) if n.starts_with("MCP server bad changed its tools")
         )));
+    });
+}
+
+fn notices(events: &std::sync::Mutex<Vec<ServiceEvent>>) -> Vec<String> {
+    events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            ServiceEvent::Notice(n) => Some(n.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn mcp_lists_the_servers_and_switches_one_off_for_the_session_even_after_a_restart() {
+    mcp_support::run(async {
+        let server = Server::with(|_| Reply::sse(openai_text("ok"))).await;
+        let dirs = Dirs::new();
+        let pids = dirs.ws.path().join("pids");
+        let config = config(&server, &format!("{}deferred = \"always\"\n", misbehaving(&pids)));
+        let id = service_support::import(&dirs, &config, &history(2, "hello"));
+        let (sink, events) = recorder();
+        let mut service = service_support::open(&dirs, config.clone(), id, true, sink);
+        service.send("one".into(), std::future::pending()).await.unwrap();
+        let first = tool_names(&server.requests()[0].json());
+        assert!(first.contains(&"tool_search".to_owned()), "deferred: {first:?}");
+        service.run(Command::Mcp(McpAction::List)).await.unwrap();
+        service.run(Command::Tools).await.unwrap();
+        let said = notices(&events);
+        let listing = said.iter().find(|n| n.starts_with("MCP servers")).unwrap();
+        let items: Vec<&str> = listing.split(": ").nth(1).unwrap().split(" · ").collect();
+        assert!(items[0].starts_with("builtin  builtin  "), "{items:?}");
+        let bad = items.iter().find(|i| i.starts_with("bad  ready  ")).unwrap();
+        assert!(bad.contains("deferred"), "{bad}");
+        assert!(
+            items
+                .iter()
+                .any(|i| i.trim().starts_with("bad__add_tool") && i.ends_with("deferred"))
+        );
+        assert!(items.iter().any(|i| i.starts_with("deferral saves")), "{items:?}");
+        // `/tools` says which tools are deferred rather than listing them as sent.
+        let tools = said
+            .iter()
+            .find(|n| n.starts_with("tools (schema tokens)"))
+            .unwrap();
+        assert!(tools.contains(" · tool_search "), "{tools}");
+        assert!(
+            tools.contains("bad__add_tool ") && tools.contains(" deferred"),
+            "{tools}"
+        );
+        service
+            .run(Command::Mcp(McpAction::Switch {
+                server: "bad".into(),
+                on: false,
+            }))
+            .await
+            .unwrap();
+        assert!(
+            notices(&events)
+                .iter()
+                .any(|n| n.starts_with("MCP server bad is off for this session"))
+        );
+        service.send("two".into(), std::future::pending()).await.unwrap();
+        let off = tool_names(&server.requests()[1].json());
+        assert!(
+            !off.iter()
+                .any(|n| n.starts_with("bad__") || n.starts_with("tool_")),
+            "{off:?}"
+        );
+        let unknown = service
+            .run(Command::Mcp(McpAction::Switch {
+                server: "nope".into(),
+                on: false,
+            }))
+            .await
+            .unwrap_err();
+        assert!(unknown.to_string().contains("the servers are: bad"), "{unknown}");
+        drop(service);
+        // A new process on the same session: still off, until switched on.
+        let (sink, _events) = recorder();
+        let mut service = service_support::open(&dirs, config, id, true, sink);
+        service
+            .send("three".into(), std::future::pending())
+            .await
+            .unwrap();
+        let again = tool_names(&server.requests()[2].json());
+        assert_eq!(
+            again, off,
+            "the server stays off when the session is opened again"
+        );
+        service
+            .run(Command::Mcp(McpAction::Switch {
+                server: "bad".into(),
+                on: true,
+            }))
+            .await
+            .unwrap();
+        service.send("four".into(), std::future::pending()).await.unwrap();
+        let on = tool_names(&server.requests()[3].json());
+        assert_eq!(on, first, "on again: the same array as before");
+    });
+}
+
+#[test]
+fn a_workspace_mcp_json_is_announced_and_started_once_accepted_in_the_app() {
+    mcp_support::run(async {
+        let server = Server::with(|_| Reply::sse(openai_text("ok"))).await;
+        let dirs = Dirs::new();
+        let pids = dirs.ws.path().join("pids");
+        std::fs::write(
+            dirs.ws.path().join(".mcp.json"),
+            serde_json::json!({"mcpServers": {"bad": {
+                "command": mcp_support::python(),
+                "args": [mcp_support::misbehaving(), "--pid-file", pids],
+            }}})
+            .to_string(),
+        )
+        .unwrap();
+        let config = config(&server, "");
+        let id = service_support::import(&dirs, &config, &history(2, "hello"));
+        let (sink, events) = recorder();
+        let mut service = service_support::open(&dirs, config, id, true, sink);
+        let said = notices(&events);
+        assert!(
+            said.iter()
+                .any(|n| n.contains(".mcp.json") && n.contains("/mcp accept")),
+            "{said:?}"
+        );
+        service.send("one".into(), std::future::pending()).await.unwrap();
+        let before = tool_names(&server.requests()[0].json());
+        assert!(!before.iter().any(|n| n.starts_with("bad__")), "{before:?}");
+        assert!(!pids.exists(), "nothing of the file was started");
+        service.run(Command::Mcp(McpAction::Accept)).await.unwrap();
+        assert!(notices(&events).iter().any(|n| n.starts_with("Accepted ")));
+        service.send("two".into(), std::future::pending()).await.unwrap();
+        let after = tool_names(&server.requests()[1].json());
+        assert!(after.contains(&"bad__add_tool".to_owned()), "{after:?}");
     });
 }

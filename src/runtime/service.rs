@@ -17,7 +17,7 @@ mod snapshot;
 pub mod view;
 pub mod watch;
 
-pub use session::{Command, EnvLookup, Launch, SessionService};
+pub use session::{Command, EnvLookup, Launch, McpAction, SessionService};
 pub use view::{ContextSnapshot, ExportFormat, Opening, RequestView, SessionView, short_id};
 
 use crate::conversation::Phase;

@@ -164,6 +164,8 @@ pub enum Effect {
     },
     /// Restore the file the latest `write_file` or `edit_file` changed.
     UndoEdit,
+    /// `/mcp`.
+    Mcp(crate::runtime::service::McpAction),
     /// Leave the app.
     Quit,
 }

@@ -38,6 +38,8 @@ pub enum SlashCommand {
     Tools,
     /// Undo the latest file change of a tool.
     UndoEdit,
+    /// List the MCP servers, switch one, accept or decline `.mcp.json`.
+    Mcp,
     /// Show keys and commands.
     Help,
     /// Leave.
@@ -45,7 +47,7 @@ pub enum SlashCommand {
 }
 
 /// Every command, in the order help lists them.
-pub const ALL: [SlashCommand; 18] = [
+pub const ALL: [SlashCommand; 19] = [
     SlashCommand::New,
     SlashCommand::Compress,
     SlashCommand::UndoCompress,
@@ -62,6 +64,7 @@ pub const ALL: [SlashCommand; 18] = [
     SlashCommand::Export,
     SlashCommand::Tools,
     SlashCommand::UndoEdit,
+    SlashCommand::Mcp,
     SlashCommand::Help,
     SlashCommand::Quit,
 ];
@@ -87,6 +90,7 @@ impl SlashCommand {
             Self::Export => "export",
             Self::Tools => "tools",
             Self::UndoEdit => "undo-edit",
+            Self::Mcp => "mcp",
             Self::Help => "help",
             Self::Quit => "quit",
         }
@@ -104,6 +108,7 @@ impl SlashCommand {
             Self::Skill => "<name>",
             Self::Export => "[md|json]",
             Self::Tools => "[on|off NAME]",
+            Self::Mcp => "[on|off SERVER|accept|decline]",
             _ => "",
         }
     }
@@ -130,6 +135,9 @@ impl SlashCommand {
                 "list the tools and their schema tokens; off NAME / on NAME switches one for this session"
             }
             Self::UndoEdit => "restore the file the latest write_file or edit_file changed",
+            Self::Mcp => {
+                "list the MCP servers, their tools and tokens; off/on SERVER switches one for this session; accept or decline the workspace's .mcp.json"
+            }
             Self::Help => "show keys and commands",
             Self::Quit => "leave strata",
         }

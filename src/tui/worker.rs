@@ -179,6 +179,7 @@ impl Driver {
             Effect::Tools => Command::Tools,
             Effect::ToggleTool { name, on } => Command::ToggleTool { name, on },
             Effect::UndoEdit => Command::UndoEdit,
+            Effect::Mcp(action) => Command::Mcp(action),
         };
         let _ = self.jobs.send(Job::Run(command));
         true

@@ -17,10 +17,12 @@ use std::path::PathBuf;
 use std::sync::{Arc, mpsc as std_mpsc};
 
 mod commands;
+mod mcp;
 mod tools;
 mod turn;
 
 pub use commands::Command;
+pub use mcp::McpAction;
 
 /// Reads an environment variable (injected so tests need not touch the
 /// process environment).
@@ -342,6 +344,10 @@ impl SessionService {
         self.session = session;
         // The servers start while the session is shown and the user types.
         self.launch_mcp();
+        if self.interactive {
+            // `strata chat` says it on stderr itself.
+            self.announce_mcp_json();
+        }
         // Show what is stored before the (possibly slow) connection.
         self.refresh()?;
         self.ensure_connected(choice)?;

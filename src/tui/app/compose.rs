@@ -3,6 +3,7 @@
 //! count. Part of [`App`]'s update; no I/O.
 
 use super::App;
+use crate::runtime::service::McpAction;
 use crate::tui::chat::Streaming;
 use crate::tui::event::{Effect, ExportFormat};
 use crate::tui::overlay::Overlay;
@@ -156,6 +157,28 @@ impl App {
                 }
             },
             SlashCommand::UndoEdit => vec![Effect::UndoEdit],
+            SlashCommand::Mcp => {
+                let action = match arg.split_whitespace().collect::<Vec<_>>().as_slice() {
+                    [] => McpAction::List,
+                    [state @ ("on" | "off"), server] => McpAction::Switch {
+                        server: (*server).to_owned(),
+                        on: *state == "on",
+                    },
+                    ["accept"] => McpAction::Accept,
+                    ["decline"] => McpAction::Decline,
+                    _ => {
+                        self.notify(
+                            &format!(
+                                "/mcp takes nothing (to list the servers), on SERVER, off SERVER, accept or decline; not '{arg}'"
+                            ),
+                            true,
+                        );
+                        return Vec::new();
+                    }
+                };
+                self.listing_tools = action == McpAction::List;
+                vec![Effect::Mcp(action)]
+            }
             SlashCommand::Help => {
                 self.overlay = Some(Overlay::help());
                 Vec::new()

@@ -47,6 +47,9 @@ pub enum Command {
     },
     /// Undo the latest file change of a tool (`/undo-edit`).
     UndoEdit,
+    /// `/mcp`: list the MCP servers, switch one, accept or decline the
+    /// workspace's `.mcp.json`.
+    Mcp(super::McpAction),
 }
 
 /// Why `/model` could not switch to `choice`, as one sentence short enough
@@ -191,6 +194,12 @@ impl SessionService {
                 self.toggle_tool(&name, on)?;
             }
             Command::UndoEdit => self.undo_edit()?,
+            Command::Mcp(action) => {
+                if self.session.is_some() && self.connected.is_some() {
+                    self.open_conversation()?;
+                }
+                self.mcp_command(action)?;
+            }
             Command::InspectRequest => {
                 self.open_conversation()?;
                 let Some(c) = self.conversation.as_mut() else {

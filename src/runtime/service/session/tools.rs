@@ -9,7 +9,6 @@ use crate::domain::{Message, Role, Session, ToolResultMeta, ToolStatus};
 use crate::runtime::ApprovalAnswer;
 use crate::runtime::service::{ApprovalRequest, ServiceEvent};
 use crate::tooling::{Access, approval, schema};
-use std::path::PathBuf;
 use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
 
@@ -116,10 +115,7 @@ impl SessionService {
         {
             return;
         }
-        let root = self.session.as_ref().map_or_else(
-            || crate::workspace::workspace_root(&self.cwd),
-            |s| PathBuf::from(&s.workspace),
-        );
+        let root = self.mcp_root();
         // config.toml's servers and the workspace's accepted `.mcp.json`.
         let workspace = self.runtime.workspace_mcp(&root);
         if workspace.config.servers.is_empty() {
@@ -383,12 +379,22 @@ impl SessionService {
             return Ok(());
         };
         let counter = conversation.counter();
+        // What the request carries, then the deferred tools it reaches
+        // through the bridges.
         let mut list: Vec<String> = tools
-            .set
+            .offered()
             .tokens(counter.as_ref())
             .into_iter()
             .map(|(name, tokens)| format!("{name} {tokens}"))
             .collect();
+        if let Some(plan) = conversation.disclosure() {
+            list.extend(
+                plan.costs()
+                    .iter()
+                    .filter(|c| c.deferred)
+                    .map(|c| format!("{} {} deferred", c.name, c.tokens)),
+            );
+        }
         // Switched-off tools are listed too, so they can be switched back on.
         list.extend(
             tools

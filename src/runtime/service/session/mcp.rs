@@ -1,0 +1,207 @@
+//! `/mcp` in the app: the session's MCP servers with their status, tools
+//! and tokens; a server switched off or on for the session; the
+//! workspace's `.mcp.json` accepted or declined (its servers start at once
+//! when accepted); and the sentence that says a `.mcp.json` awaits a
+//! decision when a session opens.
+
+use super::SessionService;
+use crate::runtime::service::ServiceEvent;
+use std::path::PathBuf;
+
+/// What `/mcp` asks for.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum McpAction {
+    /// List the servers, their tools and tokens.
+    List,
+    /// Switch every tool of a server on or off for the session.
+    Switch {
+        /// The server.
+        server: String,
+        /// On or off.
+        on: bool,
+    },
+    /// Accept the workspace's `.mcp.json`.
+    Accept,
+    /// Decline it.
+    Decline,
+}
+
+/// `text` with control characters shown as `?` (a `.mcp.json` is the
+/// workspace's, not the user's: its text must not drive the terminal).
+fn printable(text: &str) -> String {
+    text.chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+impl SessionService {
+    /// The workspace root the session's servers start in.
+    pub(super) fn mcp_root(&self) -> PathBuf {
+        self.session.as_ref().map_or_else(
+            || crate::workspace::workspace_root(&self.cwd),
+            |s| PathBuf::from(&s.workspace),
+        )
+    }
+
+    /// Says once per opening when the workspace's `.mcp.json` awaits a
+    /// decision, and any warning about it.
+    pub(super) fn announce_mcp_json(&self) {
+        let workspace = self.runtime.workspace_mcp(&self.mcp_root());
+        if let Some(pending) = workspace.pending {
+            self.emit(ServiceEvent::Notice(printable(&pending.message)));
+        }
+        for w in workspace.warnings {
+            self.emit(ServiceEvent::Notice(format!("warning: {}", printable(&w))));
+        }
+    }
+
+    /// Runs `/mcp`.
+    pub(super) fn mcp_command(&mut self, action: McpAction) -> anyhow::Result<()> {
+        match action {
+            McpAction::List => {
+                let line = self.mcp_listing();
+                self.emit(ServiceEvent::Notice(line));
+            }
+            McpAction::Switch { server, on } => self.switch_server(&server, on)?,
+            McpAction::Accept => {
+                let line = self
+                    .runtime
+                    .accept_mcp_json(&self.mcp_root())
+                    .map_err(|e| anyhow::anyhow!(printable(&e)))?;
+                // The accepted servers start now; the next request waits for them.
+                self.mcp = None;
+                self.mcp_launch = None;
+                self.launch_mcp();
+                self.emit(ServiceEvent::Notice(printable(&line)));
+            }
+            McpAction::Decline => {
+                let line = self
+                    .runtime
+                    .decline_mcp_json(&self.mcp_root())
+                    .map_err(|e| anyhow::anyhow!(printable(&e)))?;
+                self.emit(ServiceEvent::Notice(printable(&line)));
+            }
+        }
+        Ok(())
+    }
+
+    /// `/mcp`'s answer, laid out as `head: item · item · …` (the app shows
+    /// an item a line).
+    fn mcp_listing(&self) -> String {
+        let workspace = self.runtime.workspace_mcp(&self.mcp_root());
+        let mut items: Vec<String> = Vec::new();
+        if let Some(pending) = &workspace.pending {
+            items.push(printable(&pending.message));
+        }
+        if workspace.config.servers.is_empty() {
+            items.push(
+                "no MCP servers are configured; add one with strata mcp add NAME -- COMMAND ARGS…".to_owned(),
+            );
+            return format!("MCP servers: {}", items.join(" · "));
+        }
+        let Some(mcp) = self.mcp.as_ref() else {
+            let state = if self.mcp_launch.is_some() {
+                "starting; their tools are offered with the first request"
+            } else {
+                "not started yet: they start with the first request"
+            };
+            for name in workspace.config.servers.keys() {
+                items.push(format!("{name}  {state}"));
+            }
+            return format!("MCP servers: {}", items.join(" · "));
+        };
+        let states = mcp.states();
+        let costs = self
+            .conversation
+            .as_ref()
+            .and_then(|c| crate::runtime::tool_costs::tool_servers(c, &states));
+        match costs {
+            Some(costs) => {
+                for server in &costs.servers {
+                    let deferred = server.tools.iter().filter(|t| t.deferred).count();
+                    let how = if deferred == 0 {
+                        String::new()
+                    } else {
+                        format!(", {deferred} deferred")
+                    };
+                    let why = server
+                        .why
+                        .as_deref()
+                        .map_or_else(String::new, |w| format!(": {w}"));
+                    items.push(format!(
+                        "{}  {}  {} tools  {} tokens{how}{why}",
+                        server.name,
+                        server.status,
+                        server.tools.len(),
+                        server.tokens
+                    ));
+                    for tool in &server.tools {
+                        let mark = if tool.deferred { "  deferred" } else { "" };
+                        items.push(format!("    {}  {}{mark}", tool.name, tool.tokens));
+                    }
+                }
+                if costs.deferred_saving_tokens != 0 {
+                    items.push(format!(
+                        "deferral saves {} tokens per request",
+                        costs.deferred_saving_tokens
+                    ));
+                }
+            }
+            None => {
+                for s in &states {
+                    let why = s.why.as_deref().map_or_else(String::new, |w| format!(": {w}"));
+                    items.push(format!("{}  {}{why}", s.name, s.status));
+                }
+            }
+        }
+        format!("MCP servers (tokens per request): {}", items.join(" · "))
+    }
+
+    /// Switches every tool of `server` on or off for the session (stored
+    /// with the session's switched-off tools).
+    fn switch_server(&mut self, server: &str, on: bool) -> anyhow::Result<()> {
+        let Some(mcp) = self.mcp.as_ref() else {
+            anyhow::bail!(
+                "the MCP servers start with the first request; send a message first, then switch one"
+            );
+        };
+        let Some((_, specs)) = mcp.groups().iter().find(|(name, _)| name == server) else {
+            let names: Vec<&str> = mcp.groups().iter().map(|(n, _)| n.as_str()).collect();
+            anyhow::bail!(
+                "there is no MCP server named '{server}' with tools in this session; the servers are: {}",
+                if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names.join(", ")
+                }
+            );
+        };
+        let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
+        let Some(conversation) = self.conversation.as_mut() else {
+            anyhow::bail!("no session is open; send a message first, then switch a server");
+        };
+        for name in &names {
+            conversation.set_tool_enabled(name, on);
+        }
+        let id = conversation.session().id;
+        let mut stored = self.runtime.store.session_tools(id)?;
+        stored.disabled.retain(|n| !names.contains(n));
+        if !on {
+            stored.disabled.extend(names.iter().cloned());
+            stored.disabled.sort();
+        }
+        self.runtime.store.set_session_tools(id, &stored)?;
+        self.sync_catalog();
+        let state = if on { "on" } else { "off" };
+        self.emit(ServiceEvent::Notice(format!(
+            "MCP server {server} is {state} for this session ({} tools); the system prompt is unchanged",
+            names.len()
+        )));
+        if let Ok(choice) = self.choice()
+            && let Some(context) = self.context_now(&choice)
+        {
+            self.emit(ServiceEvent::Context(Box::new(context)));
+        }
+        Ok(())
+    }
+}
