@@ -460,6 +460,36 @@ fn tools_and_undo_edit_commands() {
 }
 
 #[test]
+fn the_mcp_command_lists_switches_and_accepts() {
+    use strata::runtime::service::McpAction;
+    let mut app = app_with(80, 24, Vec::new(), None);
+    type_text(&mut app, "/mcp");
+    assert_eq!(app.handle(key(KeyCode::Enter)), vec![Effect::Mcp(McpAction::List)]);
+    app.handle(AppEvent::Notice(
+        "MCP servers (tokens per request): builtin  builtin  13 tools  1890 tokens · time  ready  2 tools  420 tokens, 2 deferred ·     time__convert_time  260  deferred ·     time__get_current_time  160  deferred · deferral saves 2313 tokens per request".into(),
+    ));
+    let screen = draw(&app, 80, 24);
+    assert!(matches!(app.overlay(), Some(Overlay::Tools { .. })));
+    insta::assert_snapshot!("mcp_list_80x24", screen);
+    app.handle(key(KeyCode::Esc));
+    for (typed, action) in [
+        ("/mcp off time", McpAction::Switch { server: "time".into(), on: false }),
+        ("/mcp on time", McpAction::Switch { server: "time".into(), on: true }),
+        ("/mcp accept", McpAction::Accept),
+        ("/mcp decline", McpAction::Decline),
+    ] {
+        type_text(&mut app, typed);
+        assert_eq!(app.handle(key(KeyCode::Enter)), vec![Effect::Mcp(action)], "{typed}");
+        // Their answers are status-bar notices, not the list overlay.
+        app.handle(AppEvent::Notice("done".into()));
+        assert!(app.overlay().is_none(), "{typed}");
+    }
+    type_text(&mut app, "/mcp time");
+    assert!(app.handle(key(KeyCode::Enter)).is_empty());
+    assert!(app.notice().unwrap().text.contains("/mcp takes nothing"));
+}
+
+#[test]
 fn a_block_from_history_summarises_its_arguments() {
     let arguments = json!({"path": "src/lib.rs", "offset": 10, "limit": 20});
     let c = call("old_1", "read_file", arguments.clone());

@@ -230,6 +230,7 @@ pub fn render(
         Overlay::Prompt { .. } => " Prompt inspector ".to_owned(),
         Overlay::Request { .. } => " Request inspector ".to_owned(),
         Overlay::Help { .. } => " Help ".to_owned(),
+        Overlay::Tools { head, .. } if head.starts_with("MCP") => " MCP ".to_owned(),
         Overlay::Tools { .. } => " Tools ".to_owned(),
         Overlay::Approval(a) => format!(" Allow {}? ", a.request.call.name),
     };
@@ -293,10 +294,18 @@ fn tools_doc(head: &str, lines: &str) -> Vec<Item> {
     let mut out = vec![Item::line(Line::styled(head.to_owned(), theme::title()))];
     Item::lines_of(lines, 0, lines.len(), &mut out);
     out.push(Item::line(Line::default()));
-    for hint in [
-        "/tools off NAME switches one off for this session,",
-        "/tools on NAME back on; the system prompt stays as it is.",
-    ] {
+    let hints = if head.starts_with("MCP") {
+        [
+            "/mcp off SERVER switches a server off for this session,",
+            "/mcp on SERVER back on; /mcp accept answers a .mcp.json.",
+        ]
+    } else {
+        [
+            "/tools off NAME switches one off for this session,",
+            "/tools on NAME back on; the system prompt stays as it is.",
+        ]
+    };
+    for hint in hints {
         out.push(Item::line(Line::styled(hint, theme::dim())));
     }
     out
