@@ -14,11 +14,18 @@
 //! - the real binary in tmux with a 10,000-message session: time from
 //!   launch until the first frame with the session on screen (target
 //!   ≤ 100 ms; tmux's own start is included), and peak RSS (target ≤ 150 MB).
-//!   Skipped when tmux is not installed.
+//!   Skipped when tmux is not installed;
+//! - the real binary in tmux opening a new session with the three real MCP
+//!   servers configured (issue 12) and with none, rounds alternating: time
+//!   from launch to the first frame and to the session on screen (neither
+//!   may wait for the servers), and when the servers' supervisors appeared
+//!   below strata. Skipped when tmux or the servers
+//!   (`scripts/install-mcp-servers.sh`) are missing; missing servers fail
+//!   it when `CI=true`.
 //!
 //! Run: `cargo bench --bench tui_process` (a plain program: it prints its
 //! figures); `-- NAME...` runs only those of `keys`, `inspector`,
-//! `streaming`, `picker`, `process`.
+//! `streaming`, `picker`, `process`, `mcp`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
 use crossterm::event::KeyCode;
@@ -37,6 +44,9 @@ mod tui_support;
 
 #[path = "../tests/store_support/mod.rs"]
 mod store_support;
+
+#[path = "../tests/mcp_support/mod.rs"]
+mod mcp_support;
 
 const MESSAGES: usize = 10_000;
 const SESSIONS: usize = 10_000;
@@ -344,6 +354,172 @@ fn whole_process() {
     }
 }
 
+/// Pids of the live children of `parent`.
+fn children(parent: u32) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| mcp_support::alive(*pid))
+        .filter(|pid| {
+            std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+                stat.rsplit_once(") ")
+                    .and_then(|(_, rest)| rest.split(' ').nth(1)?.parse::<u32>().ok())
+                    == Some(parent)
+            })
+        })
+        .collect()
+}
+
+fn cmdline(pid: u32) -> String {
+    std::fs::read(format!("/proc/{pid}/cmdline"))
+        .map(|c| String::from_utf8_lossy(&c).replace('\0', " "))
+        .unwrap_or_default()
+}
+
+/// The supervisors (`strata __supervise`) below the strata of the tmux pane
+/// whose shell is `shell` (strata is the shell itself when it exec'd it).
+fn supervisors(shell: u32, bin: &str) -> Vec<u32> {
+    let strata = if cmdline(shell).starts_with(bin) {
+        Some(shell)
+    } else {
+        children(shell).into_iter().find(|p| cmdline(*p).starts_with(bin))
+    };
+    strata.map_or_else(Vec::new, |s| {
+        children(s)
+            .into_iter()
+            .filter(|p| cmdline(*p).contains("__supervise"))
+            .collect()
+    })
+}
+
+/// Launch to the first frame, and to the new session on screen, with the
+/// three real MCP servers configured and with none.
+fn first_frame_with_servers() {
+    if Command::new("tmux").arg("-V").output().is_err() {
+        println!("MCP first-frame figures skipped: tmux is not installed");
+        return;
+    }
+    let Some([time, everything, filesystem]) = mcp_support::real_servers() else {
+        println!("MCP first-frame figures skipped: the real servers are not installed");
+        return;
+    };
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join(".git")).unwrap();
+    let allowed = ws.path().join("allowed");
+    std::fs::create_dir(&allowed).unwrap();
+    let none = tempfile::tempdir().unwrap();
+    let three = tempfile::tempdir().unwrap();
+    let tools = "[tools]\nenabled = true\n";
+    std::fs::write(none.path().join("config.toml"), tools).unwrap();
+    std::fs::write(
+        three.path().join("config.toml"),
+        format!(
+            "{tools}\n[mcp.servers.time]\ncommand = {:?}\n\n[mcp.servers.everything]\ncommand = {:?}\n\n\
+             [mcp.servers.filesystem]\ncommand = {:?}\nargs = [{:?}]\n",
+            time.to_str().unwrap(),
+            everything.to_str().unwrap(),
+            filesystem.to_str().unwrap(),
+            allowed.to_str().unwrap()
+        ),
+    )
+    .unwrap();
+    let bin = env!("CARGO_BIN_EXE_strata");
+    let socket = format!("strata-bench-mcp-{}", std::process::id());
+    // (first frame, session on screen) per configuration; supervisors seen.
+    let mut figures: [(Vec<Duration>, Vec<Duration>); 2] = Default::default();
+    let mut appeared = Vec::new();
+    // A session that outlives the rounds keeps the tmux server up: one that
+    // exits with its last session races the next round's start.
+    let keep = tmux(&socket, &["new-session", "-d", "-s", "keep", "sleep 600"]);
+    assert!(keep.status.success(), "{}", String::from_utf8_lossy(&keep.stderr));
+    for round in 0..16 {
+        let with = round % 2;
+        let home = if with == 1 { three.path() } else { none.path() };
+        let name = format!("m{round}");
+        let command = format!(
+            "cd {} && STRATA_HOME={} OPENAI_API_KEY=sk-bench {bin} --provider openai",
+            ws.path().display(),
+            home.display()
+        );
+        let start = Instant::now();
+        let out = tmux(
+            &socket,
+            &[
+                "new-session",
+                "-d",
+                "-s",
+                &name,
+                "-x",
+                "120",
+                "-y",
+                "36",
+                &command,
+            ],
+        );
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let mut first = None;
+        loop {
+            let screen = String::from_utf8_lossy(&tmux(&socket, &["capture-pane", "-p", "-t", &name]).stdout)
+                .into_owned();
+            if first.is_none() && screen.contains("strata") {
+                first = Some(start.elapsed());
+            }
+            if screen.contains("No messages yet") {
+                figures[with].1.push(start.elapsed());
+                break;
+            }
+            assert!(start.elapsed() < Duration::from_secs(60), "no frame:\n{screen}");
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        figures[with].0.extend(first);
+        let shell: u32 =
+            String::from_utf8_lossy(&tmux(&socket, &["list-panes", "-t", &name, "-F", "#{pane_pid}"]).stdout)
+                .trim()
+                .parse()
+                .unwrap();
+        if with == 1 {
+            // When do the servers start (by the session's opening, or only
+            // with its first turn)?
+            while start.elapsed() < Duration::from_secs(3) {
+                if supervisors(shell, bin).len() == 3 {
+                    appeared.push(start.elapsed());
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(5));
+            }
+        }
+        tmux(&socket, &["kill-session", "-t", &name]);
+        let killed = Instant::now();
+        while !mcp_support::processes_with(allowed.to_str().unwrap()).is_empty() {
+            assert!(
+                killed.elapsed() < Duration::from_secs(5),
+                "the servers outlived the app"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    tmux(&socket, &["kill-server"]);
+    for (label, (firsts, sessions)) in ["no MCP servers", "three MCP servers"].iter().zip(figures) {
+        println!(
+            "launch to first frame, {label} (tmux included): {}",
+            percentiles(firsts)
+        );
+        println!(
+            "launch to the new session on screen, {label} (tmux included): {}",
+            percentiles(sessions)
+        );
+    }
+    if appeared.is_empty() {
+        println!("the servers were not started within 3 s of launch (they start with the first turn)");
+    } else {
+        println!(
+            "launch until the three servers' supervisors run below strata ({} of 8 launches): {}",
+            appeared.len(),
+            percentiles(appeared)
+        );
+    }
+}
+
 fn main() {
     let only: Vec<String> = std::env::args().skip(1).filter(|a| !a.starts_with('-')).collect();
     let run = |name: &str| only.is_empty() || only.iter().any(|o| o == name);
@@ -361,5 +537,8 @@ fn main() {
     }
     if run("process") {
         whole_process();
+    }
+    if run("mcp") {
+        first_frame_with_servers();
     }
 }

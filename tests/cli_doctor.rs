@@ -18,7 +18,9 @@ fn doctor_passes_on_a_fresh_home() {
         .collect();
     assert_eq!(
         names,
-        ["config", "data", "database", "log", "spill", "provider", "model"]
+        [
+            "config", "data", "database", "log", "spill", "mcp", "provider", "model"
+        ]
     );
     let statuses: Vec<&str> = checks
         .as_array()
@@ -27,7 +29,18 @@ fn doctor_passes_on_a_fresh_home() {
         .map(|c| c["status"].as_str().unwrap())
         .collect();
     // The embedded model is not downloaded in a fresh home: a warning, not a failure.
-    assert_eq!(statuses, ["ok", "ok", "ok", "ok", "ok", "ok", "warn"], "{checks}");
+    assert_eq!(
+        statuses,
+        ["ok", "ok", "ok", "ok", "ok", "ok", "ok", "warn"],
+        "{checks}"
+    );
+    assert!(
+        checks[5]["detail"]
+            .as_str()
+            .unwrap()
+            .starts_with("no MCP servers are configured"),
+        "{checks}"
+    );
 }
 
 #[test]
@@ -99,4 +112,57 @@ fn tools_values_that_chat_refuses_fail_the_config_check_and_useless_ones_warn() 
         detail.contains("frobnicate") && detail.contains("relative/dir"),
         "{detail}"
     );
+}
+
+#[test]
+fn each_mcp_server_gets_a_line_without_being_started() {
+    let sb = Sandbox::new();
+    // `marker` would create a file if doctor started the server.
+    let marker = sb.ws().join("started");
+    std::fs::write(
+        sb.home.path().join("config.toml"),
+        format!(
+            "[mcp.servers.good]\ncommand = \"sh\"\nargs = [\"-c\", \"touch {}\"]\n\
+             [mcp.servers.gone]\ncommand = \"strata-no-such-server\"\n\
+             [mcp.servers.off]\ncommand = \"strata-no-such-server\"\nenabled = false\n\
+             [mcp.servers.unset]\ncommand = \"sh\"\nenv = {{ HOST = \"${{STRATA_UNSET_HOST}}\" }}\n",
+            marker.display()
+        ),
+    )
+    .unwrap();
+
+    let out = sb.run(&["doctor"]);
+    assert_eq!(out.status.code(), Some(1), "a missing command fails doctor");
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mcp: Vec<&str> = text.lines().filter(|l| l.contains("  mcp ")).collect();
+    assert_eq!(mcp.len(), 4, "one line per server:\n{text}");
+    // By name: gone, good, off, unset.
+    assert_eq!(
+        mcp[0],
+        "FAIL  mcp       The command `strata-no-such-server` of MCP server `gone` was not found on PATH; install the server or give the command's full path."
+    );
+    assert!(mcp[1].starts_with("ok    mcp       `good` runs /"), "{text}");
+    assert!(mcp[1].ends_with("/sh (not started here)"), "{text}");
+    assert!(mcp[2].starts_with("ok    mcp       `off` is disabled"), "{text}");
+    assert!(
+        mcp[3].starts_with(
+            "FAIL  mcp       [mcp.servers.unset] env.HOST uses ${STRATA_UNSET_HOST}, which is not set;"
+        ),
+        "{text}"
+    );
+    assert!(!marker.exists(), "doctor started a server");
+
+    let checks: serde_json::Value = serde_json::from_slice(&sb.run(&["doctor", "--json"]).stdout).unwrap();
+    let mcp: Vec<(&str, &str)> = checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["name"] == "mcp")
+        .map(|c| (c["status"].as_str().unwrap(), c["detail"].as_str().unwrap()))
+        .collect();
+    let statuses: Vec<&str> = mcp.iter().map(|(s, _)| *s).collect();
+    assert_eq!(statuses, ["fail", "ok", "ok", "fail"], "{checks}");
+    assert!(mcp[0].1.contains("`gone`"), "{checks}");
+    assert!(mcp[1].1.starts_with("`good` runs /"), "{checks}");
+    assert!(!marker.exists(), "doctor started a server");
 }

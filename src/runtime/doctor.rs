@@ -1,11 +1,12 @@
-//! `strata doctor`: checks of the config, the data directory, the database
-//! and the provider, each one line a user can act on.
+//! `strata doctor`: checks of the config, the data directory, the database,
+//! the MCP servers and the provider, each one line a user can act on.
 
-use crate::config::{ModelChoice, Paths, ProviderKind};
+use crate::config::{McpConfig, ModelChoice, Paths, ProviderKind};
 use crate::provider::Wire;
 use crate::store::Store;
 use serde::Serialize;
 use std::net::{TcpStream, ToSocketAddrs};
+use std::path::Path;
 use std::time::Duration;
 
 /// How long the provider reachability check waits for a TCP connection.
@@ -26,7 +27,8 @@ pub enum CheckStatus {
 /// One check: what was looked at, the verdict and a sentence.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Check {
-    /// Short name: `config`, `data`, `database`, `log`, `provider`, `model`.
+    /// Short name: `config`, `data`, `database`, `log`, `spill`, `mcp`,
+    /// `provider`, `model`.
     pub name: &'static str,
     /// Verdict.
     pub status: CheckStatus,
@@ -151,6 +153,55 @@ pub fn spill_check(dir: &std::path::Path) -> Check {
             usage.files
         ),
     )
+}
+
+/// One `mcp` check per server of `[mcp]`, by name, without starting any:
+/// an enabled server is `ok` when its `${VAR}`s are set and its command
+/// resolves (on its own `PATH`, or strata's, from `cwd`), and fails with the
+/// sentence a session would mark it unavailable with
+/// ([`super::mcp_setup::spec_for`]); a disabled one is `ok`, listed as
+/// disabled. With no servers, one `ok` line saying so. `env` gives
+/// strata's variables.
+#[must_use]
+pub fn mcp_checks(config: &McpConfig, cwd: &Path, env: &dyn Fn(&str) -> Option<String>) -> Vec<Check> {
+    if config.servers.is_empty() {
+        return vec![check(
+            "mcp",
+            CheckStatus::Ok,
+            "no MCP servers are configured; add one with `strata mcp add NAME -- COMMAND ARGS…`",
+        )];
+    }
+    config
+        .servers
+        .iter()
+        .map(|(name, server)| {
+            if !server.enabled {
+                return check(
+                    "mcp",
+                    CheckStatus::Ok,
+                    format!("`{name}` is disabled ([mcp.servers.{name}] enabled = false); sessions do not start it"),
+                );
+            }
+            let resolved = super::mcp_setup::spec_for(name, server, cwd, env, None).and_then(|spec| {
+                let path = spec
+                    .env
+                    .iter()
+                    .find(|(k, _)| k == "PATH")
+                    .map(|(_, v)| v.clone())
+                    .or_else(|| env("PATH"));
+                crate::mcp::resolve_program(name, &spec.command, path.as_deref(), cwd)
+                    .map_err(|why| crate::mcp::Refused { name: name.clone(), why })
+            });
+            match resolved {
+                Ok(program) => check(
+                    "mcp",
+                    CheckStatus::Ok,
+                    format!("`{name}` runs {} (not started here)", program.display()),
+                ),
+                Err(refused) => check("mcp", CheckStatus::Fail, refused.why),
+            }
+        })
+        .collect()
 }
 
 /// The embedded model's file: present, or to be downloaded on first use.

@@ -1,6 +1,6 @@
 //! `strata doctor`.
 
-use super::{Env, print_json};
+use super::{Env, print_json, workspace_dir};
 use crate::cli::args::DoctorArgs;
 use crate::cli::log::Logging;
 use std::io::Write;
@@ -22,6 +22,11 @@ pub fn doctor(env: &Env, args: &DoctorArgs, logging: Option<&Logging>) -> anyhow
     });
     checks.push(doctor::spill_check(&env.paths.spill_dir()));
     let lookup = |name: &str| std::env::var(name).ok();
+    checks.extend(doctor::mcp_checks(
+        &env.config.mcp,
+        &workspace_dir(None)?,
+        &lookup,
+    ));
     match env.choice() {
         Ok(choice) => {
             checks.push(doctor::provider_check(&choice, &lookup));
