@@ -300,3 +300,32 @@ fn a_workspace_mcp_json_is_announced_and_started_once_accepted_in_the_app() {
         assert!(after.contains(&"bad__add_tool".to_owned()), "{after:?}");
     });
 }
+
+#[test]
+fn an_allow_tools_name_the_server_does_not_list_is_a_warning_not_silence() {
+    mcp_support::run(async {
+        let server = Server::with(|_| Reply::sse(openai_text("ok"))).await;
+        let dirs = Dirs::new();
+        let pids = dirs.ws.path().join("pids");
+        let config = config(
+            &server,
+            &format!(
+                "{}allow_tools = [\"bad__add_tool\", \"add_tool\"]\n",
+                misbehaving(&pids)
+            ),
+        );
+        let id = service_support::import(&dirs, &config, &history(2, "hello"));
+        let (sink, events) = recorder();
+        let mut service = service_support::open(&dirs, config, id, true, sink);
+        service.send("one".into(), std::future::pending()).await.unwrap();
+        let names = tool_names(&server.requests()[0].json());
+        let mcp: Vec<&String> = names.iter().filter(|n| n.contains("__")).collect();
+        assert_eq!(mcp, ["bad__add_tool"]);
+        let said = notices(&events);
+        assert!(
+            said.iter()
+                .any(|n| n.starts_with("warning: [mcp.servers.bad] allow_tools names `bad__add_tool`, which the server does not list")),
+            "{said:?}"
+        );
+    });
+}

@@ -74,6 +74,31 @@ impl McpServerConfig {
             && !self.deny_tools.iter().any(|t| t == tool)
     }
 
+    /// One sentence for each name of `allow_tools` and `deny_tools` that
+    /// is none of `tools` (the server's own tool names), which would
+    /// otherwise filter nothing without a word; `name` is the server's.
+    #[must_use]
+    pub fn unmatched_filters(&self, name: &str, tools: &[&str]) -> Vec<String> {
+        let listed = || {
+            if tools.is_empty() {
+                "it lists no tools".to_owned()
+            } else {
+                format!("its tools are {}", tools.join(", "))
+            }
+        };
+        [("allow_tools", &self.allow_tools), ("deny_tools", &self.deny_tools)]
+            .into_iter()
+            .flat_map(|(key, names)| names.iter().map(move |n| (key, n)))
+            .filter(|(_, n)| !tools.contains(&n.as_str()))
+            .map(|(key, n)| {
+                format!(
+                    "[mcp.servers.{name}] {key} names `{n}`, which the server does not list ({}); use the server's own names, without the `{name}__` prefix.",
+                    listed()
+                )
+            })
+            .collect()
+    }
+
     /// This section with `${VAR}` expanded in `args` and `env` (values
     /// from `lookup`), checked: a command is given, the timeouts are at
     /// least 1 s. `name` is the server's name, for the sentences.
@@ -275,5 +300,23 @@ deny_tools = ["write_file"]
         s.allow_tools = vec!["a".into(), "b".into()];
         s.deny_tools = vec!["b".into()];
         assert!(s.allows("a") && !s.allows("b") && !s.allows("c"));
+    }
+
+    #[test]
+    fn filter_names_the_server_does_not_list_are_said() {
+        let server = McpServerConfig {
+            allow_tools: vec!["time__get_current_time".into(), "convert_time".into()],
+            deny_tools: vec!["nope".into()],
+            ..McpServerConfig::default()
+        };
+        let said = server.unmatched_filters("time", &["get_current_time", "convert_time"]);
+        assert_eq!(said.len(), 2, "{said:?}");
+        assert!(
+            said[0].starts_with("[mcp.servers.time] allow_tools names `time__get_current_time`, which the server does not list (its tools are get_current_time, convert_time)"),
+            "{}",
+            said[0]
+        );
+        assert!(said[1].starts_with("[mcp.servers.time] deny_tools names `nope`"), "{}", said[1]);
+        assert!(McpServerConfig::default().unmatched_filters("time", &[]).is_empty());
     }
 }

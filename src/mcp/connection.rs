@@ -126,7 +126,7 @@ pub async fn connect(spec: &ServerSpec, tail: Arc<Tail>) -> Result<Connection, S
             drain(stderr).await;
             Err(match exited {
                 Ok(status) => format!(
-                    "The MCP server `{name}` {} during start-up; check its command and arguments (its last stderr lines say why).",
+                    "The MCP server `{name}` failed the MCP handshake ({e}) and {}; check that it is an MCP server that speaks stdio (its last stderr lines may say why).",
                     exit_clause(status.ok())
                 ),
                 Err(_) => format!(

@@ -35,6 +35,9 @@ pub struct McpSession {
     groups: Vec<(String, Vec<ToolSpec>)>,
     /// Servers that could not start, with one sentence each.
     unavailable: Vec<(String, String)>,
+    /// One sentence for each `allow_tools` / `deny_tools` name a ready
+    /// server does not list.
+    warnings: Vec<String>,
     /// The search index over the deferred tools, when some are deferred
     /// (`tool_search`, `tool_describe`).
     catalog: std::sync::Mutex<Option<crate::tools::catalog::Catalog>>,
@@ -88,6 +91,7 @@ impl Runtime {
             offered: Vec::new(),
             groups: Vec::new(),
             unavailable: Vec::new(),
+            warnings: Vec::new(),
             catalog: std::sync::Mutex::new(None),
         })
     }
@@ -149,7 +153,18 @@ impl McpSession {
         let allowed = |t: &&McpTool| config.servers.get(&t.server).is_none_or(|c| c.allows(&t.name));
         let mut offered = Vec::new();
         let mut unavailable = Vec::new();
+        let mut warnings = Vec::new();
         for s in &statuses {
+            if matches!(s.status, Status::Ready { .. })
+                && let Some(c) = config.servers.get(&s.name)
+            {
+                let names: Vec<&str> = tools
+                    .iter()
+                    .filter(|t| t.server == s.name)
+                    .map(|t| t.name.as_str())
+                    .collect();
+                warnings.extend(c.unmatched_filters(&s.name, &names));
+            }
             let before = self.offered.iter().find(|(n, _)| *n == s.name).map(|(_, t)| t);
             let now: Option<Vec<McpTool>> = match (&s.status, before) {
                 (Status::Ready { .. }, _) => Some(
@@ -211,6 +226,7 @@ impl McpSession {
             .collect();
         self.offered = offered;
         self.unavailable = unavailable;
+        self.warnings = warnings;
         changed
     }
 
@@ -262,6 +278,13 @@ impl McpSession {
     #[must_use]
     pub fn unavailable(&self) -> &[(String, String)] {
         &self.unavailable
+    }
+
+    /// What the last settle found wrong with `allow_tools` / `deny_tools`
+    /// (one sentence each).
+    #[must_use]
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// Whether `name` is one of the servers' tools, or a bridge tool of

@@ -179,6 +179,10 @@ pub struct ServerListing {
     /// The names of the tools the config filters out.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub filtered_out: Vec<String>,
+    /// One sentence for each `allow_tools` / `deny_tools` name the server
+    /// does not list (when it is ready).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub warnings: Vec<String>,
 }
 
 /// One tool of [`ServerListing`].
@@ -255,6 +259,7 @@ pub async fn list(
         tokens: 0,
         tools: Vec::new(),
         filtered_out: Vec::new(),
+        warnings: Vec::new(),
     }));
     servers.sort_by(|a, b| a.name.cmp(&b.name));
     McpListing {
@@ -318,6 +323,13 @@ fn listing(
             .filter(|t| !allows(&t.name))
             .map(|t| t.name.clone())
             .collect(),
+        warnings: match (status, config) {
+            (Status::Ready { .. }, Some(c)) => {
+                let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
+                c.unmatched_filters(name, &names)
+            }
+            _ => Vec::new(),
+        },
         tools: listed,
     }
 }

@@ -167,6 +167,9 @@ fn list(env: &Env, args: &McpListArgs) -> anyhow::Result<()> {
                 printable(&server.filtered_out.join(", "))
             )?;
         }
+        for w in &server.warnings {
+            writeln!(out, "  warning: {}", printable(w))?;
+        }
         for line in &server.stderr_tail {
             writeln!(out, "  | {}", printable(line))?;
         }

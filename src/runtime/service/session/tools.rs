@@ -168,6 +168,9 @@ impl SessionService {
                     "MCP server {name} is unavailable: {why}"
                 )));
             }
+            for w in launch.warnings() {
+                self.emit(ServiceEvent::Notice(format!("warning: {w}")));
+            }
             self.mcp = Some(Arc::new(launch));
         } else if let Some(mcp) = self.mcp.as_mut()
             && mcp.changed_since_settle()
