@@ -323,9 +323,75 @@ fn an_allow_tools_name_the_server_does_not_list_is_a_warning_not_silence() {
         assert_eq!(mcp, ["bad__add_tool"]);
         let said = notices(&events);
         assert!(
-            said.iter()
-                .any(|n| n.starts_with("warning: [mcp.servers.bad] allow_tools names `bad__add_tool`, which the server does not list")),
+            said.iter().any(|n| n.starts_with(
+                "warning: [mcp.servers.bad] allow_tools names `bad__add_tool`, which the server does not list"
+            )),
             "{said:?}"
+        );
+    });
+}
+
+#[test]
+fn a_tool_its_server_does_not_mark_read_only_asks_for_approval_and_runs_once_allowed() {
+    use strata::conversation::Approval;
+    use strata::runtime::ApprovalAnswer;
+    mcp_support::run(async {
+        let server = Server::with(|n| match n {
+            0 => Reply::sse(openai_calls(&[("call_1", "bad__add_tool", "{}")])),
+            _ => Reply::sse(openai_text("ok")),
+        })
+        .await;
+        let dirs = Dirs::new();
+        let pids = dirs.ws.path().join("pids");
+        // `approval = "ask"`, the default.
+        let text = format!(
+            "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n\n{}",
+            server.base_url(),
+            misbehaving(&pids)
+        );
+        let config = Config::parse(&text).unwrap().config;
+        let id = service_support::import(&dirs, &config, &history(2, "hello"));
+        let answers: std::sync::Arc<
+            std::sync::Mutex<Option<tokio::sync::mpsc::UnboundedSender<ApprovalAnswer>>>,
+        > = std::sync::Arc::default();
+        let asked: std::sync::Arc<std::sync::Mutex<Vec<String>>> = std::sync::Arc::default();
+        let (slot, seen) = (std::sync::Arc::clone(&answers), std::sync::Arc::clone(&asked));
+        let sink: strata::runtime::service::Sink = std::sync::Arc::new(move |e| {
+            if let ServiceEvent::Tool(strata::runtime::service::ToolEvent::ApprovalNeeded(request)) = e {
+                seen.lock().unwrap().push(request.call.name.clone());
+                if let Some(tx) = slot.lock().unwrap().as_ref() {
+                    let _ = tx.send(ApprovalAnswer {
+                        tool_call_id: request.call.id.clone(),
+                        approval: Approval::Once,
+                    });
+                }
+            }
+        });
+        let mut service = service_support::open(&dirs, config, id, true, sink);
+        *answers.lock().unwrap() = Some(service.approvals());
+        service
+            .send("add one".into(), std::future::pending())
+            .await
+            .unwrap();
+        assert_eq!(*asked.lock().unwrap(), ["bad__add_tool"]);
+        let requests = server.requests();
+        assert_eq!(requests.len(), 2);
+        let result = requests[1].json()["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .rev()
+            .find(|m| m["role"] == "tool")
+            .cloned()
+            .unwrap();
+        assert_eq!(result["tool_call_id"], "call_1");
+        assert!(
+            !result["content"]
+                .as_str()
+                .unwrap()
+                .to_lowercase()
+                .contains("denied"),
+            "{result}"
         );
     });
 }

@@ -464,7 +464,10 @@ fn the_mcp_command_lists_switches_and_accepts() {
     use strata::runtime::service::McpAction;
     let mut app = app_with(80, 24, Vec::new(), None);
     type_text(&mut app, "/mcp");
-    assert_eq!(app.handle(key(KeyCode::Enter)), vec![Effect::Mcp(McpAction::List)]);
+    assert_eq!(
+        app.handle(key(KeyCode::Enter)),
+        vec![Effect::Mcp(McpAction::List)]
+    );
     app.handle(AppEvent::Notice(
         "MCP servers (tokens per request): builtin  builtin  13 tools  1890 tokens · time  ready  2 tools  420 tokens, 2 deferred ·     time__convert_time  260  deferred ·     time__get_current_time  160  deferred · deferral saves 2313 tokens per request".into(),
     ));
@@ -473,13 +476,29 @@ fn the_mcp_command_lists_switches_and_accepts() {
     insta::assert_snapshot!("mcp_list_80x24", screen);
     app.handle(key(KeyCode::Esc));
     for (typed, action) in [
-        ("/mcp off time", McpAction::Switch { server: "time".into(), on: false }),
-        ("/mcp on time", McpAction::Switch { server: "time".into(), on: true }),
+        (
+            "/mcp off time",
+            McpAction::Switch {
+                server: "time".into(),
+                on: false,
+            },
+        ),
+        (
+            "/mcp on time",
+            McpAction::Switch {
+                server: "time".into(),
+                on: true,
+            },
+        ),
         ("/mcp accept", McpAction::Accept),
         ("/mcp decline", McpAction::Decline),
     ] {
         type_text(&mut app, typed);
-        assert_eq!(app.handle(key(KeyCode::Enter)), vec![Effect::Mcp(action)], "{typed}");
+        assert_eq!(
+            app.handle(key(KeyCode::Enter)),
+            vec![Effect::Mcp(action)],
+            "{typed}"
+        );
         // Their answers are status-bar notices, not the list overlay.
         app.handle(AppEvent::Notice("done".into()));
         assert!(app.overlay().is_none(), "{typed}");

@@ -316,7 +316,15 @@ deny_tools = ["write_file"]
             "{}",
             said[0]
         );
-        assert!(said[1].starts_with("[mcp.servers.time] deny_tools names `nope`"), "{}", said[1]);
-        assert!(McpServerConfig::default().unmatched_filters("time", &[]).is_empty());
+        assert!(
+            said[1].starts_with("[mcp.servers.time] deny_tools names `nope`"),
+            "{}",
+            said[1]
+        );
+        assert!(
+            McpServerConfig::default()
+                .unmatched_filters("time", &[])
+                .is_empty()
+        );
     }
 }
