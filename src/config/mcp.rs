@@ -26,7 +26,8 @@ pub struct McpConfig {
 pub struct McpServerConfig {
     /// The program: a path, or a name looked up on `PATH`.
     pub command: String,
-    /// Its arguments; `${VAR}` and `${VAR:-default}` are expanded.
+    /// Its arguments; `${VAR}` and `${VAR:-default}` are expanded (in
+    /// `command` too).
     pub args: Vec<String>,
     /// Variables set for it; values are expanded like `args`.
     pub env: BTreeMap<String, String>,
@@ -134,6 +135,7 @@ impl McpServerConfig {
             }
         };
         let mut out = self.clone();
+        out.command = expand(&out.command, lookup).map_err(at("command".to_owned()))?;
         for (i, arg) in out.args.iter_mut().enumerate() {
             *arg = expand(arg, lookup).map_err(at(format!("args[{i}]")))?;
         }
@@ -291,6 +293,22 @@ deny_tools = ["write_file"]
         let expanded = server.expanded("github", &with).unwrap();
         assert_eq!(expanded.args, ["--token=t0k"]);
         assert_eq!(expanded.env["GITHUB_TOKEN"], "s");
+        // The command is expanded like the arguments.
+        let located = McpServerConfig {
+            command: "${HOME}/bin/srv".into(),
+            ..McpServerConfig::default()
+        };
+        assert_eq!(located.expanded("s", &env).unwrap().command, "/home/u/bin/srv");
+        let unset = McpServerConfig {
+            command: "${NOPE}/srv".into(),
+            ..McpServerConfig::default()
+        };
+        assert!(
+            unset
+                .expanded("s", &env)
+                .unwrap_err()
+                .starts_with("[mcp.servers.s] command uses ${NOPE}, which is not set")
+        );
     }
 
     #[test]
