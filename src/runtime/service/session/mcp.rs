@@ -79,6 +79,14 @@ impl SessionService {
                     .runtime
                     .decline_mcp_json(&self.mcp_root())
                     .map_err(|e| anyhow::anyhow!(printable(&e)))?;
+                // Servers of the file that run stop; the next request goes
+                // without their tools.
+                let running = self.mcp.is_some() || self.mcp_launch.is_some();
+                if running {
+                    self.mcp = None;
+                    self.mcp_launch = None;
+                    self.launch_mcp();
+                }
                 self.emit(ServiceEvent::Notice(printable(&line)));
             }
         }
