@@ -108,13 +108,23 @@ impl SessionService {
             return format!("MCP servers: {}", items.join(" · "));
         }
         let Some(mcp) = self.mcp.as_ref() else {
-            let state = if self.mcp_launch.is_some() {
-                "starting; their tools are offered with the first request"
-            } else {
-                "not started yet: they start with the first request"
-            };
-            for name in workspace.config.servers.keys() {
-                items.push(format!("{name}  {state}"));
+            match &self.mcp_launch {
+                // Started with the session: their tools go out with the
+                // first request.
+                Some(launch) => {
+                    for s in launch.states() {
+                        let why = s.why.as_deref().map_or_else(String::new, |w| format!(": {w}"));
+                        items.push(format!("{}  {}{why}", s.name, s.status));
+                    }
+                    items.push("their tools are offered with the first request".to_owned());
+                }
+                None => items.extend(
+                    workspace
+                        .config
+                        .servers
+                        .keys()
+                        .map(|name| format!("{name}  not started: tools are off for this model")),
+                ),
             }
             return format!("MCP servers: {}", items.join(" · "));
         };
