@@ -479,7 +479,7 @@ fn a_cancel_while_servers_start_for_a_new_session_stores_no_session() {
             "cancelled while the MCP servers started; nothing was sent"
         );
         assert!(server.requests().is_empty());
-        let store = strata::store::Store::open(&dirs.paths().database()).unwrap();
+        let store = strata::store::Store::open(dirs.paths().database()).unwrap();
         assert!(
             store
                 .list_sessions(&strata::store::SessionQuery::default())
