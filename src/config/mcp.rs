@@ -77,7 +77,8 @@ impl McpServerConfig {
 
     /// One sentence for each name of `allow_tools` and `deny_tools` that
     /// is none of `tools` (the server's own tool names), which would
-    /// otherwise filter nothing without a word; `name` is the server's.
+    /// otherwise filter nothing without a word, and for each tool the
+    /// server lists more than once; `name` is the server's.
     #[must_use]
     pub fn unmatched_filters(&self, name: &str, tools: &[&str]) -> Vec<String> {
         let listed = || {
@@ -87,6 +88,16 @@ impl McpServerConfig {
                 format!("its tools are {}", tools.join(", "))
             }
         };
+        let mut seen = std::collections::BTreeSet::new();
+        let twice: Vec<String> = tools
+            .iter()
+            .filter(|t| !seen.insert(**t))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .map(|t| {
+                format!("The MCP server `{name}` lists the tool `{t}` more than once; the first is offered.")
+            })
+            .collect();
         [("allow_tools", &self.allow_tools), ("deny_tools", &self.deny_tools)]
             .into_iter()
             .flat_map(|(key, names)| names.iter().map(move |n| (key, n)))
@@ -97,6 +108,7 @@ impl McpServerConfig {
                     listed()
                 )
             })
+            .chain(twice)
             .collect()
     }
 

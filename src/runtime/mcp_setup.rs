@@ -296,9 +296,13 @@ fn listing(
         other => (other.label(), None, Vec::new()),
     };
     let allows = |t: &str| config.is_none_or(|c| c.allows(t));
+    // A name the server lists twice is offered once (the first), as in a
+    // session.
+    let mut seen = std::collections::HashSet::new();
     let listed: Vec<ToolListing> = tools
         .iter()
         .filter(|t| allows(&t.name))
+        .filter(|t| seen.insert(t.name.as_str()))
         .map(|t| {
             let wire_name = ctx.names.name(name, &t.name).unwrap_or_default().to_owned();
             let tokens = u64::from(ctx.wire.tokens(ctx.counter, &tool_spec(t, &wire_name)));
@@ -323,10 +327,13 @@ fn listing(
             .filter(|t| !allows(&t.name))
             .map(|t| t.name.clone())
             .collect(),
-        warnings: match (status, config) {
-            (Status::Ready { .. }, Some(c)) => {
+        warnings: match status {
+            Status::Ready { .. } => {
                 let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-                c.unmatched_filters(name, &names)
+                config
+                    .cloned()
+                    .unwrap_or_default()
+                    .unmatched_filters(name, &names)
             }
             _ => Vec::new(),
         },
