@@ -451,3 +451,30 @@ fn the_session_table_aligns_wide_titles_and_long_model_names() {
         assert_eq!(time.len(), 16, "{table}");
     }
 }
+
+#[test]
+fn errors_under_json_are_json_on_stdout_once_and_a_sentence_on_stderr() {
+    let sb = Sandbox::new();
+    for args in [
+        &["show", "ffffffff", "--json"][..],
+        &["context", "ffffffff", "--json"][..],
+        &["compress", "ffffffff", "--json", "--dry-run"][..],
+    ] {
+        let out = sb.run(args);
+        assert!(!out.status.success(), "{args:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {stdout}");
+        let error: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(error["type"], "error", "{args:?}");
+        assert_eq!(error["exit_code"].as_i64(), out.status.code().map(i64::from));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with("strata: ") && stderr.contains(error["message"].as_str().unwrap()),
+            "{stderr}"
+        );
+    }
+    // Without --json, stdout stays empty.
+    let out = sb.run(&["show", "ffffffff"]);
+    assert!(out.stdout.is_empty());
+}

@@ -146,6 +146,26 @@ pub enum ModelCommand {
     Path,
 }
 
+impl Command {
+    /// Whether the command was asked for JSON (`--json`): its errors are
+    /// then a JSON object on stdout too.
+    #[must_use]
+    pub fn wants_json(&self) -> bool {
+        match self {
+            Self::Prompt(a) => a.json,
+            Self::Sessions(a) => a.json,
+            Self::Show(a) => a.json,
+            Self::Context(a) => a.json,
+            Self::Compress(a) => a.json,
+            Self::UndoCompress(a) => a.json,
+            Self::Chat(a) => a.json,
+            Self::Doctor(a) => a.json,
+            Self::Mcp(McpCommand::List(a)) => a.json,
+            _ => false,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum ModeArg {
     Full,
