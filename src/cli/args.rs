@@ -251,6 +251,10 @@ pub struct CompressArgs {
     /// Show what would happen without changing anything or calling a model.
     #[arg(long)]
     pub dry_run: bool,
+    /// Apply the compression even when the summary makes the request
+    /// bigger (without, such a compression changes nothing).
+    #[arg(long)]
+    pub force: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,

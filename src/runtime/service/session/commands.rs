@@ -102,6 +102,7 @@ impl SessionService {
         };
         let choice = self.choice()?;
         let request = crate::runtime::CompressRequest {
+            force: false,
             trigger: crate::compress::Trigger::Manual,
             topic,
             summarizer: crate::runtime::SummarizerArg::Config,
