@@ -181,9 +181,22 @@ pub struct PromptArgs {
     /// Prompt mode (overrides --prompt-mode and the config).
     #[arg(long, value_enum, value_name = "MODE")]
     pub mode: Option<ModeArg>,
+    /// Which client's prompt: the app's (interactive guidelines, slash
+    /// commands) or a headless `strata chat`'s.
+    #[arg(long = "for", value_enum, value_name = "CLIENT", default_value = "app")]
+    pub client: ClientArg,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `strata prompt --for`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ClientArg {
+    /// The full-screen app.
+    App,
+    /// `strata chat`.
+    Headless,
 }
 
 #[derive(Debug, Args)]
