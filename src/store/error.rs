@@ -190,9 +190,16 @@ pub enum StoreError {
         what: &'static str,
     },
 
-    /// Any other SQLite failure. The change was rolled back. Retryable only if
-    /// the cause was transient (disk full, I/O error).
-    #[error("a database operation failed ({0}); the change was not saved")]
+    /// SQLite found the file damaged while reading or writing it. Not
+    /// retryable; nothing was changed.
+    #[error(
+        "the database is damaged ({0}); nothing was changed; restore a backup, or move the file aside to start a new one (strata doctor names it)"
+    )]
+    Corrupt(#[source] rusqlite::Error),
+
+    /// Any other SQLite failure; a change in progress was rolled back.
+    /// Retryable only if the cause was transient (disk full, I/O error).
+    #[error("a database operation failed ({0}); nothing was changed")]
     Sqlite(#[source] rusqlite::Error),
 
     /// The messages a compaction was planned over changed before it could
@@ -235,8 +242,36 @@ impl From<rusqlite::Error> for StoreError {
             },
             _ => match e.sqlite_error_code() {
                 Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => Self::Busy,
+                Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase) => {
+                    Self::Corrupt(e)
+                }
                 _ => Self::Sqlite(e),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sqlite(code: std::ffi::c_int) -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None)
+    }
+
+    #[test]
+    fn a_damaged_file_is_said_as_such_and_no_error_claims_a_lost_change() {
+        let corrupt = StoreError::from(sqlite(rusqlite::ffi::SQLITE_CORRUPT));
+        assert!(matches!(corrupt, StoreError::Corrupt(_)));
+        assert!(
+            corrupt.to_string().starts_with("the database is damaged"),
+            "{corrupt}"
+        );
+        let other = StoreError::from(sqlite(rusqlite::ffi::SQLITE_IOERR)).to_string();
+        assert!(other.ends_with("nothing was changed"), "{other}");
+        assert!(
+            !other.contains("not saved"),
+            "a read has no change to lose: {other}"
+        );
     }
 }
