@@ -87,7 +87,8 @@ impl SessionService {
                 interactive: self.interactive,
                 env: crate::prompt::EnvFacts::from_process(),
             })?;
-            for w in warnings {
+            // Those the pending session's prompt said already are not repeated.
+            for w in warnings.iter().filter(|w| !self.prompt_warnings.contains(w)) {
                 self.emit(ServiceEvent::Notice(format!("warning: {w}")));
             }
             self.session = Some(session);
