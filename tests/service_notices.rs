@@ -59,3 +59,39 @@ async fn an_injection_in_agents_md_is_said_once_in_the_app() {
         .unwrap();
     assert_eq!(injection(&events.lock().unwrap()), 1, "and not again");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn memory_says_the_truth_about_a_minimal_prompt() {
+    let dirs = Dirs::new();
+    let text = "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"http://127.0.0.1:9/v1\"\n[prompt]\nmode = \"minimal\"\n";
+    let config = Config::parse(text).unwrap().config;
+    let (sink, events) = recorder();
+    let launch = Launch {
+        paths: dirs.paths(),
+        config,
+        provider: None,
+        model: None,
+        prompt_mode: None,
+        opening: Opening::New,
+        cwd: dirs.ws.path().to_path_buf(),
+        env: Arc::new(|_: &str| None),
+        interactive: true,
+    };
+    let mut service = SessionService::open(launch, sink, None).unwrap();
+    service.start(Opening::New).unwrap();
+    service
+        .run(Command::Memory("the build uses make".into()))
+        .await
+        .unwrap();
+    let events = events.lock().unwrap();
+    let said = events
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            ServiceEvent::Notice(n) if n.starts_with("saved to ") => Some(n.clone()),
+            _ => None,
+        })
+        .unwrap();
+    assert!(said.contains("minimal prompt mode leaves memory out"), "{said}");
+    assert!(!said.contains("/reload applies it"), "{said}");
+}
