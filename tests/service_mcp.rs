@@ -500,3 +500,50 @@ fn a_cancel_while_servers_start_for_a_new_session_stores_no_session() {
         );
     });
 }
+
+#[test]
+fn servers_started_again_by_an_accept_join_once_ready_even_after_esc() {
+    mcp_support::run(async {
+        let server = Server::with(|_| Reply::sse(openai_text("ok"))).await;
+        let dirs = Dirs::new();
+        let pids = dirs.ws.path().join("pids");
+        // A `.mcp.json` server ready about 2 s after it is started.
+        std::fs::write(
+            dirs.ws.path().join(".mcp.json"),
+            serde_json::json!({"mcpServers": {"late": {
+                "command": "/bin/sh",
+                "args": ["-c", format!("sleep 2; exec {} {}", mcp_support::python().display(), mcp_support::misbehaving().display())],
+            }}})
+            .to_string(),
+        )
+        .unwrap();
+        let config = config(&server, &misbehaving(&pids));
+        let id = service_support::import(&dirs, &config, &history(2, "hello"));
+        let (sink, _events) = recorder();
+        let mut service = service_support::open(&dirs, config, id, true, sink);
+        service.send("one".into(), std::future::pending()).await.unwrap();
+        assert!(tool_names(&server.requests()[0].json()).contains(&"bad__add_tool".to_owned()));
+        service.run(Command::Mcp(McpAction::Accept)).await.unwrap();
+        let skip = service.skip_signal();
+        let skipper = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            skip.notify_waiters();
+        });
+        service.send("two".into(), std::future::pending()).await.unwrap();
+        skipper.await.unwrap();
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        service
+            .send("three".into(), std::future::pending())
+            .await
+            .unwrap();
+        let third = tool_names(&server.requests()[2].json());
+        assert!(
+            third.contains(&"bad__add_tool".to_owned()),
+            "the config's server is not lost: {third:?}"
+        );
+        assert!(
+            third.contains(&"late__add_tool".to_owned()),
+            "the accepted one joined: {third:?}"
+        );
+    });
+}

@@ -30,6 +30,9 @@ pub struct McpSession {
     /// Servers still starting at the first settle: the session went on
     /// without them, and their tools stay out in this process.
     skipped: std::collections::BTreeSet<String>,
+    /// Started again mid-session (the server set changed): servers still
+    /// starting at its first settle join once ready instead of staying out.
+    relaunched: bool,
     names: McpNames,
     /// Per server, the tools it offers in the session (as the server
     /// listed them; `allow_tools` and `deny_tools` applied).
@@ -91,6 +94,7 @@ impl Runtime {
             deadline,
             settled_at: None,
             skipped: std::collections::BTreeSet::new(),
+            relaunched: false,
             names: McpNames::new(Vec::<(String, Vec<String>)>::new()),
             offered: Vec::new(),
             groups: Vec::new(),
@@ -118,6 +122,16 @@ impl Runtime {
 }
 
 impl McpSession {
+    /// Marks these servers as started again mid-session (the user accepted
+    /// or declined a `.mcp.json`): a server still starting when the next
+    /// request goes without it is offered once ready, since the array
+    /// changes anyway.
+    #[must_use]
+    pub fn relaunched(mut self) -> Self {
+        self.relaunched = true;
+        self
+    }
+
     /// `(settled, total)`: servers no longer starting, of all.
     #[must_use]
     pub fn progress(&self) -> (usize, usize) {
@@ -150,7 +164,7 @@ impl McpSession {
     /// with a sentence saying the session went on without it). Returns the
     /// servers whose offered tools changed since the last settle.
     pub fn settle(&mut self) -> Vec<String> {
-        let first = self.settled_at.is_none();
+        let first = self.settled_at.is_none() && !self.relaunched;
         self.settled_at = Some(*self.hub.changes().borrow());
         let statuses = self.hub.statuses();
         let tools = self.hub.tools();

@@ -72,6 +72,7 @@ pub fn spec_for(
         name: name.to_owned(),
         why,
     };
+    crate::config::mcp::edit::check_name(name).map_err(refuse)?;
     let server = server.expanded(name, env).map_err(refuse)?;
     let path = server.env.get("PATH").cloned().or_else(|| env("PATH"));
     mcp::resolve_program(name, &server.command, path.as_deref(), cwd).map_err(refuse)?;
@@ -360,19 +361,22 @@ mod tests {
             "[mcp.servers.sh]\ncommand = \"sh\"\nargs = [\"${DIR}/x\"]\nenv = { TZ = \"UTC\" }\nenv_passthrough = [\"GH_TOKEN\"]\ncall_timeout_s = 5\n\
              [mcp.servers.gone]\ncommand = \"strata-no-such-server\"\n\
              [mcp.servers.unset]\ncommand = \"sh\"\nargs = [\"${NOPE}\"]\n\
-             [mcp.servers.off]\ncommand = \"sh\"\nenabled = false\n",
+             [mcp.servers.off]\ncommand = \"sh\"\nenabled = false\n\
+             [mcp.servers.a__b]\ncommand = \"sh\"\n",
         )
         .unwrap()
         .config;
         let cwd = Path::new("/tmp");
-        let setup = server_specs(&config.mcp, cwd, &env, Some(Path::new("/opt/strata")));
+        let mut setup = server_specs(&config.mcp, cwd, &env, Some(Path::new("/opt/strata")));
         assert_eq!(setup.disabled, ["off"]);
         let names: Vec<&str> = setup
             .servers
             .iter()
             .map(|s| s.as_ref().map_or_else(|r| r.name.as_str(), |s| s.name.as_str()))
             .collect();
-        assert_eq!(names, ["gone", "sh", "unset"]);
+        assert_eq!(names, ["a__b", "gone", "sh", "unset"]);
+        let bad_name = setup.servers.remove(0).unwrap_err();
+        assert!(bad_name.why.contains("holds `__`"), "{}", bad_name.why);
         let gone = setup.servers[0].as_ref().unwrap_err();
         assert!(
             gone.why

@@ -75,6 +75,11 @@ pub fn check_name(name: &str) -> Result<(), String> {
             "The MCP server name `{name}` holds `__`, which separates a server from its tool in `server__tool`; choose another."
         ));
     }
+    if name == "builtin" {
+        return Err(
+            "The MCP server name `builtin` is where strata lists its own tools; choose another.".to_owned(),
+        );
+    }
     Ok(())
 }
 
@@ -229,6 +234,8 @@ mod tests {
     fn a_name_holding_the_tool_separator_is_refused() {
         let e = add_server("", "a__b", "x", &[], &[]).unwrap_err();
         assert!(e.contains("`__`"), "{e}");
+        let e = add_server("", "builtin", "x", &[], &[]).unwrap_err();
+        assert!(e.contains("strata lists its own tools"), "{e}");
     }
 
     #[test]

@@ -144,6 +144,12 @@ fn server(name: &str, entry: &Value, warnings: &mut Vec<String>) -> Option<McpSe
             )),
         }
     }
+    if config.command.trim().is_empty() {
+        warnings.push(format!(
+            "{FILE_NAME}: server `{name}` has no `command`; it is left out."
+        ));
+        return None;
+    }
     Some(config)
 }
 
@@ -186,6 +192,7 @@ mod tests {
             \"evil\\u001b[2J\": {\"command\": \"x\"},
             \"remote\": {\"url\": \"https://example.com/mcp\"},
             \"envy\": {\"command\": \"x\", \"env\": {\"A B\": \"1\"}},
+            \"empty\": {\"command\": \"\", \"args\": [\"x\"]},
             \"ok\": {\"command\": \"x\", \"env\": {\"LD_PRELOAD\": \"/tmp/x.so\"}}
         }}";
         let json = parse(text).unwrap();
@@ -196,6 +203,10 @@ mod tests {
         assert!(said.contains("`remote` is an HTTP server (`url`)"), "{said}");
         assert!(
             said.contains("server `envy`: `env` must be an object whose keys are variable names"),
+            "{said}"
+        );
+        assert!(
+            said.contains("server `empty` has no `command`; it is left out"),
             "{said}"
         );
         assert!(!said.contains('\u{1b}'), "no raw escape reaches a message");

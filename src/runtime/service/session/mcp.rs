@@ -43,6 +43,15 @@ impl SessionService {
         )
     }
 
+    /// Starts the workspace's servers again (the set changed: a `.mcp.json`
+    /// accepted or declined).
+    fn relaunch_mcp(&mut self) {
+        self.mcp = None;
+        self.mcp_launch = None;
+        self.launch_mcp();
+        self.mcp_launch = self.mcp_launch.take().map(crate::runtime::McpSession::relaunched);
+    }
+
     /// Says once per opening when the workspace's `.mcp.json` awaits a
     /// decision, and any warning about it.
     pub(super) fn announce_mcp_json(&self) {
@@ -69,9 +78,7 @@ impl SessionService {
                     .accept_mcp_json(&self.mcp_root())
                     .map_err(|e| anyhow::anyhow!(printable(&e)))?;
                 // The accepted servers start now; the next request waits for them.
-                self.mcp = None;
-                self.mcp_launch = None;
-                self.launch_mcp();
+                self.relaunch_mcp();
                 self.emit(ServiceEvent::Notice(printable(&line)));
             }
             McpAction::Decline => {
@@ -83,9 +90,7 @@ impl SessionService {
                 // without their tools.
                 let running = self.mcp.is_some() || self.mcp_launch.is_some();
                 if running {
-                    self.mcp = None;
-                    self.mcp_launch = None;
-                    self.launch_mcp();
+                    self.relaunch_mcp();
                 }
                 self.emit(ServiceEvent::Notice(printable(&line)));
             }
@@ -158,11 +163,13 @@ impl SessionService {
                         items.push(format!("    {}  {}{mark}", tool.name, tool.tokens));
                     }
                 }
-                if costs.deferred_saving_tokens != 0 {
-                    items.push(format!(
-                        "deferral saves {} tokens per request",
-                        costs.deferred_saving_tokens
-                    ));
+                match costs.deferred_saving_tokens {
+                    0 => {}
+                    saved if saved > 0 => items.push(format!("deferral saves {saved} tokens per request")),
+                    cost => items.push(format!(
+                        "deferral costs {} tokens per request (the bridge tools outweigh the tools they stand in for)",
+                        cost.unsigned_abs()
+                    )),
                 }
             }
             None => {
