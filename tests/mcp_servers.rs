@@ -286,6 +286,10 @@ fn an_exit_mid_call_is_an_error_and_restarts_stop_after_three() {
             err.starts_with("The MCP server `bad` cannot be used in this session: it was restarted 3 times"),
             "{err}"
         );
+        assert!(
+            !err.contains("started again on its next use"),
+            "no promise it breaks: {err}"
+        );
         let started: Vec<u32> = std::fs::read_to_string(&pids)
             .unwrap()
             .lines()

@@ -261,10 +261,12 @@ impl Server {
                     return Err(if attempt > 0 {
                         why
                     } else {
+                        // What happened, without the promise of another start.
+                        let what = why.split("; it is started again").next().unwrap_or(&why);
                         format!(
-                            "The MCP server `{}` cannot be used in this session: it was restarted {MAX_RESTARTS} times and is still unavailable ({}).",
+                            "The MCP server `{}` cannot be used in this session: it was restarted {MAX_RESTARTS} times and is still unavailable ({}); do without its tools, or fix it and restart strata.",
                             self.name,
-                            why.trim_end_matches('.')
+                            what.trim_end_matches('.')
                         )
                     });
                 }
