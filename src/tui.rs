@@ -20,6 +20,7 @@ mod fmt;
 mod keymap;
 mod overlay;
 mod pager;
+mod readline;
 mod slash;
 mod streaming;
 mod terminal;

@@ -10,6 +10,7 @@ use super::chat::{ChatPane, Streaming};
 use super::event::{AppEvent, ContextSnapshot, Effect};
 use super::keymap::{Action, KeyMap};
 use super::overlay::{Overlay, Picker};
+use super::readline::{self, Edited};
 use super::slash;
 use crate::conversation::Phase;
 use crate::domain::{LayerName, MessageStatus, Session, Usage};
@@ -485,10 +486,10 @@ impl App {
                 Vec::new()
             }
             Some(Action::HistoryPrev | Action::HistoryNext) | None => {
-                // Ctrl-U deletes to the start of the line, as in a shell.
-                if key.code == KeyCode::Char('u') && key.modifiers == KeyModifiers::CONTROL {
-                    self.composer.delete_line_by_head();
-                    return self.draft_changed();
+                match readline::edit(&mut self.composer, &key) {
+                    Some(Edited::Text) => return self.draft_changed(),
+                    Some(Edited::Cursor) => return Vec::new(),
+                    None => {}
                 }
                 if self.composer.input(key) {
                     self.draft_changed()
