@@ -20,6 +20,7 @@ mod fmt;
 mod keymap;
 mod overlay;
 mod pager;
+mod paste;
 mod readline;
 mod slash;
 mod streaming;
@@ -30,7 +31,7 @@ mod view;
 mod worker;
 
 pub use crate::runtime::service::{EnvLookup, Launch};
-pub use app::{App, Notice};
+pub use app::{App, Notice, SendQuestion};
 pub use chat::{badges, message_lines, report_badge};
 pub use event::{AppEvent, ContextSnapshot, Effect, ExportFormat, Opening, RequestView, SessionView};
 pub use keymap::{Action, Key, KeyMap};

@@ -18,8 +18,12 @@ use crate::render::Highlighter;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui_textarea::TextArea;
 
+mod ask;
 mod compose;
+mod folds;
 mod tools;
+
+pub use ask::SendQuestion;
 
 /// The notice while a cancelled turn winds down.
 const CANCELLING: &str = "cancelling the reply…";
@@ -57,11 +61,17 @@ pub struct App {
     pub(super) context_shown: Option<bool>,
     pub(super) detail: bool,
     pub(super) composer: TextArea<'static>,
+    /// The long pastes folded in the draft (see `paste`).
+    folds: Vec<crate::tui::paste::Fold>,
+    /// The question before sending a message larger than the window.
+    pub(super) question: Option<SendQuestion>,
     history: Vec<String>,
     history_at: Option<usize>,
     pub(super) overlay: Option<Overlay>,
     pub(super) draft_tokens: u64,
     draft_ticket: u64,
+    /// Whether `draft_tokens` counts the draft as it is now.
+    draft_counted: bool,
     next_ticket: u64,
     pub(super) busy: bool,
     /// The turn's phase and since when (unix ms), while busy.
@@ -101,11 +111,14 @@ impl App {
             context_shown: None,
             detail: false,
             composer,
+            folds: Vec::new(),
+            question: None,
             history: Vec::new(),
             history_at: None,
             overlay: None,
             draft_tokens: 0,
             draft_ticket: 0,
+            draft_counted: true,
             next_ticket: 0,
             busy: false,
             phase: None,
@@ -212,9 +225,8 @@ impl App {
                 }
                 // Terminals paste line breaks as carriage returns.
                 self.chat.tools.selected = None;
-                self.composer
-                    .insert_str(text.replace("\r\n", "\n").replace('\r', "\n"));
-                self.draft_changed()
+                self.question = None;
+                self.paste_text(&text.replace("\r\n", "\n").replace('\r', "\n"))
             }
             AppEvent::Wheel(rows) => {
                 match &mut self.overlay {
@@ -329,7 +341,8 @@ impl App {
                 self.chat.pending_user = None;
                 self.chat.streaming = None;
                 if self.draft().is_empty() {
-                    self.set_draft(&text);
+                    self.put_draft(&text);
+                    return self.draft_changed();
                 }
                 Vec::new()
             }
@@ -348,8 +361,10 @@ impl App {
             AppEvent::DraftTokens { ticket, tokens } => {
                 if ticket == self.draft_ticket {
                     self.draft_tokens = tokens;
+                    self.draft_counted = true;
+                    return self.count_answers_question();
                 }
-                Vec::new()
+                self.fold_counted(ticket, tokens).unwrap_or_default()
             }
             AppEvent::Sessions { ticket, rows } => {
                 if let Some(Overlay::Picker(p)) = &mut self.overlay
@@ -425,6 +440,9 @@ impl App {
         {
             return effects;
         }
+        if let Some(effects) = self.question_key(action) {
+            return effects;
+        }
         match action {
             Some(Action::Interrupt) => self.interrupt(),
             Some(Action::Send) => self.submit(),
@@ -463,6 +481,9 @@ impl App {
                 Vec::new()
             }
             Some(Action::ToggleSummaries) => {
+                if let Some(effects) = self.expand_folds() {
+                    return effects;
+                }
                 self.chat.summaries_expanded = !self.chat.summaries_expanded;
                 Vec::new()
             }
@@ -486,6 +507,12 @@ impl App {
                 Vec::new()
             }
             Some(Action::HistoryPrev | Action::HistoryNext) | None => {
+                if key.code == KeyCode::Backspace
+                    && key.modifiers.is_empty()
+                    && self.delete_fold_before_cursor()
+                {
+                    return self.draft_changed();
+                }
                 match readline::edit(&mut self.composer, &key) {
                     Some(Edited::Text) => return self.draft_changed(),
                     Some(Edited::Cursor) => return Vec::new(),

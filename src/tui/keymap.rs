@@ -37,7 +37,8 @@ pub enum Action {
     ToggleContext,
     /// Expand or collapse the context pane's layer and source rows.
     ToggleDetail,
-    /// Expand or collapse compaction summaries.
+    /// Expand or collapse compaction summaries and long pastes in the
+    /// chat; with a folded paste in the composer, open it into its text.
     ToggleSummaries,
     /// Show or hide archived originals.
     ToggleArchived,
@@ -97,7 +98,7 @@ impl Action {
             Self::Bottom => "jump to the newest message",
             Self::ToggleContext => "show or hide the context pane",
             Self::ToggleDetail => "expand layers and sources in the context pane",
-            Self::ToggleSummaries => "expand or collapse summaries",
+            Self::ToggleSummaries => "expand or collapse summaries and pastes",
             Self::ToggleArchived => "show or hide archived originals",
             Self::SelectTools => "select tool blocks: Up/Down move, Enter expands, Esc returns",
             Self::Sessions => "session picker",

@@ -5,6 +5,7 @@
 //! needs 60 columns).
 
 use super::app::App;
+use super::keymap::Action;
 use super::{context_pane, fmt, overlay, slash, theme};
 use crate::conversation::Phase;
 use ratatui::buffer::Buffer;
@@ -128,6 +129,12 @@ fn composer(app: &App, area: Rect, buf: &mut Buffer) {
 }
 
 fn status(app: &App, area: Rect, buf: &mut Buffer) {
+    if let Some(q) = app.question() {
+        buf.set_style(area, theme::status());
+        let line = Line::from(Span::styled(format!(" {q} "), theme::status()));
+        buf.set_line(area.x, area.y, &line, area.width);
+        return;
+    }
     let mut spans: Vec<Span<'static>> = Vec::new();
     if app.busy {
         let rate = app
@@ -197,15 +204,21 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
         )));
     }
     let left: String = spans.iter().map(|s| s.content.as_ref()).collect();
+    let opens = app
+        .has_folds()
+        .then(|| app.keymap.label_for(Action::ToggleSummaries))
+        .flatten();
     let hints = if app.chat.tools.selected.is_some() {
-        "↑↓ select · Enter expand · Esc back "
+        "↑↓ select · Enter expand · Esc back ".to_owned()
     } else if app.busy {
-        "Ctrl-C cancel · F1 help "
+        "Ctrl-C cancel · F1 help ".to_owned()
+    } else if let Some(key) = opens {
+        format!("{key} opens the paste · Enter send ")
     } else {
-        "Enter send · F1 help "
+        "Enter send · F1 help ".to_owned()
     };
     let room = usize::from(area.width);
-    let pad = room.saturating_sub(fmt::width(&left) + fmt::width(hints));
+    let pad = room.saturating_sub(fmt::width(&left) + fmt::width(&hints));
     if pad > 0 {
         spans.push(Span::raw(" ".repeat(pad)));
         spans.push(Span::styled(hints, theme::status()));

@@ -95,6 +95,12 @@ pub fn summary(text: &str) -> Message {
 }
 
 pub fn context(messages: &[Message]) -> ContextSnapshot {
+    context_in(messages, 128_000, 16_384)
+}
+
+/// [`context`] for a model of `window` tokens reserving `reserved` for
+/// the reply.
+pub fn context_in(messages: &[Message], window: u64, reserved: u64) -> ContextSnapshot {
     let prompt = prompt();
     let counts: Vec<u32> = messages
         .iter()
@@ -106,8 +112,8 @@ pub fn context(messages: &[Message]) -> ContextSnapshot {
         history: messages,
         history_tokens: &counts,
         tools: &[],
-        window: 128_000,
-        reserved_output: 16_384,
+        window,
+        reserved_output: reserved,
         threshold: ThresholdSettings::default(),
         tokenizer: "o200k_base",
         exact: false,

@@ -10,17 +10,29 @@ use crate::tui::overlay::Overlay;
 use crate::tui::slash::{self, Invocation, SlashCommand};
 
 impl App {
+    /// Replaces the composer's text (the yank buffer is kept; the folds
+    /// are the caller's to keep or drop).
     pub(super) fn set_draft(&mut self, text: &str) {
+        let yank = self.composer.yank_text();
         self.composer.select_all();
         self.composer.cut();
         self.composer.insert_str(text);
+        self.composer.set_yank_text(yank);
     }
 
+    /// The draft changed: its folds' tokens are counted first, then the
+    /// whole message (see `folds`).
     pub(super) fn draft_changed(&mut self) -> Vec<Effect> {
-        let text = self.draft();
+        self.prune_folds();
         self.draft_ticket = self.ticket();
+        self.draft_counted = false;
+        if let Some(count) = self.count_a_fold() {
+            return vec![count];
+        }
+        let text = self.message_text();
         if text.trim().is_empty() || text.starts_with('/') {
             self.draft_tokens = 0;
+            self.draft_counted = true;
             return Vec::new();
         }
         vec![Effect::CountDraft {
@@ -45,11 +57,13 @@ impl App {
         };
         self.history_at = next;
         let text = next.map(|i| self.history[i].clone()).unwrap_or_default();
-        self.set_draft(&text);
+        self.put_draft(&text);
     }
 
     pub(super) fn take_draft(&mut self, text: &str) {
         self.set_draft("");
+        self.folds.clear();
+        self.question = None;
         if self.history.last().map(String::as_str) != Some(text) {
             self.history.push(text.to_owned());
         }
@@ -59,7 +73,7 @@ impl App {
     }
 
     pub(super) fn submit(&mut self) -> Vec<Effect> {
-        let text = self.draft();
+        let text = self.message_text();
         if text.trim().is_empty() {
             return Vec::new();
         }
@@ -91,20 +105,29 @@ impl App {
                     );
                     return Vec::new();
                 }
-                self.take_draft(&text);
-                self.notice = None;
-                self.busy = true;
-                self.chat.tools.turn_running = true;
-                self.chat.scroll = 0;
-                self.chat.pending_user = Some(text.clone());
-                self.chat.streaming = Some(Streaming {
-                    started_ms: self.now_ms,
-                    last_ms: self.now_ms,
-                    ..Streaming::default()
-                });
-                vec![Effect::Send(text)]
+                if self.asks_before_sending(&text) {
+                    return Vec::new();
+                }
+                self.send_message(text)
             }
         }
+    }
+
+    /// Sends `text` (the draft as a message) and clears the composer.
+    pub(super) fn send_message(&mut self, text: String) -> Vec<Effect> {
+        self.folds_sent();
+        self.take_draft(&text);
+        self.notice = None;
+        self.busy = true;
+        self.chat.tools.turn_running = true;
+        self.chat.scroll = 0;
+        self.chat.pending_user = Some(text.clone());
+        self.chat.streaming = Some(Streaming {
+            started_ms: self.now_ms,
+            last_ms: self.now_ms,
+            ..Streaming::default()
+        });
+        vec![Effect::Send(text)]
     }
 
     pub(super) fn command(&mut self, inv: Invocation) -> Vec<Effect> {
