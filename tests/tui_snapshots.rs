@@ -169,7 +169,13 @@ fn request_inspector() {
         let mut app = app_with(w, h, conversation(), None);
         type_text(&mut app, "/inspect");
         let effects = app.handle(key(KeyCode::Enter));
-        assert_eq!(effects, vec![strata::tui::Effect::InspectRequest]);
+        assert_eq!(
+            effects,
+            vec![
+                strata::tui::Effect::InspectRequest,
+                strata::tui::Effect::RememberInput("/inspect".into())
+            ]
+        );
         app.handle(AppEvent::Request(Box::new(RequestView {
             json: "{\n  \"model\": \"gpt-4o\",\n  \"messages\": [\n    {\"role\": \"user\", \"content\": \"こんにちは\"}\n  ],\n  \"max_tokens\": 16384\n}".into(),
             report: Vec::new(),

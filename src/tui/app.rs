@@ -21,6 +21,7 @@ use ratatui_textarea::TextArea;
 mod ask;
 mod compose;
 mod folds;
+mod history;
 mod tools;
 
 pub use ask::SendQuestion;
@@ -394,6 +395,10 @@ impl App {
                 Vec::new()
             }
             AppEvent::Tool(event) => self.tool_event(event),
+            AppEvent::History(earlier) => {
+                self.history_loaded(earlier);
+                Vec::new()
+            }
             AppEvent::Notice(text) => {
                 if std::mem::take(&mut self.listing_tools)
                     && !matches!(self.overlay, Some(Overlay::Approval(_)))

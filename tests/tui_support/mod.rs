@@ -191,6 +191,19 @@ pub fn type_text(app: &mut App, text: &str) -> Vec<strata::tui::Effect> {
     out
 }
 
+/// Types `line`, presses Enter and returns the effects, less the
+/// history entry the input makes (checked to be `line`).
+pub fn entered(app: &mut App, line: &str) -> Vec<strata::tui::Effect> {
+    type_text(app, line);
+    let mut effects = app.handle(key(KeyCode::Enter));
+    assert_eq!(
+        effects.pop(),
+        Some(strata::tui::Effect::RememberInput(line.to_owned())),
+        "{line} goes to the history"
+    );
+    effects
+}
+
 /// A realistic OpenAI wire body of `messages` messages, pretty-printed as
 /// the request inspector shows it: a long system prompt, then user turns,
 /// Markdown replies with code, tool calls and tool results, about 200

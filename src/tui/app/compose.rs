@@ -1,6 +1,6 @@
 //! The composer's side of the app: submitting a message or a slash
-//! command, recalling earlier inputs, and asking for the draft's token
-//! count. Part of [`App`]'s update; no I/O.
+//! command and asking for the draft's token count (earlier inputs are in
+//! `history`). Part of [`App`]'s update; no I/O.
 
 use super::App;
 use crate::runtime::service::McpAction;
@@ -41,37 +41,6 @@ impl App {
         }]
     }
 
-    /// Moves through earlier inputs: -1 older, +1 newer (past the newest
-    /// clears the composer).
-    pub(super) fn recall(&mut self, step: i64) {
-        if self.history.is_empty() {
-            return;
-        }
-        let last = self.history.len() - 1;
-        let next = match (self.history_at, step < 0) {
-            (None, true) => Some(last),
-            (None, false) => None,
-            (Some(i), true) => Some(i.saturating_sub(1)),
-            (Some(i), false) if i < last => Some(i + 1),
-            (Some(_), false) => None,
-        };
-        self.history_at = next;
-        let text = next.map(|i| self.history[i].clone()).unwrap_or_default();
-        self.put_draft(&text);
-    }
-
-    pub(super) fn take_draft(&mut self, text: &str) {
-        self.set_draft("");
-        self.folds.clear();
-        self.question = None;
-        if self.history.last().map(String::as_str) != Some(text) {
-            self.history.push(text.to_owned());
-        }
-        self.history_at = None;
-        self.draft_tokens = 0;
-        self.draft_ticket = self.ticket();
-    }
-
     pub(super) fn submit(&mut self) -> Vec<Effect> {
         let text = self.message_text();
         if text.trim().is_empty() {
@@ -93,9 +62,11 @@ impl App {
                     );
                     return Vec::new();
                 }
-                self.take_draft(&text);
+                let remember = self.take_draft(&text);
                 self.notice = None;
-                self.command(inv)
+                let mut effects = self.command(inv);
+                effects.extend(remember);
+                effects
             }
             None => {
                 if self.busy {
@@ -116,7 +87,7 @@ impl App {
     /// Sends `text` (the draft as a message) and clears the composer.
     pub(super) fn send_message(&mut self, text: String) -> Vec<Effect> {
         self.folds_sent();
-        self.take_draft(&text);
+        let remember = self.take_draft(&text);
         self.notice = None;
         self.busy = true;
         self.chat.tools.turn_running = true;
@@ -127,7 +98,9 @@ impl App {
             last_ms: self.now_ms,
             ..Streaming::default()
         });
-        vec![Effect::Send(text)]
+        let mut effects = vec![Effect::Send(text)];
+        effects.extend(remember);
+        effects
     }
 
     pub(super) fn command(&mut self, inv: Invocation) -> Vec<Effect> {
