@@ -18,6 +18,7 @@ mod context_pane;
 mod event;
 mod fmt;
 mod keymap;
+mod menu;
 mod overlay;
 mod pager;
 mod paste;

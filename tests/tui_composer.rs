@@ -1,5 +1,6 @@
 //! The composer driven with key events (no driver, no terminal): readline's
-//! editing keys, deletion by grapheme, and the pane toggles on F-keys.
+//! editing keys, deletion by grapheme, the pane toggles on F-keys, and the
+//! `/` menu.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -136,4 +137,107 @@ fn help_lists_the_composer_keys_and_the_f_keys() {
         assert!(screen.contains(needle), "{needle} in help:\n{screen}");
     }
     assert!(!screen.contains("Ctrl-A       show"), "{screen}");
+}
+
+#[test]
+fn typing_a_slash_lists_the_matching_commands_with_their_descriptions() {
+    let mut app = app_with(120, 36, Vec::new(), None);
+    type_text(&mut app, "/");
+    let (all, selected) = app.slash_menu().unwrap();
+    assert_eq!(all.len(), 19);
+    assert_eq!(selected, 0);
+    insta::assert_snapshot!("slash_menu_120x36", draw(&app, 120, 36));
+    type_text(&mut app, "re");
+    let screen = draw(&app, 80, 24);
+    for line in [
+        "/resume <id>",
+        "resume a session by id",
+        "/rename <title>",
+        "/reload",
+    ] {
+        assert!(screen.contains(line), "{line}:\n{screen}");
+    }
+    insta::assert_snapshot!("slash_menu_80x24", screen);
+}
+
+#[test]
+fn up_down_and_tab_pick_a_command_and_enter_runs_it() {
+    let mut app = app_with(80, 24, Vec::new(), None);
+    type_text(&mut app, "/re");
+    app.handle(key(KeyCode::Down));
+    app.handle(key(KeyCode::Down));
+    app.handle(key(KeyCode::Up));
+    let (commands, selected) = app.slash_menu().unwrap();
+    assert_eq!(commands[selected].name(), "rename");
+    app.handle(key(KeyCode::Tab));
+    assert_eq!(app.draft(), "/rename ");
+    assert!(app.slash_menu().is_none(), "a space ends the name");
+
+    app.handle(ctrl('u'));
+    type_text(&mut app, "/comp");
+    assert_eq!(
+        app.handle(key(KeyCode::Enter)),
+        vec![Effect::Compress(None), Effect::RememberInput("/compress".into())],
+        "Enter runs the selected command"
+    );
+    type_text(&mut app, "/ren");
+    assert!(app.handle(key(KeyCode::Enter)).is_empty());
+    assert_eq!(app.draft(), "/rename ", "one that needs an argument is completed");
+}
+
+#[test]
+fn the_menu_scrolls_to_keep_the_selection_in_view() {
+    let mut app = app_with(80, 24, Vec::new(), None);
+    type_text(&mut app, "/");
+    for _ in 0..9 {
+        app.handle(key(KeyCode::Down));
+    }
+    let (commands, selected) = app.slash_menu().unwrap();
+    assert_eq!(commands[selected].name(), "reload");
+    let screen = draw(&app, 80, 24);
+    assert!(screen.contains(" /reload "), "{screen}");
+    assert!(!screen.contains(" /new "), "{screen}");
+}
+
+#[test]
+fn esc_hides_the_menu_until_the_draft_changes() {
+    let mut app = app_with(80, 24, Vec::new(), None);
+    type_text(&mut app, "/m");
+    assert!(app.slash_menu().is_some());
+    app.handle(key(KeyCode::Esc));
+    assert!(app.slash_menu().is_none());
+    assert!(!draw(&app, 80, 24).contains("commands 2"));
+    assert_eq!(app.draft(), "/m", "the draft stays");
+    type_text(&mut app, "c");
+    assert_eq!(app.slash_menu().unwrap().0.len(), 1);
+}
+
+#[test]
+fn a_recalled_command_does_not_take_up_and_down() {
+    let mut app = app_with(80, 24, Vec::new(), None);
+    for line in ["first message", "/help"] {
+        type_text(&mut app, line);
+        app.handle(key(KeyCode::Enter));
+        app.handle(key(KeyCode::Esc));
+        app.handle(AppEvent::TurnDone {
+            status: strata::domain::MessageStatus::Complete,
+        });
+    }
+    app.handle(key(KeyCode::Up));
+    assert_eq!(app.draft(), "/help");
+    assert!(app.slash_menu().is_none());
+    app.handle(key(KeyCode::Up));
+    assert_eq!(app.draft(), "first message");
+}
+
+#[test]
+fn the_menu_draws_at_any_size() {
+    for (w, h) in [(120, 36), (80, 24), (40, 5), (20, 4), (8, 3), (3, 2), (1, 1)] {
+        let mut app = app_with(w, h, Vec::new(), None);
+        type_text(&mut app, "/");
+        let screen = draw(&app, w, h);
+        if h >= 6 {
+            assert!(screen.contains("/new"), "{w}x{h}:\n{screen}");
+        }
+    }
 }

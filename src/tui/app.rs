@@ -22,6 +22,7 @@ mod ask;
 mod compose;
 mod folds;
 mod history;
+mod slash_menu;
 mod tools;
 
 pub use ask::SendQuestion;
@@ -66,6 +67,8 @@ pub struct App {
     folds: Vec<crate::tui::paste::Fold>,
     /// The question before sending a message larger than the window.
     pub(super) question: Option<SendQuestion>,
+    /// The `/` menu's selection.
+    menu: super::menu::Menu,
     history: Vec<String>,
     history_at: Option<usize>,
     pub(super) overlay: Option<Overlay>,
@@ -114,6 +117,7 @@ impl App {
             composer,
             folds: Vec::new(),
             question: None,
+            menu: super::menu::Menu::default(),
             history: Vec::new(),
             history_at: None,
             overlay: None,
@@ -448,6 +452,9 @@ impl App {
         if let Some(effects) = self.question_key(action) {
             return effects;
         }
+        if let Some(effects) = self.menu_key(action) {
+            return effects;
+        }
         match action {
             Some(Action::Interrupt) => self.interrupt(),
             Some(Action::Send) => self.submit(),
@@ -457,11 +464,15 @@ impl App {
             }
             Some(Action::HistoryPrev) if self.composer.cursor().0 == 0 => {
                 self.recall(-1);
-                self.draft_changed()
+                let effects = self.draft_changed();
+                self.menu.hidden = true;
+                effects
             }
             Some(Action::HistoryNext) if self.composer.cursor().0 + 1 >= self.composer.lines().len() => {
                 self.recall(1);
-                self.draft_changed()
+                let effects = self.draft_changed();
+                self.menu.hidden = true;
+                effects
             }
             Some(Action::Complete) => {
                 if let Some(done) = slash::complete(&self.draft()) {

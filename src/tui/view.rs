@@ -6,7 +6,7 @@
 
 use super::app::App;
 use super::keymap::Action;
-use super::{context_pane, fmt, overlay, slash, theme};
+use super::{context_pane, fmt, menu, overlay, slash, theme};
 use crate::conversation::Phase;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -46,6 +46,9 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
             let body_h = h - 2 - composer_rows;
             header(app, row(0, 1), buf);
             body(app, row(1, body_h), buf);
+            if let Some((commands, selected)) = app.slash_menu() {
+                menu::render(&commands, selected, row(1, body_h), buf);
+            }
             composer(app, row(1 + body_h, composer_rows), buf);
             status(app, row(h - 1, 1), buf);
         }
@@ -186,7 +189,7 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
         spans.push(Span::styled(format!("· {} ", n.text), style));
     } else if let Some(p) = &app.progress {
         spans.push(Span::raw(format!("· {p} ")));
-    } else if draft.starts_with('/') {
+    } else if draft.starts_with('/') && app.slash_menu().is_none() {
         let names: Vec<String> = slash::candidates(&draft)
             .iter()
             .map(|c| format!("/{}", c.name()))

@@ -24,6 +24,7 @@ impl App {
     /// whole message (see `folds`).
     pub(super) fn draft_changed(&mut self) -> Vec<Effect> {
         self.prune_folds();
+        self.menu = crate::tui::menu::Menu::default();
         self.draft_ticket = self.ticket();
         self.draft_counted = false;
         if let Some(count) = self.count_a_fold() {
