@@ -19,8 +19,8 @@ fn enter_sends_and_alt_enter_inserts_a_newline() {
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
         vec![
-            Effect::Send("first line\nsecond".into()),
-            Effect::RememberInput("first line\nsecond".into())
+            Effect::RememberInput("first line\nsecond".into()),
+            Effect::Send("first line\nsecond".into())
         ]
     );
     assert!(app.is_busy());
@@ -57,16 +57,16 @@ fn tab_completes_commands_and_arguments_reach_the_effect() {
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
         vec![
-            Effect::Export(ExportFormat::Json),
-            Effect::RememberInput("/export json".into())
+            Effect::RememberInput("/export json".into()),
+            Effect::Export(ExportFormat::Json)
         ]
     );
     type_text(&mut app, "/compress the auth flow");
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
         vec![
-            Effect::Compress(Some("the auth flow".into())),
-            Effect::RememberInput("/compress the auth flow".into())
+            Effect::RememberInput("/compress the auth flow".into()),
+            Effect::Compress(Some("the auth flow".into()))
         ]
     );
     type_text(&mut app, "/rename");

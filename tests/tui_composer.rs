@@ -177,7 +177,7 @@ fn up_down_and_tab_pick_a_command_and_enter_runs_it() {
     type_text(&mut app, "/comp");
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
-        vec![Effect::Compress(None), Effect::RememberInput("/compress".into())],
+        vec![Effect::RememberInput("/compress".into()), Effect::Compress(None)],
         "Enter runs the selected command"
     );
     type_text(&mut app, "/ren");

@@ -88,20 +88,13 @@ impl Run {
     }
 }
 
-/// Waits until the database under `home` holds `n` inputs for `ws`.
-async fn stored(home: &Path, ws: &Path, n: usize) -> Vec<String> {
+/// The inputs the database under `home` holds for `ws`.
+fn stored(home: &Path, ws: &Path) -> Vec<String> {
     let root = strata::workspace::workspace_root(ws)
         .to_string_lossy()
         .into_owned();
     let store = Store::open(Paths::under(home).database()).unwrap();
-    for _ in 0..200 {
-        let rows = store.input_history(&root, 100).unwrap();
-        if rows.len() >= n {
-            return rows;
-        }
-        tokio::time::sleep(Duration::from_millis(25)).await;
-    }
-    panic!("the history never held {n} inputs");
+    store.input_history(&root, 100).unwrap()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -120,8 +113,9 @@ async fn inputs_come_back_with_up_in_the_next_run_of_the_same_workspace_only() {
     first.enter("/help");
     drop(first);
     assert_eq!(
-        stored(home.path(), ws.path(), 2).await,
-        ["why is the build red?", "/help"]
+        stored(home.path(), ws.path()),
+        ["why is the build red?", "/help"],
+        "dropping the driver waited for the writes"
     );
 
     let mut second = Run::start(&server, home.path(), ws.path());
@@ -156,25 +150,18 @@ fn the_history_thread_loads_first_and_keeps_inputs_up_to_the_size_limit() {
         rx.recv_timeout(Duration::from_secs(10)).unwrap(),
         HistoryEvent::Loaded(Vec::new())
     );
-    history.send("short".into()).unwrap();
-    history.send("x".repeat(HISTORY_ENTRY_MAX_BYTES + 1)).unwrap();
-    history.send("after".into()).unwrap();
+    history.remember("short".into());
+    history.remember("x".repeat(HISTORY_ENTRY_MAX_BYTES + 1));
+    history.remember("after".into());
     drop(history);
+    // Dropping the handle waited for the writes: the next start sees them.
     let (tx, rx) = std::sync::mpsc::channel();
-    let mut loaded = Vec::new();
-    for _ in 0..200 {
-        let tx = tx.clone();
-        let _again = spawn_input_history(db.clone(), ws.path(), move |e| {
-            let _ = tx.send(e);
-        });
-        match rx.recv_timeout(Duration::from_secs(10)).unwrap() {
-            HistoryEvent::Loaded(rows) if rows.len() >= 2 => {
-                loaded = rows;
-                break;
-            }
-            HistoryEvent::Loaded(_) => std::thread::sleep(Duration::from_millis(25)),
-            HistoryEvent::Failed(e) => panic!("{e}"),
-        }
-    }
-    assert_eq!(loaded, ["short", "after"], "the long input was not stored");
+    let _again = spawn_input_history(db, ws.path(), move |e| {
+        let _ = tx.send(e);
+    });
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(10)).unwrap(),
+        HistoryEvent::Loaded(vec!["short".into(), "after".into()]),
+        "the long input was not stored"
+    );
 }

@@ -28,7 +28,7 @@ fn count(effects: &[Effect]) -> (u64, String) {
 /// (long texts are compared with `assert!`, not printed).
 fn sent(effects: &[Effect]) -> String {
     match effects {
-        [Effect::Send(text), Effect::RememberInput(kept)] if kept == text => text.clone(),
+        [Effect::RememberInput(kept), Effect::Send(text)] if kept == text => text.clone(),
         other => panic!(
             "expected a send and its history entry, got {} effects",
             other.len()

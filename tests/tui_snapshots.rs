@@ -172,8 +172,8 @@ fn request_inspector() {
         assert_eq!(
             effects,
             vec![
-                strata::tui::Effect::InspectRequest,
-                strata::tui::Effect::RememberInput("/inspect".into())
+                strata::tui::Effect::RememberInput("/inspect".into()),
+                strata::tui::Effect::InspectRequest
             ]
         );
         app.handle(AppEvent::Request(Box::new(RequestView {

@@ -209,8 +209,8 @@ fn selection_moves_between_blocks_and_gives_the_keys_back() {
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
         vec![
-            Effect::Send("thanks".into()),
-            Effect::RememberInput("thanks".into())
+            Effect::RememberInput("thanks".into()),
+            Effect::Send("thanks".into())
         ]
     );
     // Typing while the blocks are selected goes to the composer.

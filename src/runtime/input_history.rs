@@ -1,7 +1,9 @@
 //! The app's composer history across runs: one thread with its own store
 //! connection loads the workspace's inputs at start and appends each new
-//! one. Inputs are kept per workspace root (the path sessions are grouped
-//! by), at most [`HISTORY_CAP`] of them; an input longer than
+//! one; dropping its [`InputHistory`] waits for the inputs sent so far to
+//! be written (the last one is often entered just before the app quits).
+//! Inputs are kept per workspace root (the path sessions are grouped by),
+//! at most [`HISTORY_CAP`] of them; an input longer than
 //! [`HISTORY_ENTRY_MAX_BYTES`] (a big paste) is kept for the run only, in
 //! the app.
 //!
@@ -27,20 +29,48 @@ pub enum HistoryEvent {
     Failed(String),
 }
 
+/// The history thread's handle: [`InputHistory::remember`] each input as
+/// it is entered; dropping it closes the thread once its writes are done.
+#[derive(Debug)]
+pub struct InputHistory {
+    inputs: Option<mpsc::Sender<String>>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl InputHistory {
+    /// Queues `text` to be kept (written in order, off the caller's
+    /// thread; dropped when the thread has given up, see
+    /// [`HistoryEvent::Failed`]).
+    pub fn remember(&self, text: String) {
+        if let Some(tx) = &self.inputs {
+            let _ = tx.send(text);
+        }
+    }
+}
+
+impl Drop for InputHistory {
+    fn drop(&mut self) {
+        self.inputs = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 /// Starts the history thread for the workspace of `cwd` on the database
-/// at `db`; send it each input as it is entered. `report` hears
-/// [`HistoryEvent::Loaded`] first, or [`HistoryEvent::Failed`].
+/// at `db`. `report` hears [`HistoryEvent::Loaded`] first, or
+/// [`HistoryEvent::Failed`].
 #[must_use]
 pub fn spawn_input_history(
     db: PathBuf,
     cwd: &Path,
     report: impl Fn(HistoryEvent) + Send + 'static,
-) -> mpsc::Sender<String> {
+) -> InputHistory {
     let workspace = crate::workspace::workspace_root(cwd)
         .to_string_lossy()
         .into_owned();
     let (tx, rx) = mpsc::channel::<String>();
-    std::thread::Builder::new()
+    let thread = std::thread::Builder::new()
         .name("strata-history".into())
         .spawn(move || {
             let failed = |e: crate::store::StoreError| {
@@ -73,5 +103,8 @@ pub fn spawn_input_history(
             }
         })
         .ok();
-    tx
+    InputHistory {
+        inputs: Some(tx),
+        thread,
+    }
 }

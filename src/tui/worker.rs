@@ -18,7 +18,7 @@
 
 use super::event::{AppEvent, Effect};
 use crate::runtime::ApprovalAnswer;
-use crate::runtime::input_history::{HistoryEvent, spawn_input_history};
+use crate::runtime::input_history::{HistoryEvent, InputHistory, spawn_input_history};
 use crate::runtime::service::queries::{CountJob, spawn_counter, spawn_queries};
 use crate::runtime::service::{Command, Launch, ServiceEvent, SessionService, Sink};
 use std::sync::{Arc, Mutex, mpsc as std_mpsc};
@@ -48,7 +48,7 @@ pub struct Driver {
     skip: Arc<tokio::sync::Notify>,
     queries: std_mpsc::Sender<(u64, String)>,
     counts: std_mpsc::Sender<CountJob>,
-    history: std_mpsc::Sender<String>,
+    history: InputHistory,
 }
 
 impl From<ServiceEvent> for AppEvent {
@@ -164,7 +164,7 @@ impl Driver {
                 return true;
             }
             Effect::RememberInput(text) => {
-                let _ = self.history.send(text);
+                self.history.remember(text);
                 return true;
             }
             Effect::Send(text) => {

@@ -197,10 +197,11 @@ pub fn entered(app: &mut App, line: &str) -> Vec<strata::tui::Effect> {
     type_text(app, line);
     let mut effects = app.handle(key(KeyCode::Enter));
     assert_eq!(
-        effects.pop(),
-        Some(strata::tui::Effect::RememberInput(line.to_owned())),
-        "{line} goes to the history"
+        effects.first(),
+        Some(&strata::tui::Effect::RememberInput(line.to_owned())),
+        "{line} goes to the history first"
     );
+    effects.remove(0);
     effects
 }
 

@@ -63,10 +63,10 @@ impl App {
                     );
                     return Vec::new();
                 }
-                let remember = self.take_draft(&text);
+                // Kept first: a command may end the app (`/quit`).
+                let mut effects = self.take_draft(&text);
                 self.notice = None;
-                let mut effects = self.command(inv);
-                effects.extend(remember);
+                effects.extend(self.command(inv));
                 effects
             }
             None => {
@@ -88,7 +88,7 @@ impl App {
     /// Sends `text` (the draft as a message) and clears the composer.
     pub(super) fn send_message(&mut self, text: String) -> Vec<Effect> {
         self.folds_sent();
-        let remember = self.take_draft(&text);
+        let mut effects = self.take_draft(&text);
         self.notice = None;
         self.busy = true;
         self.chat.tools.turn_running = true;
@@ -99,8 +99,7 @@ impl App {
             last_ms: self.now_ms,
             ..Streaming::default()
         });
-        let mut effects = vec![Effect::Send(text)];
-        effects.extend(remember);
+        effects.push(Effect::Send(text));
         effects
     }
 
