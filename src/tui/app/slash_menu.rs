@@ -17,7 +17,11 @@ impl App {
         if self.menu.hidden || self.overlay.is_some() || self.question.is_some() {
             return None;
         }
-        let commands = menu::matches(&self.draft());
+        // Drawn every frame: a long draft is never joined for it.
+        let [line] = self.composer.lines() else {
+            return None;
+        };
+        let commands = menu::matches(line);
         if commands.is_empty() {
             return None;
         }
