@@ -9,6 +9,7 @@ mod output;
 
 use args::{Cli, Command};
 use clap::Parser;
+use std::io::Write as _;
 use std::process::ExitCode;
 
 /// Parses the command line, runs the command and maps the result to an exit code.
@@ -35,13 +36,25 @@ pub fn main() -> ExitCode {
         command = command_name(cli.command.as_ref()),
         "strata started"
     );
+    // `chat --json` reports its own failures in its event stream.
+    let json_errors = cli
+        .command
+        .as_ref()
+        .is_some_and(|c| c.wants_json() && !matches!(c, Command::Chat(_)));
     match run(cli, logging.as_ref()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
         Err(e) => {
-            tracing::error!(error = %output::sentence(&e), "command failed");
-            eprintln!("strata: {}", output::sentence(&e));
-            ExitCode::from(if is_usage_error(&e) { 2 } else { 1 })
+            let sentence = output::sentence(&e);
+            let code: u8 = if is_usage_error(&e) { 2 } else { 1 };
+            tracing::error!(error = %sentence, "command failed");
+            if json_errors {
+                // Scripts that read stdout see the failure as JSON too.
+                let line = serde_json::json!({"type": "error", "message": sentence, "exit_code": code});
+                let _ = writeln!(std::io::stdout(), "{line}");
+            }
+            eprintln!("strata: {sentence}");
+            ExitCode::from(code)
         }
     }
 }

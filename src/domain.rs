@@ -16,7 +16,7 @@ mod tool;
 mod usage;
 
 pub use compaction::{Compaction, CompactionTrigger, Summarizer};
-pub use ids::{CompactionId, MessageId, PromptId, SessionId};
+pub use ids::{CompactionId, MessageId, PromptId, SHORT_ID_LEN, SessionId};
 pub use message::{Message, MessageKind, MessageStatus, Role, TokenCount, ToolCall};
 pub use provider::{ProviderKind, UnknownProvider};
 pub use request::{ChatRequest, FinishReason, ProviderUsage, RequestMessage, RequestSystem, StreamEvent};

@@ -45,7 +45,7 @@ pub use session::{Imported, NewSession, Runtime, RuntimeError, title_from};
 pub use session_ops::{Reloaded, SKILL_MAX_CHARS};
 pub use tool_run::{ApprovalAnswer, TurnTools};
 pub use tools_setup::{ToolsState, approval_rules, tools_config_problems, tools_state};
-pub use transcript::{export_json, export_markdown};
+pub use transcript::{export_json, export_markdown, show_markdown};
 pub use turn_parts::{TURN_REMINDER_MAX_CHARS, TURN_REMINDER_TIMEOUT, TurnParts};
 pub use wording::Client;
 

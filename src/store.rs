@@ -36,7 +36,7 @@ mod sessions;
 
 pub use changes::{SessionTools, StoredChange};
 pub use compaction::CompactionWrite;
-pub use error::StoreError;
+pub use error::{AMBIGUOUS_CANDIDATES, Candidate, StoreError};
 pub use handle::StoreHandle;
 pub use mcp_trust::{McpDecision, McpTrust};
 pub use schema::KNOWN_VERSION;

@@ -83,6 +83,18 @@ fn an_invalid_config_is_a_failed_check_and_the_rest_still_runs() {
     assert!(checks[0]["detail"].as_str().unwrap().contains("line 1"));
     assert_eq!(checks[2]["name"], "database");
     assert_eq!(checks[2]["status"], "ok");
+    // The MCP servers live in that config: they are not said to be absent.
+    let mcp = checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "mcp")
+        .unwrap();
+    assert_eq!(mcp["status"], "warn", "{mcp}");
+    assert!(
+        mcp["detail"].as_str().unwrap().contains("cannot be read"),
+        "{mcp}"
+    );
 }
 
 #[test]

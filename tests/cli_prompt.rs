@@ -100,3 +100,21 @@ fn invalid_config_is_one_clear_error() {
         "{err}"
     );
 }
+
+#[test]
+fn prompt_shows_the_app_s_prompt_by_default_and_headless_on_request() {
+    let sb = Sandbox::new();
+    let app = sb.ok(&["prompt"]);
+    assert!(app.contains("# Working with the user"), "{app}");
+    assert!(app.contains("the app's prompt (--for app|headless)"), "{app}");
+    let headless = sb.ok(&["prompt", "--for", "headless"]);
+    assert!(
+        headless.contains("# Working without a user at the keyboard"),
+        "{headless}"
+    );
+    assert!(headless.contains("strata chat's prompt"), "{headless}");
+    // A session the app creates gets exactly the app's bytes.
+    let app_json = sb.json(&["prompt", "--json"]);
+    let headless_json = sb.json(&["prompt", "--for", "headless", "--json"]);
+    assert_ne!(app_json["sha256"], headless_json["sha256"]);
+}

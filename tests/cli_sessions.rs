@@ -24,6 +24,7 @@ fn import_then_list_show_and_export_round_trip() {
     assert_eq!(list.as_array().unwrap().len(), 1);
     let row = &list[0];
     assert_eq!(row["id"], id.as_str());
+    assert_eq!(row["short_id"], &id[id.len() - 8..]);
     assert_eq!(row["title"], "Please list the files in src");
     assert_eq!(row["messages"], 5);
     assert!(row["tokens"].as_u64().unwrap() > 20, "counted at import: {row}");
@@ -334,5 +335,146 @@ fn an_unknown_provider_stops_the_app_before_it_opens() {
         .unwrap();
     assert_eq!(out.status.code(), Some(2));
     assert!(one_line_error(&out).contains("gemini"));
+    assert!(out.stdout.is_empty());
+}
+
+#[test]
+fn the_short_id_is_listed_shown_and_accepted_where_an_id_is() {
+    let sb = Sandbox::new();
+    let a = sb.import(SMALL);
+    let b = sb.import(SMALL);
+    let short = |id: &str| id[id.len() - 8..].to_owned();
+    let (sa, sb_) = (short(&a), short(&b));
+    assert_ne!(sa, sb_);
+
+    let table = sb.ok(&["sessions"]);
+    let first: Vec<&str> = table
+        .lines()
+        .map(|l| l.split_whitespace().next().unwrap())
+        .collect();
+    assert_eq!(first, ["id", sb_.as_str(), sa.as_str()], "{table}");
+
+    for (short, full) in [(&sa, &a), (&sb_, &b)] {
+        let show = sb.json(&["show", short, "--json"]);
+        assert_eq!(show["session"]["id"], full.as_str());
+        assert_eq!(show["short_id"], short.as_str());
+        let text = sb.ok(&["show", short]);
+        assert!(text.contains(&format!("(short id `{short}`)")), "{text}");
+        let context = sb.json(&["context", short, "--json"]);
+        assert!(context["input_tokens"].as_u64().unwrap() > 0, "{context}");
+        // A prefix of the short id works as well as one of the full id.
+        assert_eq!(
+            sb.json(&["show", &short[..5], "--json"])["session"]["id"],
+            full.as_str()
+        );
+        assert_eq!(
+            sb.json(&["show", &full[..30], "--json"])["session"]["id"],
+            full.as_str()
+        );
+    }
+    let dry = sb.json(&["compress", &sa, "--dry-run", "--json"]);
+    assert!(dry.get("noop").is_some(), "{dry}");
+    // `--resume SHORT` finds the session: what stops it is the missing terminal.
+    let out = resume(&sb, &sa);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(one_line_error(&out).contains("needs a terminal"));
+
+    // The shared time prefix is ambiguous, and the sentence names both.
+    let shared: String = a
+        .chars()
+        .zip(b.chars())
+        .take_while(|(x, y)| x == y)
+        .map(|(x, _)| x)
+        .collect();
+    let out = sb.run(&["show", &shared[..8]]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = one_line_error(&out);
+    assert!(
+        err.contains("matches 2 sessions") && err.contains(&sa) && err.contains(&sb_),
+        "{err}"
+    );
+}
+
+#[test]
+fn show_gives_each_message_s_token_count() {
+    let sb = Sandbox::new();
+    let id = sb.import(SMALL);
+    let counts: Vec<u64> = sb.json(&["show", &id, "--json"])["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["tokens"].as_u64().unwrap())
+        .collect();
+    let text = sb.ok(&["show", &id]);
+    let headings: Vec<&str> = text.lines().filter(|l| l.starts_with("## ")).collect();
+    assert_eq!(headings.len(), counts.len(), "{text}");
+    for (heading, n) in headings.iter().zip(&counts) {
+        assert!(
+            heading.ends_with(&format!(" · {n} tokens")),
+            "{heading} should end with {n} tokens"
+        );
+    }
+    let total: u64 = counts.iter().sum();
+    assert!(
+        text.contains(&format!("- messages: 5 · {total} tokens")),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_session_table_aligns_wide_titles_and_long_model_names() {
+    let sb = Sandbox::new();
+    let file = sb.home.path().join("one.json");
+    std::fs::write(&file, r#"[{"role":"user","content":"日本語のタイトル 👍"}]"#).unwrap();
+    let file = file.to_str().unwrap();
+    sb.ok(&["import", file, "--provider", "openai", "--model", "gpt-4o"]);
+    sb.ok(&[
+        "import",
+        file,
+        "--provider",
+        "openai",
+        "--model",
+        "a-much-longer-model-name-than-twenty-four",
+    ]);
+    sb.ok(&["import", file, "--title", "plain"]);
+    let table = sb.ok(&["sessions"]);
+    let lines: Vec<&str> = table.lines().collect();
+    // Every column starts at the same cell on every line: where the
+    // header's "title" starts, each row's title starts.
+    let at = lines[0].find("title").unwrap();
+    for line in &lines[1..] {
+        let (before, title) = line.split_at(line.char_indices().nth(at).unwrap().0);
+        assert!(before.ends_with("  ") && !title.starts_with(' '), "{table}");
+        assert!(title == "plain" || title == "日本語のタイトル 👍", "{table}");
+        // The time column is whole.
+        let time = line.split("  ").nth(1).unwrap();
+        assert_eq!(time.len(), 16, "{table}");
+    }
+}
+
+#[test]
+fn errors_under_json_are_json_on_stdout_once_and_a_sentence_on_stderr() {
+    let sb = Sandbox::new();
+    for args in [
+        &["show", "ffffffff", "--json"][..],
+        &["context", "ffffffff", "--json"][..],
+        &["compress", "ffffffff", "--json", "--dry-run"][..],
+    ] {
+        let out = sb.run(args);
+        assert!(!out.status.success(), "{args:?}");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        let lines: Vec<&str> = stdout.lines().collect();
+        assert_eq!(lines.len(), 1, "{args:?}: {stdout}");
+        let error: serde_json::Value = serde_json::from_str(lines[0]).unwrap();
+        assert_eq!(error["type"], "error", "{args:?}");
+        assert_eq!(error["exit_code"].as_i64(), out.status.code().map(i64::from));
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            stderr.starts_with("strata: ") && stderr.contains(error["message"].as_str().unwrap()),
+            "{stderr}"
+        );
+    }
+    // Without --json, stdout stays empty.
+    let out = sb.run(&["show", "ffffffff"]);
     assert!(out.stdout.is_empty());
 }

@@ -465,6 +465,21 @@ fn failed_starts_are_one_sentence_with_the_stderr_tail() {
 }
 
 #[test]
+fn an_invalid_tool_in_tools_list_is_said_as_such_not_as_an_exit() {
+    run(async {
+        let hub = Hub::start([Ok(bad("broken", &["--bad-tool"]))]);
+        hub.wait_ready(tokio::time::Instant::now() + Duration::from_secs(20))
+            .await;
+        let Status::Unavailable { why, .. } = &hub.statuses()[0].status else {
+            panic!("{:?}", hub.statuses());
+        };
+        assert!(why.contains("failed the MCP handshake"), "{why}");
+        assert!(why.contains("a name and an inputSchema object"), "{why}");
+        assert!(!why.contains("exited"), "{why}");
+    });
+}
+
+#[test]
 fn a_server_gets_the_minimal_environment_plus_what_it_names() {
     run(async {
         let mut spec = bad("bad", &[]);

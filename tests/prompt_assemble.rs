@@ -127,6 +127,23 @@ fn each_mode_keeps_its_layers_in_order() {
 }
 
 #[test]
+fn the_minimal_mode_says_what_it_leaves_out() {
+    let minimal = build(&inputs(PromptMode::Minimal));
+    let said = minimal.warnings.join("\n");
+    assert!(
+        said.contains("The minimal prompt mode leaves out /h/MEMORY.md, /h/BOOTSTRAP.md, the index of 1 skill(s), the output of prompt.context_cmd"),
+        "{said}"
+    );
+    assert!(said.contains("--prompt-mode full"), "{said}");
+    let full = build(&inputs(PromptMode::Full));
+    assert!(
+        !full.warnings.iter().any(|w| w.contains("minimal")),
+        "{:?}",
+        full.warnings
+    );
+}
+
+#[test]
 fn the_builtin_identity_stands_in_and_missing_files_are_listed() {
     let p = build(&inputs(PromptMode::None));
     let identity = &p.layers[0];

@@ -298,6 +298,26 @@ fn a_workspace_mcp_json_is_announced_and_started_once_accepted_in_the_app() {
         service.send("two".into(), std::future::pending()).await.unwrap();
         let after = tool_names(&server.requests()[1].json());
         assert!(after.contains(&"bad__add_tool".to_owned()), "{after:?}");
+        // Declined again: the server stops and its tools leave the array.
+        let pid: u32 = std::fs::read_to_string(&pids)
+            .unwrap()
+            .trim()
+            .lines()
+            .last()
+            .unwrap()
+            .parse()
+            .unwrap();
+        service.run(Command::Mcp(McpAction::Decline)).await.unwrap();
+        service
+            .send("three".into(), std::future::pending())
+            .await
+            .unwrap();
+        let declined = tool_names(&server.requests()[2].json());
+        assert_eq!(declined, before, "back to the built-in tools");
+        assert!(
+            mcp_support::eventually(5.0, || !mcp_support::alive(pid)),
+            "the declined server stopped"
+        );
     });
 }
 
@@ -392,6 +412,138 @@ fn a_tool_its_server_does_not_mark_read_only_asks_for_approval_and_runs_once_all
                 .to_lowercase()
                 .contains("denied"),
             "{result}"
+        );
+    });
+}
+
+#[test]
+fn a_server_the_first_request_went_without_stays_out_when_it_is_ready_later() {
+    mcp_support::run(async {
+        let server = Server::with(|_| Reply::sse(openai_text("ok"))).await;
+        let dirs = Dirs::new();
+        // The misbehaving server, ready about 2 s after it is started.
+        let late = format!(
+            "[mcp.servers.late]\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"sleep 2; exec {} {}\"]\nstartup_timeout_s = 30\n",
+            mcp_support::python().to_string_lossy(),
+            mcp_support::misbehaving().to_string_lossy()
+        );
+        let config = config(&server, &late);
+        let id = service_support::import(&dirs, &config, &history(2, "hello"));
+        let (sink, events) = recorder();
+        let mut service = service_support::open(&dirs, config, id, true, sink);
+        let skip = service.skip_signal();
+        let skipper = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(300)).await;
+            skip.notify_waiters();
+        });
+        service.send("one".into(), std::future::pending()).await.unwrap();
+        skipper.await.unwrap();
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        service.send("two".into(), std::future::pending()).await.unwrap();
+        for request in server.requests() {
+            let names = tool_names(&request.json());
+            assert!(!names.iter().any(|n| n.starts_with("late__")), "{names:?}");
+        }
+        assert!(!notices(&events).iter().any(|n| n.contains("changed its tools")));
+    });
+}
+
+#[test]
+fn a_cancel_while_servers_start_for_a_new_session_stores_no_session() {
+    use strata::runtime::service::{Launch, Opening, SessionService};
+    mcp_support::run(async {
+        let server = Server::with(|_| Reply::sse(openai_text("ok"))).await;
+        let dirs = Dirs::new();
+        let config = config(
+            &server,
+            "[mcp.servers.hang]\ncommand = \"/bin/sleep\"\nargs = [\"1000\"]\nstartup_timeout_s = 60\n",
+        );
+        let (sink, events) = recorder();
+        let launch = Launch {
+            paths: dirs.paths(),
+            config,
+            provider: None,
+            model: None,
+            prompt_mode: None,
+            opening: Opening::New,
+            cwd: dirs.ws.path().to_path_buf(),
+            env: std::sync::Arc::new(|_: &str| None),
+            interactive: true,
+        };
+        let mut service = SessionService::open(launch, sink, None).unwrap();
+        service.start(Opening::New).unwrap();
+        let cancel = tokio::time::sleep(Duration::from_millis(400));
+        let err = service.send("hello?".into(), cancel).await.unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "cancelled while the MCP servers started; nothing was sent"
+        );
+        assert!(server.requests().is_empty());
+        let store = strata::store::Store::open(dirs.paths().database()).unwrap();
+        assert!(
+            store
+                .list_sessions(&strata::store::SessionQuery::default())
+                .unwrap()
+                .is_empty(),
+            "no empty session was stored"
+        );
+        let events = events.lock().unwrap();
+        assert!(
+            events
+                .iter()
+                .any(|e| matches!(e, ServiceEvent::Unsent(t) if t == "hello?"))
+        );
+        assert!(
+            !events
+                .iter()
+                .any(|e| matches!(e, ServiceEvent::Notice(n) if n.contains("interrupted")))
+        );
+    });
+}
+
+#[test]
+fn servers_started_again_by_an_accept_join_once_ready_even_after_esc() {
+    mcp_support::run(async {
+        let server = Server::with(|_| Reply::sse(openai_text("ok"))).await;
+        let dirs = Dirs::new();
+        let pids = dirs.ws.path().join("pids");
+        // A `.mcp.json` server ready about 2 s after it is started.
+        std::fs::write(
+            dirs.ws.path().join(".mcp.json"),
+            serde_json::json!({"mcpServers": {"late": {
+                "command": "/bin/sh",
+                "args": ["-c", format!("sleep 2; exec {} {}", mcp_support::python().display(), mcp_support::misbehaving().display())],
+            }}})
+            .to_string(),
+        )
+        .unwrap();
+        let config = config(&server, &misbehaving(&pids));
+        let id = service_support::import(&dirs, &config, &history(2, "hello"));
+        let (sink, _events) = recorder();
+        let mut service = service_support::open(&dirs, config, id, true, sink);
+        service.send("one".into(), std::future::pending()).await.unwrap();
+        assert!(tool_names(&server.requests()[0].json()).contains(&"bad__add_tool".to_owned()));
+        service.run(Command::Mcp(McpAction::Accept)).await.unwrap();
+        let skip = service.skip_signal();
+        let skipper = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(100)).await;
+            skip.notify_waiters();
+        });
+        service.send("two".into(), std::future::pending()).await.unwrap();
+        skipper.await.unwrap();
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        service
+            .send("three".into(), std::future::pending())
+            .await
+            .unwrap();
+        let third = tool_names(&server.requests()[2].json());
+        assert!(
+            third.contains(&"bad__add_tool".to_owned()),
+            "the config's server is not lost: {third:?}"
+        );
+        assert!(
+            third.contains(&"late__add_tool".to_owned()),
+            "the accepted one joined: {third:?}"
         );
     });
 }

@@ -218,7 +218,11 @@ async fn a_cancel_while_mcp_servers_start_stops_the_wait_and_sends_nothing() {
     let mut service = service_support::open(&dirs, config, id, true, sink);
     let started = std::time::Instant::now();
     let cancel = tokio::time::sleep(std::time::Duration::from_millis(400));
-    service.send("hello?".into(), cancel).await.unwrap();
+    let err = service.send("hello?".into(), cancel).await.unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "cancelled while the MCP servers started; nothing was sent"
+    );
     assert!(
         started.elapsed() < std::time::Duration::from_secs(10),
         "{:?}",

@@ -419,6 +419,88 @@ fn find_session_by_full_id_or_unique_prefix() {
     );
 }
 
+/// A session stored under `id` (so tests can make ids collide).
+fn stored_as(store: &mut Store, id: &str, title: &str, updated_at: i64) -> SessionId {
+    let (mut s, _) = session("/w", title);
+    s.id = id.parse().unwrap();
+    s.updated_at = updated_at;
+    let p = store_support::prompt(s.id, 1, "gpt-4o");
+    s.current_prompt_id = Some(p.id);
+    store.create_session(&s, &p).unwrap();
+    s.id
+}
+
+#[test]
+fn find_session_by_short_id_or_its_prefix() {
+    let mut store = Store::open_in_memory().unwrap();
+    // Made in the same millisecond: the first 8 characters are the same.
+    let a = stored_as(&mut store, "0190c3a0-1b2c-7d3e-8f40-5e6f1a2b3c4d", "a", 1);
+    let b = stored_as(&mut store, "0190c3a0-1b2c-7d3e-8f40-5e709f8e7d6c", "b", 2);
+    assert_eq!(a.short(), "1a2b3c4d");
+    assert_eq!(store.find_session("1a2b3c4d").unwrap().id, a);
+    assert_eq!(store.find_session(" 9F8E7D6C ").unwrap().id, b);
+    assert_eq!(store.find_session("9f8e").unwrap().id, b);
+    // Prefixes of the full id still work.
+    assert_eq!(store.find_session("0190c3a0-1b2c-7d3e-8f40-5e6f").unwrap().id, a);
+    let err = store.find_session("0190c3a0").unwrap_err();
+    assert!(
+        matches!(err, StoreError::AmbiguousSession { count: 2, .. }),
+        "{err}"
+    );
+    // One sentence naming both by their short ids, newest first.
+    assert_eq!(
+        err.to_string(),
+        "the session id '0190c3a0' matches 2 sessions (9f8e7d6c \"b\", 1a2b3c4d \"a\"); give one of these ids instead"
+    );
+}
+
+#[test]
+fn sessions_sharing_a_short_id_are_named_by_their_full_ids() {
+    let mut store = Store::open_in_memory().unwrap();
+    let a = stored_as(
+        &mut store,
+        "0190c3a0-1b2c-7d3e-8f40-00001a2b3c4d",
+        "first \u{1b}[2J",
+        1,
+    );
+    let b = stored_as(&mut store, "0190f000-1b2c-7d3e-8f40-00001a2b3c4d", "", 2);
+    let err = store.find_session("1a2b3c4d").unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        format!(
+            "the session id '1a2b3c4d' matches 2 sessions ({b}, {a} \"first [2J\"); give one of these ids instead"
+        )
+    );
+    assert_eq!(store.find_session(&a.to_string()).unwrap().id, a);
+}
+
+#[test]
+fn an_ambiguous_id_names_the_newest_five_and_counts_the_rest() {
+    let mut store = Store::open_in_memory().unwrap();
+    for i in 0..7 {
+        let title = format!("a title long enough to be cut at thirty characters {i}");
+        stored_as(
+            &mut store,
+            &format!("0190c3a0-0000-7000-8000-00000000000{i}"),
+            &title,
+            i,
+        );
+    }
+    let err = store.find_session("0190").unwrap_err().to_string();
+    assert!(
+        err.starts_with(
+            "the session id '0190' matches 7 sessions (00000006 \"a title long enough to be cut…\", 00000005 "
+        ),
+        "{err}"
+    );
+    assert!(
+        err.ends_with(
+            "00000002 \"a title long enough to be cut…\" and 2 more); give one of these ids instead"
+        ),
+        "{err}"
+    );
+}
+
 #[test]
 fn listing_is_newest_first_and_filters_by_workspace() {
     let mut store = Store::open_in_memory().unwrap();

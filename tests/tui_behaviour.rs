@@ -231,7 +231,7 @@ async fn new_session_then_the_old_one_is_in_the_picker_and_resumes_with_the_same
     h.act(key(KeyCode::Esc));
     assert!(h.app.overlay().is_none());
 
-    h.command(&format!("/resume {}", &old.id.to_string()[..8]));
+    h.command(&format!("/resume {}", old.id.short()));
     h.until("the resumed session", |a| {
         a.session().is_some_and(|s| s.id == old.id)
     })

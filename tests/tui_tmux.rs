@@ -1,8 +1,9 @@
 //! End to end: the real `strata` binary in tmux, with a temporary
 //! `STRATA_HOME`, against a mock OpenAI-compatible server on 127.0.0.1.
 //! The reply appears, the context pane shows the layer rows and the cache
-//! boundary, `/new` and `/quit` work, and `strata --continue` shows the
-//! previous session. Skipped (with a message) when tmux is not installed.
+//! boundary, `/new` and `/quit` work, `strata --continue` shows the
+//! previous session, and quitting with a session open prints how to resume
+//! it. Skipped (with a message) when tmux is not installed.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
@@ -66,10 +67,20 @@ async fn the_app_chats_starts_a_new_session_quits_and_continues() {
         assert!(Instant::now() < deadline, "the app did not quit");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
+    // A new session nothing was sent in leaves nothing to resume.
+    let screen = tmux.screen("one");
+    assert!(!screen.contains("--resume"), "{screen}");
 
     tmux.start("two", &sb.tmux_line("--continue"));
     let screen = tmux.wait_for("two", "Bonjour from the mock").await;
     assert!(screen.contains("strata · say bonjour"), "{screen}");
     tmux.keys("two", &["C-c"]);
     tmux.keys("two", &["C-c"]);
+    // Once the terminal is restored, the way back is printed.
+    let short = sb.json(&["sessions", "--json"])[0]["short_id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let screen = tmux.wait_for("two", &format!("strata --resume {short}")).await;
+    assert!(!screen.contains("Enter send"), "{screen}");
 }

@@ -146,6 +146,26 @@ pub enum ModelCommand {
     Path,
 }
 
+impl Command {
+    /// Whether the command was asked for JSON (`--json`): its errors are
+    /// then a JSON object on stdout too.
+    #[must_use]
+    pub fn wants_json(&self) -> bool {
+        match self {
+            Self::Prompt(a) => a.json,
+            Self::Sessions(a) => a.json,
+            Self::Show(a) => a.json,
+            Self::Context(a) => a.json,
+            Self::Compress(a) => a.json,
+            Self::UndoCompress(a) => a.json,
+            Self::Chat(a) => a.json,
+            Self::Doctor(a) => a.json,
+            Self::Mcp(McpCommand::List(a)) => a.json,
+            _ => false,
+        }
+    }
+}
+
 #[derive(Clone, Copy, Debug, ValueEnum)]
 pub enum ModeArg {
     Full,
@@ -161,9 +181,22 @@ pub struct PromptArgs {
     /// Prompt mode (overrides --prompt-mode and the config).
     #[arg(long, value_enum, value_name = "MODE")]
     pub mode: Option<ModeArg>,
+    /// Which client's prompt: the app's (interactive guidelines, slash
+    /// commands) or a headless `strata chat`'s.
+    #[arg(long = "for", value_enum, value_name = "CLIENT", default_value = "app")]
+    pub client: ClientArg,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+}
+
+/// `strata prompt --for`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ClientArg {
+    /// The full-screen app.
+    App,
+    /// `strata chat`.
+    Headless,
 }
 
 #[derive(Debug, Args)]
@@ -231,6 +264,10 @@ pub struct CompressArgs {
     /// Show what would happen without changing anything or calling a model.
     #[arg(long)]
     pub dry_run: bool,
+    /// Apply the compression even when the summary makes the request
+    /// bigger (without, such a compression changes nothing).
+    #[arg(long)]
+    pub force: bool,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,

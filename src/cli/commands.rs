@@ -158,7 +158,7 @@ pub fn app(env: &Env, resume: Option<String>, continue_latest: bool) -> anyhow::
         (None, false) => Opening::New,
     };
     let cwd = workspace_dir(None)?;
-    strata::tui::run(strata::tui::Launch {
+    let open = strata::tui::run(strata::tui::Launch {
         paths: env.paths.clone(),
         config: env.config.clone(),
         provider: env.provider.clone(),
@@ -168,7 +168,23 @@ pub fn app(env: &Env, resume: Option<String>, continue_latest: bool) -> anyhow::
         cwd,
         env: std::sync::Arc::new(|name: &str| std::env::var(name).ok()),
         interactive: true,
-    })
+    })?;
+    if let Some(id) = open {
+        writeln!(std::io::stdout(), "strata --resume {}", resume_id(env, id))?;
+    }
+    Ok(())
+}
+
+/// How to name `id` to `--resume`: its short id, or the full id when the
+/// short one would not find it alone (another session has the same).
+fn resume_id(env: &Env, id: strata::domain::SessionId) -> String {
+    let short = id.short();
+    let unique = env
+        .existing_runtime()
+        .ok()
+        .flatten()
+        .is_some_and(|runtime| runtime.find_session(&short).is_ok_and(|s| s.id == id));
+    if unique { short } else { id.to_string() }
 }
 
 /// The session `--resume ID` names. An id that matches no session (or
@@ -212,10 +228,13 @@ pub fn workspace_dir(dir: Option<&Path>) -> anyhow::Result<PathBuf> {
     }
 }
 
-/// Writes JSON, pretty-printed, followed by a newline.
+/// Writes JSON, pretty-printed, followed by a newline, through a 64 KiB
+/// buffer flushed once at the end (standard output is line-buffered:
+/// unbuffered, 10,000 sessions took 110,000 `write` calls).
 pub fn print_json(value: &impl serde::Serialize) -> anyhow::Result<()> {
-    let mut out = std::io::stdout().lock();
+    let mut out = std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
     serde_json::to_writer_pretty(&mut out, value)?;
     writeln!(out)?;
+    out.flush()?;
     Ok(())
 }

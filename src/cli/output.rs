@@ -35,14 +35,24 @@ pub fn thousands(n: u64) -> String {
     strata::text::group_digits(n)
 }
 
-/// A unix-millisecond time as `YYYY-MM-DD HH:MM` in the local zone.
-pub fn local_time(ms: i64) -> String {
+/// Display width of `text` in terminal cells (CJK and most emoji take two).
+pub fn width(text: &str) -> usize {
+    unicode_width::UnicodeWidthStr::width(text)
+}
+
+/// `text` followed by spaces up to `cells` terminal cells (by display
+/// width, not characters); longer text is returned whole.
+pub fn pad(text: &str, cells: usize) -> String {
+    let mut out = text.to_owned();
+    out.extend(std::iter::repeat_n(' ', cells.saturating_sub(width(text))));
+    out
+}
+
+/// A unix-millisecond time as `YYYY-MM-DD HH:MM` in `zone` (the local
+/// one is `jiff::tz::TimeZone::system()`; look it up once for a list).
+pub fn local_time(ms: i64, zone: &jiff::tz::TimeZone) -> String {
     jiff::Timestamp::from_millisecond(ms)
-        .map(|t| {
-            t.to_zoned(jiff::tz::TimeZone::system())
-                .strftime("%Y-%m-%d %H:%M")
-                .to_string()
-        })
+        .map(|t| t.to_zoned(zone.clone()).strftime("%Y-%m-%d %H:%M").to_string())
         .unwrap_or_else(|_| "?".to_owned())
 }
 
@@ -71,6 +81,13 @@ pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn padding_counts_cells() {
+        assert_eq!(pad("ab", 4), "ab  ");
+        assert_eq!(pad("日本", 6), "日本  ");
+        assert_eq!(pad("toolong", 3), "toolong");
+    }
 
     #[test]
     fn escape_sequences_are_defused() {

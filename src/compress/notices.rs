@@ -139,6 +139,9 @@ pub enum CompressWarning {
     /// A dry run did not call the model; the summary shown is the
     /// extractive stand-in.
     DryRunStandIn,
+    /// A model summary was asked for a session on the embedded model,
+    /// which cannot summarise; the extractive summariser wrote it.
+    EmbeddedExtractive,
 }
 
 #[cfg(test)]

@@ -26,7 +26,8 @@ pub struct McpConfig {
 pub struct McpServerConfig {
     /// The program: a path, or a name looked up on `PATH`.
     pub command: String,
-    /// Its arguments; `${VAR}` and `${VAR:-default}` are expanded.
+    /// Its arguments; `${VAR}` and `${VAR:-default}` are expanded (in
+    /// `command` too).
     pub args: Vec<String>,
     /// Variables set for it; values are expanded like `args`.
     pub env: BTreeMap<String, String>,
@@ -76,7 +77,8 @@ impl McpServerConfig {
 
     /// One sentence for each name of `allow_tools` and `deny_tools` that
     /// is none of `tools` (the server's own tool names), which would
-    /// otherwise filter nothing without a word; `name` is the server's.
+    /// otherwise filter nothing without a word, and for each tool the
+    /// server lists more than once; `name` is the server's.
     #[must_use]
     pub fn unmatched_filters(&self, name: &str, tools: &[&str]) -> Vec<String> {
         let listed = || {
@@ -86,6 +88,16 @@ impl McpServerConfig {
                 format!("its tools are {}", tools.join(", "))
             }
         };
+        let mut seen = std::collections::BTreeSet::new();
+        let twice: Vec<String> = tools
+            .iter()
+            .filter(|t| !seen.insert(**t))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .map(|t| {
+                format!("The MCP server `{name}` lists the tool `{t}` more than once; the first is offered.")
+            })
+            .collect();
         [("allow_tools", &self.allow_tools), ("deny_tools", &self.deny_tools)]
             .into_iter()
             .flat_map(|(key, names)| names.iter().map(move |n| (key, n)))
@@ -96,6 +108,7 @@ impl McpServerConfig {
                     listed()
                 )
             })
+            .chain(twice)
             .collect()
     }
 
@@ -134,6 +147,7 @@ impl McpServerConfig {
             }
         };
         let mut out = self.clone();
+        out.command = expand(&out.command, lookup).map_err(at("command".to_owned()))?;
         for (i, arg) in out.args.iter_mut().enumerate() {
             *arg = expand(arg, lookup).map_err(at(format!("args[{i}]")))?;
         }
@@ -291,6 +305,22 @@ deny_tools = ["write_file"]
         let expanded = server.expanded("github", &with).unwrap();
         assert_eq!(expanded.args, ["--token=t0k"]);
         assert_eq!(expanded.env["GITHUB_TOKEN"], "s");
+        // The command is expanded like the arguments.
+        let located = McpServerConfig {
+            command: "${HOME}/bin/srv".into(),
+            ..McpServerConfig::default()
+        };
+        assert_eq!(located.expanded("s", &env).unwrap().command, "/home/u/bin/srv");
+        let unset = McpServerConfig {
+            command: "${NOPE}/srv".into(),
+            ..McpServerConfig::default()
+        };
+        assert!(
+            unset
+                .expanded("s", &env)
+                .unwrap_err()
+                .starts_with("[mcp.servers.s] command uses ${NOPE}, which is not set")
+        );
     }
 
     #[test]

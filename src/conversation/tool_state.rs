@@ -89,6 +89,14 @@ impl Conversation {
         }
     }
 
+    /// Stops offering the group `group` (a server that left the session).
+    pub fn remove_tool_group(&mut self, group: &str) {
+        if let Some(tools) = self.tools.as_mut() {
+            tools.set = tools.set.clone().without_group(group);
+            self.replan();
+        }
+    }
+
     /// Decides the request's tools with `settings` from now on (and at
     /// once); `None` sends every enabled tool.
     pub fn set_disclosure(&mut self, settings: Option<DisclosureSettings>) {

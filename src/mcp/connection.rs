@@ -125,12 +125,13 @@ pub async fn connect(spec: &ServerSpec, tail: Arc<Tail>) -> Result<Connection, S
             group.kill();
             drain(stderr).await;
             Err(match exited {
-                Ok(status) => format!(
-                    "The MCP server `{name}` failed the MCP handshake ({e}) and {}; check that it is an MCP server that speaks stdio (its last stderr lines may say why).",
+                // An exit with 0 is its answer to the closed pipe, not news.
+                Ok(status) if status.as_ref().is_ok_and(|s| !s.success()) => format!(
+                    "The MCP server `{name}` {} during start-up; check its command and arguments (its last stderr lines say why).",
                     exit_clause(status.ok())
                 ),
-                Err(_) => format!(
-                    "The MCP server `{name}` failed the MCP handshake ({e}); check that it is an MCP server that speaks stdio."
+                _ => format!(
+                    "The MCP server `{name}` failed the MCP handshake ({e}); check that it is an MCP server that speaks stdio and that every tool its tools/list gives is valid (a name and an inputSchema object)."
                 ),
             })
         }

@@ -33,6 +33,9 @@ pub(crate) fn build(inputs: &PromptInputs, warnings: &mut Vec<String>) -> Vec<La
     let mode = inputs.mode;
     let full = mode == PromptMode::Full;
     let some = mode != PromptMode::None;
+    if mode == PromptMode::Minimal {
+        left_out_in_minimal(inputs, warnings);
+    }
     let layers = [
         some.then(|| builtin_layer(LayerName::Safety, "safety.md", assets::SAFETY)),
         Some(identity(inputs, cap, warnings)),
@@ -61,6 +64,32 @@ pub(crate) fn build(inputs: &PromptInputs, warnings: &mut Vec<String>) -> Vec<La
         .flatten()
         .filter(|l| !l.text.is_empty() || !l.sources.is_empty())
         .collect()
+}
+
+/// Says what the minimal mode leaves out that the workspace has: memory,
+/// skills, the first-session bootstrap, the context command.
+fn left_out_in_minimal(inputs: &PromptInputs, warnings: &mut Vec<String>) {
+    let found = |f: &Option<SourceText>| {
+        f.as_ref()
+            .filter(|f| f.status == SourceStatus::Found)
+            .map(|f| f.path.clone())
+    };
+    let mut left: Vec<String> = [&inputs.memory_file, &inputs.user_file, &inputs.bootstrap]
+        .into_iter()
+        .filter_map(found)
+        .collect();
+    if !inputs.skills.is_empty() {
+        left.push(format!("the index of {} skill(s)", inputs.skills.len()));
+    }
+    if inputs.computed.is_some() {
+        left.push("the output of prompt.context_cmd".to_owned());
+    }
+    if !left.is_empty() {
+        warnings.push(format!(
+            "The minimal prompt mode leaves out {}; the model does not see them (use --prompt-mode full, or [prompt] mode = \"full\", to keep them).",
+            left.join(", ")
+        ));
+    }
 }
 
 fn builtin_source(file: &str, text: &str) -> SourceInfo {

@@ -53,6 +53,7 @@ impl Runtime {
             &choice,
         );
         let request = CompressRequest {
+            force: false,
             trigger,
             topic: None,
             summarizer: SummarizerArg::Config,

@@ -140,6 +140,9 @@ pub struct CompressRequest<'a> {
     pub choice: &'a ModelChoice,
     /// The provider to summarise with; `None` when none is connected.
     pub provider: Option<&'a dyn Provider>,
+    /// Apply a manual compression even when it makes the request bigger
+    /// (`--force`); without, such a compression changes nothing.
+    pub force: bool,
 }
 
 /// `strata compress --json`: what a compression did (or would do).
@@ -329,11 +332,14 @@ impl Runtime {
         let configured = self.config.compression.summarizer.trim();
         match arg {
             SummarizerArg::Extractive => SummarizerChoice::Extractive,
+            // The embedded model cannot summarise (compress_planned says so).
+            SummarizerArg::Model if session.provider == ProviderKind::Local => SummarizerChoice::Extractive,
             SummarizerArg::Model => SummarizerChoice::Model(session.model.clone()),
             SummarizerArg::Config => match configured {
                 "extractive" => SummarizerChoice::Extractive,
                 "" | "auto" if session.provider == ProviderKind::Local => SummarizerChoice::Extractive,
                 "" | "auto" => SummarizerChoice::Model(session.model.clone()),
+                _ if session.provider == ProviderKind::Local => SummarizerChoice::Extractive,
                 name => SummarizerChoice::Model(name.to_owned()),
             },
         }
@@ -416,6 +422,17 @@ impl Runtime {
             Err(e) => return Err(RuntimeError::Compress(e.to_string())),
         };
         let mut warnings = Vec::new();
+        let asked_model = match req.summarizer {
+            SummarizerArg::Model => true,
+            SummarizerArg::Extractive => false,
+            SummarizerArg::Config => !matches!(
+                self.config.compression.summarizer.trim(),
+                "" | "auto" | "extractive"
+            ),
+        };
+        if asked_model && session.provider == ProviderKind::Local {
+            warnings.push(CompressWarning::EmbeddedExtractive);
+        }
         let outcome = match (&pending.request, req.dry_run) {
             (None, _) => None,
             (Some(_), true) => {
@@ -443,6 +460,14 @@ impl Runtime {
         plan.warnings.extend(warnings);
         if req.dry_run {
             return Ok((self.outcome_of(&plan, None, true), None));
+        }
+        if req.trigger == Trigger::Manual && !req.force && plan.tokens_after > plan.tokens_before {
+            let reason = self
+                .client()
+                .compress_grows(plan.tokens_before, plan.tokens_after);
+            let mut outcome = noop(snapshot, false, topic, reason);
+            outcome.tokens_after = plan.tokens_after;
+            return Ok((outcome, None));
         }
         let (compaction, prompt) = self.persist(session, snapshot, &plan, req, now)?;
         let outcome = self.outcome_of(&plan, Some(compaction.id), false);
@@ -628,7 +653,12 @@ impl Runtime {
                 .collect(),
             reason: None,
             exact: plan.exact,
-            feedback: compress::feedback_line(plan),
+            // A dry run says what would happen, not what did.
+            feedback: if dry_run {
+                compress::feedback_line(plan).replacen("Compressed", "Would compress", 1)
+            } else {
+                compress::feedback_line(plan)
+            },
             dry_run,
         }
     }

@@ -1,4 +1,4 @@
-//! Reading sessions for the command line: finding one by id or prefix,
+//! Reading sessions for the command line: finding one by id, short id or prefix,
 //! the latest of a workspace, the list (with search), and a session's
 //! stored prompt and messages for `show` and `export`; and previewing the
 //! prompt a new session would get. Only reads: nothing here writes.
@@ -9,8 +9,9 @@ use crate::prompt::AssembledPrompt;
 use crate::store::{SessionQuery, StoreError};
 
 impl Runtime {
-    /// The session named by a full id or by an unambiguous prefix of at
-    /// least [`MIN_ID_PREFIX`](crate::store::MIN_ID_PREFIX) characters
+    /// The session named by a full id, by its short id
+    /// ([`SessionId::short`]) or by an unambiguous prefix of at least
+    /// [`MIN_ID_PREFIX`](crate::store::MIN_ID_PREFIX) characters of either
     /// (case-insensitive, surrounding whitespace ignored).
     ///
     /// # Errors

@@ -27,6 +27,12 @@ pub struct McpSession {
     deadline: tokio::time::Instant,
     /// The hub's change counter when the tools were last settled.
     settled_at: Option<u64>,
+    /// Servers still starting at the first settle: the session went on
+    /// without them, and their tools stay out in this process.
+    skipped: std::collections::BTreeSet<String>,
+    /// Started again mid-session (the server set changed): servers still
+    /// starting at its first settle join once ready instead of staying out.
+    relaunched: bool,
     names: McpNames,
     /// Per server, the tools it offers in the session (as the server
     /// listed them; `allow_tools` and `deny_tools` applied).
@@ -87,6 +93,8 @@ impl Runtime {
             config: config.clone(),
             deadline,
             settled_at: None,
+            skipped: std::collections::BTreeSet::new(),
+            relaunched: false,
             names: McpNames::new(Vec::<(String, Vec<String>)>::new()),
             offered: Vec::new(),
             groups: Vec::new(),
@@ -114,6 +122,16 @@ impl Runtime {
 }
 
 impl McpSession {
+    /// Marks these servers as started again mid-session (the user accepted
+    /// or declined a `.mcp.json`): a server still starting when the next
+    /// request goes without it is offered once ready, since the array
+    /// changes anyway.
+    #[must_use]
+    pub fn relaunched(mut self) -> Self {
+        self.relaunched = true;
+        self
+    }
+
     /// `(settled, total)`: servers no longer starting, of all.
     #[must_use]
     pub fn progress(&self) -> (usize, usize) {
@@ -146,6 +164,7 @@ impl McpSession {
     /// with a sentence saying the session went on without it). Returns the
     /// servers whose offered tools changed since the last settle.
     pub fn settle(&mut self) -> Vec<String> {
+        let first = self.settled_at.is_none() && !self.relaunched;
         self.settled_at = Some(*self.hub.changes().borrow());
         let statuses = self.hub.statuses();
         let tools = self.hub.tools();
@@ -155,6 +174,19 @@ impl McpSession {
         let mut unavailable = Vec::new();
         let mut warnings = Vec::new();
         for s in &statuses {
+            if first && s.status == Status::Starting {
+                self.skipped.insert(s.name.clone());
+            }
+            if self.skipped.contains(&s.name) {
+                unavailable.push((
+                    s.name.clone(),
+                    format!(
+                        "The MCP server `{}` was still starting when the session went on without it; its tools are not offered in this process.",
+                        s.name
+                    ),
+                ));
+                continue;
+            }
             if matches!(s.status, Status::Ready { .. })
                 && let Some(c) = config.servers.get(&s.name)
             {
@@ -181,28 +213,21 @@ impl McpSession {
                     unavailable.push((s.name.clone(), why.clone()));
                     None
                 }
-                (Status::Starting, None) => {
-                    unavailable.push((
-                        s.name.clone(),
-                        format!(
-                            "The MCP server `{}` was still starting when the session went on without it; its tools are not offered in this process.",
-                            s.name
-                        ),
-                    ));
-                    None
-                }
+                (Status::Starting, None) => None,
             };
             if let Some(now) = now {
                 offered.push((s.name.clone(), now));
             }
         }
+        // Servers offered before whose list is another now (a server
+        // offered for the first time is news of another kind).
         let changed: Vec<String> = offered
             .iter()
             .filter(|(name, now)| {
                 self.offered
                     .iter()
                     .find(|(n, _)| n == name)
-                    .is_none_or(|(_, before)| before != now)
+                    .is_some_and(|(_, before)| before != now)
             })
             .map(|(name, _)| name.clone())
             .collect();
@@ -238,7 +263,8 @@ impl McpSession {
         self.settled_at != Some(*self.hub.changes().borrow())
     }
 
-    /// Every configured server with its status now, in the config's order.
+    /// Every configured server with its status now, in the config's order
+    /// (a server the session went on without is `unavailable`).
     #[must_use]
     pub fn states(&self) -> Vec<ServerState> {
         self.hub
@@ -246,10 +272,19 @@ impl McpSession {
             .into_iter()
             .map(|s| ServerState {
                 why: match &s.status {
+                    _ if self.skipped.contains(&s.name) => self
+                        .unavailable
+                        .iter()
+                        .find(|(n, _)| *n == s.name)
+                        .map(|(_, why)| why.clone()),
                     Status::Unavailable { why, .. } => Some(why.clone()),
                     _ => None,
                 },
-                status: s.status.label(),
+                status: if self.skipped.contains(&s.name) {
+                    "unavailable"
+                } else {
+                    s.status.label()
+                },
                 restarts: s.restarts,
                 name: s.name,
             })

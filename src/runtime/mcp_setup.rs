@@ -72,6 +72,7 @@ pub fn spec_for(
         name: name.to_owned(),
         why,
     };
+    crate::config::mcp::edit::check_name(name).map_err(refuse)?;
     let server = server.expanded(name, env).map_err(refuse)?;
     let path = server.env.get("PATH").cloned().or_else(|| env("PATH"));
     mcp::resolve_program(name, &server.command, path.as_deref(), cwd).map_err(refuse)?;
@@ -296,9 +297,13 @@ fn listing(
         other => (other.label(), None, Vec::new()),
     };
     let allows = |t: &str| config.is_none_or(|c| c.allows(t));
+    // A name the server lists twice is offered once (the first), as in a
+    // session.
+    let mut seen = std::collections::HashSet::new();
     let listed: Vec<ToolListing> = tools
         .iter()
         .filter(|t| allows(&t.name))
+        .filter(|t| seen.insert(t.name.as_str()))
         .map(|t| {
             let wire_name = ctx.names.name(name, &t.name).unwrap_or_default().to_owned();
             let tokens = u64::from(ctx.wire.tokens(ctx.counter, &tool_spec(t, &wire_name)));
@@ -323,10 +328,13 @@ fn listing(
             .filter(|t| !allows(&t.name))
             .map(|t| t.name.clone())
             .collect(),
-        warnings: match (status, config) {
-            (Status::Ready { .. }, Some(c)) => {
+        warnings: match status {
+            Status::Ready { .. } => {
                 let names: Vec<&str> = tools.iter().map(|t| t.name.as_str()).collect();
-                c.unmatched_filters(name, &names)
+                config
+                    .cloned()
+                    .unwrap_or_default()
+                    .unmatched_filters(name, &names)
             }
             _ => Vec::new(),
         },
@@ -353,19 +361,22 @@ mod tests {
             "[mcp.servers.sh]\ncommand = \"sh\"\nargs = [\"${DIR}/x\"]\nenv = { TZ = \"UTC\" }\nenv_passthrough = [\"GH_TOKEN\"]\ncall_timeout_s = 5\n\
              [mcp.servers.gone]\ncommand = \"strata-no-such-server\"\n\
              [mcp.servers.unset]\ncommand = \"sh\"\nargs = [\"${NOPE}\"]\n\
-             [mcp.servers.off]\ncommand = \"sh\"\nenabled = false\n",
+             [mcp.servers.off]\ncommand = \"sh\"\nenabled = false\n\
+             [mcp.servers.a__b]\ncommand = \"sh\"\n",
         )
         .unwrap()
         .config;
         let cwd = Path::new("/tmp");
-        let setup = server_specs(&config.mcp, cwd, &env, Some(Path::new("/opt/strata")));
+        let mut setup = server_specs(&config.mcp, cwd, &env, Some(Path::new("/opt/strata")));
         assert_eq!(setup.disabled, ["off"]);
         let names: Vec<&str> = setup
             .servers
             .iter()
             .map(|s| s.as_ref().map_or_else(|r| r.name.as_str(), |s| s.name.as_str()))
             .collect();
-        assert_eq!(names, ["gone", "sh", "unset"]);
+        assert_eq!(names, ["a__b", "gone", "sh", "unset"]);
+        let bad_name = setup.servers.remove(0).unwrap_err();
+        assert!(bad_name.why.contains("holds `__`"), "{}", bad_name.why);
         let gone = setup.servers[0].as_ref().unwrap_err();
         assert!(
             gone.why

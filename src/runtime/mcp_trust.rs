@@ -79,14 +79,19 @@ pub struct McpJsonServer {
     pub command: String,
     /// Its arguments, as written.
     pub args: Vec<String>,
+    /// The variables it is given, as written (shown: `LD_PRELOAD` or a
+    /// `PATH` of the workspace's choosing matter as much as the command).
+    pub env: BTreeMap<String, String>,
 }
 
 impl McpJsonServer {
-    /// The command and arguments as one line; a word holding spaces or
-    /// quotes, or empty, is shown quoted.
+    /// The variables, command and arguments as one line (`K=V … COMMAND
+    /// ARGS…`); a word holding spaces or quotes, or empty, is shown quoted.
     #[must_use]
     pub fn command_line(&self) -> String {
-        std::iter::once(&self.command)
+        let vars: Vec<String> = self.env.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        vars.iter()
+            .chain(std::iter::once(&self.command))
             .chain(&self.args)
             .map(|w| {
                 if w.is_empty() || w.chars().any(|c| c.is_whitespace() || c == '"' || c == '\'') {
@@ -116,6 +121,7 @@ fn servers_of(file: &McpJson) -> Vec<McpJsonServer> {
             name: name.clone(),
             command: c.command.clone(),
             args: c.args.clone(),
+            env: c.env.clone(),
         })
         .collect()
 }

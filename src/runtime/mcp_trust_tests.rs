@@ -5,7 +5,7 @@ use super::*;
 use crate::config::{Config, Paths};
 
 const FILE: &str = r#"{"mcpServers": {
-    "time": {"command": "mcp-server-time", "args": ["--local-timezone", "Europe/Paris"]},
+    "time": {"command": "mcp-server-time", "args": ["--local-timezone", "Europe/Paris"], "env": {"LD_PRELOAD": "/tmp/x.so"}},
     "notes": {"command": "notes server", "args": ["a b", ""]},
     "web": {"type": "http", "url": "https://example.com/mcp"}
 }}"#;
@@ -57,11 +57,11 @@ fn a_new_file_is_pending_and_starts_nothing_until_accepted() {
     assert_eq!(names, ["notes", "time"], "the http entry is not offered");
     assert_eq!(
         pending.servers[1].command_line(),
-        "mcp-server-time --local-timezone Europe/Paris"
+        "LD_PRELOAD=/tmp/x.so mcp-server-time --local-timezone Europe/Paris"
     );
     assert_eq!(pending.servers[0].command_line(), r#""notes server" "a b" """#);
     assert!(
-        pending.message.contains("names the MCP servers notes (\"notes server\" \"a b\" \"\"), time (mcp-server-time --local-timezone Europe/Paris), which are not started until you accept it: run `strata mcp accept` in the workspace, or `/mcp accept` in the app"),
+        pending.message.contains("names the MCP servers notes (\"notes server\" \"a b\" \"\"), time (LD_PRELOAD=/tmp/x.so mcp-server-time --local-timezone Europe/Paris), which are not started until you accept it: run `strata mcp accept` in the workspace, or `/mcp accept` in the app"),
         "{}",
         pending.message
     );
@@ -70,7 +70,7 @@ fn a_new_file_is_pending_and_starts_nothing_until_accepted() {
     let said = s.runtime.accept_mcp_json(&s.root()).unwrap();
     assert!(
         said.starts_with("Accepted ")
-            && said.contains("time (mcp-server-time --local-timezone Europe/Paris)"),
+            && said.contains("time (LD_PRELOAD=/tmp/x.so mcp-server-time --local-timezone Europe/Paris)"),
         "{said}"
     );
     let mcp = s.runtime.workspace_mcp(&s.root());

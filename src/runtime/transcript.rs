@@ -1,6 +1,9 @@
-//! Exporting a session: Markdown for people, JSON that `strata import` reads back.
+//! Exporting a session: Markdown for people (also what `strata show`
+//! prints, with token counts), JSON that `strata import` reads back.
 
 use crate::domain::{Message, Role, Session, SystemPrompt};
+use crate::text::group_digits;
+use pulldown_cmark::{CodeBlockKind, Event, Parser, Tag, TagEnd};
 use serde_json::{Value, json};
 use std::fmt::Write as _;
 
@@ -41,9 +44,24 @@ pub fn export_json(session: &Session, prompt: Option<&SystemPrompt>, messages: &
 
 /// A readable Markdown transcript: a header, the system prompt in a
 /// collapsed block, then one section per message. Code fences are made
-/// longer than any backtick run inside them, so content never breaks out.
+/// longer than any backtick run inside them, so content never breaks out,
+/// and a fence a message leaves open is closed at its end, so it never
+/// swallows the messages after it.
 #[must_use]
 pub fn export_markdown(session: &Session, prompt: Option<&SystemPrompt>, messages: &[Message]) -> String {
+    markdown(session, prompt, messages, false)
+}
+
+/// What `strata show` prints: [`export_markdown`] with each message's
+/// token count in its heading (`## User · 24 tokens`, from
+/// [`Message::tokens`]; nothing for a message without a count) and their
+/// sum in the header.
+#[must_use]
+pub fn show_markdown(session: &Session, prompt: Option<&SystemPrompt>, messages: &[Message]) -> String {
+    markdown(session, prompt, messages, true)
+}
+
+fn markdown(session: &Session, prompt: Option<&SystemPrompt>, messages: &[Message], tokens: bool) -> String {
     let mut out = String::new();
     let title = if session.title.is_empty() {
         "Untitled session"
@@ -51,10 +69,24 @@ pub fn export_markdown(session: &Session, prompt: Option<&SystemPrompt>, message
         &session.title
     };
     let _ = writeln!(out, "# {title}\n");
-    let _ = writeln!(out, "- session: `{}`", session.id);
+    let _ = writeln!(
+        out,
+        "- session: `{}` (short id `{}`)",
+        session.id,
+        session.id.short()
+    );
     let _ = writeln!(out, "- model: {} ({})", session.model, session.provider);
     let _ = writeln!(out, "- workspace: `{}`", session.workspace);
-    let _ = writeln!(out, "- messages: {}\n", messages.len());
+    let _ = write!(out, "- messages: {}", messages.len());
+    if tokens {
+        let total: u64 = messages
+            .iter()
+            .filter_map(|m| m.tokens.as_ref())
+            .map(|t| u64::from(t.tokens))
+            .sum();
+        let _ = write!(out, " · {} tokens", group_digits(total));
+    }
+    out.push_str("\n\n");
     if let Some(p) = prompt {
         let _ = writeln!(
             out,
@@ -84,11 +116,20 @@ pub fn export_markdown(session: &Session, prompt: Option<&SystemPrompt>, message
                 let _ = write!(out, " · whole output in `{path}`");
             }
         }
+        if let Some(count) = m.tokens.as_ref().filter(|_| tokens) {
+            let unit = if count.tokens == 1 { "token" } else { "tokens" };
+            let _ = write!(out, " · {} {unit}", group_digits(u64::from(count.tokens)));
+        }
         out.push_str("\n\n");
         if m.role == Role::Tool {
             let _ = writeln!(out, "{}\n", fenced("", &m.content));
         } else if !m.content.is_empty() {
-            let _ = writeln!(out, "{}\n", m.content);
+            out.push_str(&m.content);
+            if let Some(fence) = open_fence(&m.content) {
+                out.push('\n');
+                out.push_str(&fence);
+            }
+            out.push_str("\n\n");
         }
         for c in &m.tool_calls {
             let _ = writeln!(
@@ -101,6 +142,41 @@ pub fn export_markdown(session: &Session, prompt: Option<&SystemPrompt>, message
         }
     }
     out
+}
+
+/// The line that closes the fenced code block `text` leaves open at its
+/// end (the opening fence's character, as many times), `None` when it
+/// leaves none open. Only a block outside lists and quotes can stay open
+/// past the text: those close with their container at the next heading.
+fn open_fence(text: &str) -> Option<String> {
+    if !text.contains("```") && !text.contains("~~~") {
+        return None;
+    }
+    let mut depth = 0usize;
+    let mut last = None;
+    for (event, range) in Parser::new(text).into_offset_iter() {
+        match event {
+            Event::Start(Tag::CodeBlock(CodeBlockKind::Fenced(_))) if depth == 0 => last = Some(range),
+            Event::End(TagEnd::CodeBlock) if depth == 0 => {}
+            Event::Start(_) => depth += 1,
+            Event::End(_) => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    let range = last?;
+    if range.end < text.trim_end().len() {
+        return None; // something follows the block, so it was closed
+    }
+    let block = text.get(range)?;
+    let mut lines = block.lines();
+    let opening = lines.next()?.trim_start();
+    let ch = opening.chars().next().filter(|c| *c == '`' || *c == '~')?;
+    let len = opening.chars().take_while(|c| *c == ch).count();
+    let closed = lines.rfind(|l| !l.trim().is_empty()).is_some_and(|l| {
+        let l = l.trim();
+        l.chars().all(|c| c == ch) && l.chars().count() >= len
+    });
+    (!closed).then(|| ch.to_string().repeat(len))
 }
 
 fn fenced(lang: &str, body: &str) -> String {
@@ -117,6 +193,84 @@ mod tests {
     fn fences_wrap_the_body_with_its_language() {
         assert_eq!(fenced("", "a ```` b"), "`````\na ```` b\n`````");
         assert_eq!(fenced("rs", "x"), "```rs\nx\n```");
+    }
+
+    #[test]
+    fn a_fence_left_open_is_found_with_its_character_and_length() {
+        assert_eq!(open_fence("see:\n```rust\nfn main() {}"), Some("```".into()));
+        assert_eq!(open_fence("~~~~\ncode\n```\n"), Some("~~~~".into()));
+        assert_eq!(open_fence("````\nx\n```"), Some("````".into()));
+        assert_eq!(open_fence("```"), Some("```".into()));
+        assert_eq!(open_fence("```\ncode\n```\n\n"), None);
+        assert_eq!(open_fence("```\na\n```\ntext after"), None);
+        assert_eq!(open_fence("no code, only `inline` ticks"), None);
+        // Inside a list or a quote the block closes with its container.
+        assert_eq!(open_fence("- item\n\n  ```\n  code"), None);
+        assert_eq!(open_fence("> ```\n> code"), None);
+    }
+
+    #[test]
+    fn an_open_fence_does_not_swallow_the_next_message() {
+        let session = Session {
+            id: "0190c3a0-1b2c-7d3e-8f40-5e6f1a2b3c4d".parse().unwrap(),
+            title: "t".into(),
+            workspace: "/w".into(),
+            model: "m".into(),
+            provider: crate::domain::ProviderKind::OpenAi,
+            current_prompt_id: None,
+            parent_id: None,
+            created_at: 0,
+            updated_at: 0,
+        };
+        let messages = [
+            Message::new(session.id, Role::Assistant, "Here:\n```python\nprint(1)", 0),
+            Message::new(session.id, Role::User, "thanks", 0),
+        ];
+        let md = export_markdown(&session, None, &messages);
+        assert!(
+            md.contains("```python\nprint(1)\n```\n\n## User\n\nthanks\n"),
+            "{md}"
+        );
+        // A CommonMark reader sees the second heading as a heading.
+        let headings = Parser::new(&md)
+            .filter(|e| matches!(e, Event::Start(Tag::Heading { .. })))
+            .count();
+        assert_eq!(headings, 3, "{md}");
+        assert!(md.contains("- session: `0190c3a0-1b2c-7d3e-8f40-5e6f1a2b3c4d` (short id `1a2b3c4d`)"));
+    }
+
+    #[test]
+    fn show_puts_each_message_s_tokens_in_its_heading() {
+        let session_id = SessionId::new();
+        let session = Session {
+            id: session_id,
+            title: String::new(),
+            workspace: "/w".into(),
+            model: "m".into(),
+            provider: crate::domain::ProviderKind::OpenAi,
+            current_prompt_id: None,
+            parent_id: None,
+            created_at: 0,
+            updated_at: 0,
+        };
+        let counted = |role, text: &str, n| {
+            let mut m = Message::new(session_id, role, text, 0);
+            m.tokens = Some(crate::domain::TokenCount {
+                tokenizer: "o200k_base".into(),
+                tokens: n,
+            });
+            m
+        };
+        let messages = [
+            counted(Role::User, "hi", 1),
+            counted(Role::Assistant, "hello there", 1_204),
+        ];
+        let md = show_markdown(&session, None, &messages);
+        assert!(md.contains("- messages: 2 · 1,205 tokens\n"), "{md}");
+        assert!(md.contains("## User · 1 token\n"), "{md}");
+        assert!(md.contains("## Assistant · 1,204 tokens\n"), "{md}");
+        let export = export_markdown(&session, None, &messages);
+        assert!(!export.contains("tokens"), "{export}");
     }
 
     #[test]

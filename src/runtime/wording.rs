@@ -113,7 +113,26 @@ impl Client {
             CompressWarning::DryRunStandIn => {
                 "Dry run: the model was not called; the summary shown is the extractive stand-in.".to_owned()
             }
+            CompressWarning::EmbeddedExtractive => {
+                "The embedded model cannot write summaries, so the extractive summariser wrote this one."
+                    .to_owned()
+            }
         }
+    }
+
+    /// Why a manual compression that would make the request bigger was
+    /// not applied (`before` and `after` in tokens).
+    #[must_use]
+    pub fn compress_grows(self, before: u64, after: u64) -> String {
+        let how = match self {
+            Self::Cli => "run it again with --force to apply it anyway",
+            Self::App => "nothing is gained by compressing now; try again when the history is longer",
+        };
+        format!(
+            "Not compressed: the summary would make the request bigger ({} → {} tokens), so nothing was changed; {how}.",
+            group_digits(before),
+            group_digits(after)
+        )
     }
 
     /// Why a compression changed nothing.

@@ -1,7 +1,55 @@
 //! [`StoreError`]: everything the store can report, each variant one sentence
 //! for the user saying what happened and what to do.
 
+use crate::domain::SessionId;
 use std::path::PathBuf;
+
+/// How many candidates [`StoreError::AmbiguousSession`] names.
+pub const AMBIGUOUS_CANDIDATES: usize = 5;
+
+/// Longest title shown for a candidate, in characters.
+const CANDIDATE_TITLE_CHARS: usize = 30;
+
+/// A session an ambiguous id could mean.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Candidate {
+    /// Its id.
+    pub id: SessionId,
+    /// Its title (may be empty).
+    pub title: String,
+}
+
+/// `1a2b3c4d "fix the parser", 5e6f7a8b "notes" and 3 more`: each
+/// candidate by its short id (its full id when another candidate has the
+/// same short id) and title, one line, terminal controls removed.
+fn candidate_list(candidates: &[Candidate], count: u64) -> String {
+    let named: Vec<String> = candidates
+        .iter()
+        .map(|c| {
+            let short = c.id.short();
+            let shared = candidates.iter().filter(|o| o.id.short() == short).count() > 1;
+            let id = if shared { c.id.to_string() } else { short };
+            let title = crate::text::strip_terminal_controls(&c.title, false);
+            let title = if title.chars().count() > CANDIDATE_TITLE_CHARS {
+                let cut: String = title.chars().take(CANDIDATE_TITLE_CHARS - 1).collect();
+                format!("{}…", cut.trim_end())
+            } else {
+                title
+            };
+            if title.is_empty() {
+                id
+            } else {
+                format!("{id} \"{title}\"")
+            }
+        })
+        .collect();
+    let more = count.saturating_sub(named.len() as u64);
+    if more == 0 {
+        named.join(", ")
+    } else {
+        format!("{} and {more} more", named.join(", "))
+    }
+}
 
 /// An error from the session store.
 ///
@@ -92,7 +140,9 @@ pub enum StoreError {
     },
 
     /// The id prefix is too short to look up. Not retryable.
-    #[error("the session id '{id}' is too short; give the full id or at least {min} of its characters")]
+    #[error(
+        "the session id '{id}' is too short; give the short id `strata sessions` shows, the full id, or at least {min} characters of either"
+    )]
     IdTooShort {
         /// What the user gave.
         id: String,
@@ -100,14 +150,20 @@ pub enum StoreError {
         min: usize,
     },
 
-    /// The id prefix matches more than one session. Not retryable; give more
-    /// characters.
-    #[error("the session id prefix '{id}' matches {count} sessions; type more of the id")]
+    /// The id, short id or prefix matches more than one session. Not
+    /// retryable; give one of the candidates' ids.
+    #[error(
+        "the session id '{id}' matches {count} sessions ({}); give one of these ids instead",
+        candidate_list(candidates, *count)
+    )]
     AmbiguousSession {
         /// What the user gave.
         id: String,
         /// How many sessions it matches (at least 2).
         count: u64,
+        /// The most recently updated of them (at most
+        /// [`AMBIGUOUS_CANDIDATES`]), newest first.
+        candidates: Vec<Candidate>,
     },
 
     /// No message has this id. Not retryable.
@@ -134,9 +190,16 @@ pub enum StoreError {
         what: &'static str,
     },
 
-    /// Any other SQLite failure. The change was rolled back. Retryable only if
-    /// the cause was transient (disk full, I/O error).
-    #[error("a database operation failed ({0}); the change was not saved")]
+    /// SQLite found the file damaged while reading or writing it. Not
+    /// retryable; nothing was changed.
+    #[error(
+        "the database is damaged ({0}); nothing was changed; restore a backup, or move the file aside to start a new one (strata doctor names it)"
+    )]
+    Corrupt(#[source] rusqlite::Error),
+
+    /// Any other SQLite failure; a change in progress was rolled back.
+    /// Retryable only if the cause was transient (disk full, I/O error).
+    #[error("a database operation failed ({0}); nothing was changed")]
     Sqlite(#[source] rusqlite::Error),
 
     /// The messages a compaction was planned over changed before it could
@@ -179,8 +242,36 @@ impl From<rusqlite::Error> for StoreError {
             },
             _ => match e.sqlite_error_code() {
                 Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => Self::Busy,
+                Some(rusqlite::ErrorCode::DatabaseCorrupt | rusqlite::ErrorCode::NotADatabase) => {
+                    Self::Corrupt(e)
+                }
                 _ => Self::Sqlite(e),
             },
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sqlite(code: std::ffi::c_int) -> rusqlite::Error {
+        rusqlite::Error::SqliteFailure(rusqlite::ffi::Error::new(code), None)
+    }
+
+    #[test]
+    fn a_damaged_file_is_said_as_such_and_no_error_claims_a_lost_change() {
+        let corrupt = StoreError::from(sqlite(rusqlite::ffi::SQLITE_CORRUPT));
+        assert!(matches!(corrupt, StoreError::Corrupt(_)));
+        assert!(
+            corrupt.to_string().starts_with("the database is damaged"),
+            "{corrupt}"
+        );
+        let other = StoreError::from(sqlite(rusqlite::ffi::SQLITE_IOERR)).to_string();
+        assert!(other.ends_with("nothing was changed"), "{other}");
+        assert!(
+            !other.contains("not saved"),
+            "a read has no change to lose: {other}"
+        );
     }
 }

@@ -1,11 +1,12 @@
 //! Session rows: creating a session with its first prompt, looking sessions
-//! up by id or id prefix, listing and searching them, and the small updates
+//! up by id, short id or prefix, listing and searching them, and the small updates
 //! (`/model`, `/rename`) that bump `updated_at`.
 
 use super::codec::{id, opt_id, provider, uint};
+use super::error::{AMBIGUOUS_CANDIDATES, Candidate};
 use super::search::{Term, fts_terms};
 use super::{Store, StoreError, now_ms};
-use crate::domain::{ProviderKind, Session, SessionId, SessionSummary, SystemPrompt};
+use crate::domain::{ProviderKind, SHORT_ID_LEN, Session, SessionId, SessionSummary, SystemPrompt};
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 /// The shortest id prefix [`Store::find_session`] accepts.
@@ -110,13 +111,15 @@ impl Store {
             .optional()?)
     }
 
-    /// The session named by a full id or by an unambiguous prefix of at
-    /// least [`MIN_ID_PREFIX`] characters (case-insensitive, surrounding
-    /// whitespace ignored).
+    /// The session named by a full id, by its short id
+    /// ([`SessionId::short`]), or by an unambiguous prefix of at least
+    /// [`MIN_ID_PREFIX`] characters of either (case-insensitive,
+    /// surrounding whitespace ignored).
     ///
     /// # Errors
     /// [`StoreError::SessionNotFound`], [`StoreError::IdTooShort`],
-    /// [`StoreError::AmbiguousSession`]; [`StoreError::Sqlite`].
+    /// [`StoreError::AmbiguousSession`] (naming the most recently updated
+    /// candidates); [`StoreError::Sqlite`].
     pub fn find_session(&self, id_or_prefix: &str) -> Result<Session, StoreError> {
         let wanted = id_or_prefix.trim().to_ascii_lowercase();
         let not_found = || StoreError::SessionNotFound {
@@ -136,7 +139,12 @@ impl Store {
         if !wanted.chars().all(|c| c.is_ascii_hexdigit() || c == '-') {
             return Err(not_found());
         }
-        let sql = format!("SELECT {SESSION_COLUMNS} FROM sessions WHERE id GLOB ?1 || '*' LIMIT 2");
+        // The short id is the id's last SHORT_ID_LEN characters.
+        let matches = format!("id GLOB ?1 || '*' OR substr(id, -{SHORT_ID_LEN}) GLOB ?1 || '*'");
+        let sql = format!(
+            "SELECT {SESSION_COLUMNS} FROM sessions WHERE {matches}
+              ORDER BY updated_at DESC, id DESC LIMIT {AMBIGUOUS_CANDIDATES}"
+        );
         let found = self
             .conn
             .prepare_cached(&sql)?
@@ -145,15 +153,22 @@ impl Store {
         match <[Session; 1]>::try_from(found) {
             Ok([one]) => Ok(one),
             Err(found) if found.is_empty() => Err(not_found()),
-            Err(_) => {
+            Err(found) => {
                 let count = self.conn.query_row(
-                    "SELECT count(*) FROM sessions WHERE id GLOB ?1 || '*'",
+                    &format!("SELECT count(*) FROM sessions WHERE {matches}"),
                     [&wanted],
                     |r| uint(r, 0),
                 )?;
                 Err(StoreError::AmbiguousSession {
                     id: id_or_prefix.trim().to_owned(),
                     count,
+                    candidates: found
+                        .into_iter()
+                        .map(|s| Candidate {
+                            id: s.id,
+                            title: s.title,
+                        })
+                        .collect(),
                 })
             }
         }

@@ -152,6 +152,36 @@ mod tests {
         assert_eq!((t.requested, t.effective), (0, 0));
     }
 
+    /// The README's worked examples (`window − reserved → threshold`)
+    /// are what the code computes, and the rule it states is the one in
+    /// the module doc: 85 % only when the floor reaches the window.
+    #[test]
+    fn the_readme_examples_are_what_the_code_computes() {
+        let readme = include_str!("../../README.md");
+        let start = readme.find("The threshold is 75 %").unwrap();
+        let end = start + readme[start..].find("`strata context` shows").unwrap();
+        let text = readme[start..end]
+            .split_whitespace()
+            .collect::<Vec<_>>()
+            .join(" ");
+        assert!(text.contains("raised to 64,000 tokens when lower"), "{text}");
+        assert!(text.contains("When that reaches the effective window"), "{text}");
+        let number = |s: &str| s.replace(',', "").parse::<u64>().unwrap();
+        let example = regex::Regex::new(r"([\d,]+) − ([\d,]+) → ([\d,]+)").unwrap();
+        let examples: Vec<_> = example
+            .captures_iter(&text)
+            .map(|c| (number(&c[1]), number(&c[2]), number(&c[3])))
+            .collect();
+        assert_eq!(examples.len(), 5, "{text}");
+        for (window, reserved, threshold) in examples {
+            assert_eq!(
+                default(window, reserved).effective,
+                threshold,
+                "{window} − {reserved}"
+            );
+        }
+    }
+
     #[test]
     fn serialises_requested_and_effective_only() {
         let json = serde_json::to_value(default(128_000, 8_192)).unwrap();

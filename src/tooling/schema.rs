@@ -278,6 +278,15 @@ impl ToolSet {
         self
     }
 
+    /// This set without the group `group` (a server no longer in the
+    /// session); the rest keeps its order and bytes.
+    #[must_use]
+    pub fn without_group(mut self, group: &str) -> Self {
+        self.entries.retain(|e| e.group.as_deref() != Some(group));
+        self.rebuild();
+        self
+    }
+
     fn rebuild(&mut self) {
         self.array = self.enabled().map(ToolSpec::to_openai).collect();
         self.json = Value::Array(self.array.clone()).to_string();

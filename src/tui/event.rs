@@ -176,6 +176,4 @@ pub enum Effect {
     Quit,
 }
 
-pub use crate::runtime::service::{
-    ContextSnapshot, ExportFormat, Opening, RequestView, SessionView, short_id,
-};
+pub use crate::runtime::service::{ContextSnapshot, ExportFormat, Opening, RequestView, SessionView};

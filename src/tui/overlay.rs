@@ -7,15 +7,17 @@
 //! scrolls at the cost of one screen.
 
 mod approval;
+mod picker;
 
 pub use approval::ApprovalPrompt;
 
-use super::event::{ContextSnapshot, RequestView, short_id};
+use super::event::{ContextSnapshot, RequestView};
 use super::keymap::KeyMap;
 use super::pager::{Item, Pager, key_of};
 use super::slash;
 use super::{fmt, theme};
 use crate::domain::{SessionSummary, SystemPrompt};
+use picker::picker_lines;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
 use ratatui::text::{Line, Span};
@@ -307,64 +309,6 @@ fn tools_doc(head: &str, lines: &str) -> Vec<Item> {
     };
     for hint in hints {
         out.push(Item::line(Line::styled(hint, theme::dim())));
-    }
-    out
-}
-
-fn date(ms: i64) -> String {
-    jiff::Timestamp::from_millisecond(ms)
-        .map_or_else(|_| "?".to_owned(), |t| t.strftime("%Y-%m-%d %H:%M").to_string())
-}
-
-fn picker_lines(p: &Picker, width: u16) -> Vec<Line<'static>> {
-    let mut out = vec![
-        Line::from(vec![
-            Span::styled("search: ", theme::dim()),
-            Span::raw(p.query.clone()),
-            Span::styled("▏", theme::dim()),
-        ]),
-        Line::styled(
-            fmt::cut(
-                "title                          workspace            msgs  tokens  model            updated",
-                usize::from(width),
-            ),
-            theme::dim(),
-        ),
-    ];
-    if p.rows.is_empty() {
-        out.push(Line::styled(
-            if p.loaded {
-                "no sessions match"
-            } else {
-                "searching…"
-            },
-            theme::dim(),
-        ));
-    }
-    for (i, r) in p.rows.iter().enumerate() {
-        let ws = std::path::Path::new(&r.workspace)
-            .file_name()
-            .map_or_else(|| r.workspace.clone(), |n| n.to_string_lossy().into_owned());
-        let title = if r.title.is_empty() {
-            format!("({})", short_id(r.id))
-        } else {
-            r.title.clone()
-        };
-        let text = format!(
-            "{:<30} {:<20} {:>4}  {:>6}  {:<16} {}",
-            fmt::cut(&title, 30),
-            fmt::cut(&ws, 20),
-            r.messages,
-            fmt::tokens(r.tokens),
-            fmt::cut(&r.model, 16),
-            date(r.updated_at)
-        );
-        let style = if i == p.selected {
-            theme::selected()
-        } else {
-            ratatui::style::Style::new()
-        };
-        out.push(Line::styled(fmt::cut(&text, usize::from(width)), style));
     }
     out
 }

@@ -9,6 +9,7 @@ use super::event::{AppEvent, Effect, Opening};
 use super::keymap::KeyMap;
 use super::view;
 use super::worker::Driver;
+use crate::domain::SessionId;
 use crate::render::{Highlighter, HighlighterOptions};
 use crate::runtime::service::Launch;
 use crossterm::event::{
@@ -25,11 +26,13 @@ pub const MAX_FPS: u64 = 120;
 /// Rows scrolled per wheel notch.
 const WHEEL_ROWS: i32 = 3;
 
-/// Runs the app until the user quits.
+/// Runs the app until the user quits; returns the session that was open
+/// then (`None` for a new session nothing was sent in), once the terminal
+/// is restored, so the caller can say how to come back to it.
 ///
 /// # Errors
 /// When the terminal cannot be set up or drawn to.
-pub fn run(launch: Launch) -> anyhow::Result<()> {
+pub fn run(launch: Launch) -> anyhow::Result<Option<SessionId>> {
     use std::io::IsTerminal as _;
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         anyhow::bail!(
@@ -99,7 +102,7 @@ async fn event_loop(
     launch: Launch,
     keymap: KeyMap,
     warnings: Vec<String>,
-) -> anyhow::Result<()> {
+) -> anyhow::Result<Option<SessionId>> {
     let size = terminal.size()?;
     let mut app = App::new(keymap, size.width, size.height);
     if let Some(w) = warnings.first() {
@@ -126,7 +129,7 @@ async fn event_loop(
     loop {
         for effect in pending.drain(..) {
             if !driver.run(effect) {
-                return Ok(());
+                return Ok(app.session().map(|s| s.id));
             }
         }
         if app.take_dirty() || last_draw.is_none() {
@@ -151,7 +154,7 @@ async fn event_loop(
             e = input.next() => match e {
                 Some(Ok(e)) => translate(e),
                 Some(Err(e)) => return Err(e.into()),
-                None => return Ok(()),
+                None => return Ok(app.session().map(|s| s.id)),
             },
             e = rx.recv() => e,
             _ = tick.tick() => Some(AppEvent::Tick { now_ms: crate::runtime::now_ms() }),

@@ -114,7 +114,14 @@ impl Driver {
         std::thread::Builder::new()
             .name("strata-session".into())
             .spawn(move || {
-                let Ok(rt) = tokio::runtime::Builder::new_current_thread().enable_all().build() else {
+                // One worker thread runs spawned tasks (MCP servers starting)
+                // while the service does its synchronous opening work here.
+                let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .thread_name("strata-tasks")
+                    .enable_all()
+                    .build()
+                else {
                     sink(ServiceEvent::Error(
                         "cannot start the background runtime; restart strata".into(),
                     ));

@@ -34,6 +34,7 @@ pub fn compress(env: &Env, args: &CompressArgs) -> anyhow::Result<()> {
         Err(why) => return Err(super::UsageError(why).into()),
     };
     let request = CompressRequest {
+        force: args.force,
         trigger: Trigger::Manual,
         topic,
         summarizer,
@@ -48,7 +49,17 @@ pub fn compress(env: &Env, args: &CompressArgs) -> anyhow::Result<()> {
         .enable_all()
         .build()
         .context("cannot start the async runtime")?;
-    let outcome = rt.block_on(runtime.compress(&session, &request))?;
+    // Ctrl-C stops the summariser; nothing is stored until it has answered.
+    let outcome = rt.block_on(async {
+        tokio::select! {
+            outcome = runtime.compress(&session, &request) => Some(outcome),
+            _ = tokio::signal::ctrl_c() => None,
+        }
+    });
+    let Some(outcome) = outcome else {
+        return Err(Cancelled.into());
+    };
+    let outcome = outcome?;
     if args.json {
         return print_json(&outcome);
     }
@@ -69,6 +80,11 @@ pub fn compress(env: &Env, args: &CompressArgs) -> anyhow::Result<()> {
     }
     Ok(())
 }
+
+/// Ctrl-C stopped a compression before anything was stored.
+#[derive(Debug, thiserror::Error)]
+#[error("cancelled; the session is unchanged")]
+pub struct Cancelled;
 
 pub fn undo_compress(env: &Env, args: &UndoCompressArgs) -> anyhow::Result<()> {
     let mut runtime = env.runtime()?;

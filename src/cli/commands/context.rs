@@ -20,6 +20,10 @@ pub fn context(env: &Env, args: &ContextArgs) -> anyhow::Result<()> {
             .enable_all()
             .build()?;
         let lookup = |name: &str| std::env::var(name).ok();
+        eprintln!(
+            "strata: starting {} MCP server(s) to count their tools (--no-mcp skips them)…",
+            servers.servers.values().filter(|s| s.enabled).count()
+        );
         let mcp = rt.block_on(runtime.start_mcp(&servers, &workspace, &lookup));
         let report = runtime.context_report(&session, &choice, mcp.as_ref());
         if let Some(mcp) = &mcp {
@@ -94,12 +98,16 @@ pub fn context(env: &Env, args: &ContextArgs) -> anyhow::Result<()> {
                         )?;
                     }
                 }
-                if servers.deferred_saving_tokens != 0 {
-                    writeln!(
+                match servers.deferred_saving_tokens {
+                    0 => {}
+                    saved if saved > 0 => {
+                        writeln!(out, "  deferral saves {approx}{saved} tokens per request")?
+                    }
+                    cost => writeln!(
                         out,
-                        "  deferral saves {approx}{} tokens per request",
-                        servers.deferred_saving_tokens
-                    )?;
+                        "  deferral costs {approx}{} tokens per request (the bridge tools outweigh the tools they stand in for)",
+                        cost.unsigned_abs()
+                    )?,
                 }
             }
             _ => {

@@ -22,11 +22,21 @@ pub fn doctor(env: &Env, args: &DoctorArgs, logging: Option<&Logging>) -> anyhow
     });
     checks.push(doctor::spill_check(&env.paths.spill_dir()));
     let lookup = |name: &str| std::env::var(name).ok();
-    checks.extend(doctor::mcp_checks(
-        &env.config.mcp,
-        &workspace_dir(None)?,
-        &lookup,
-    ));
+    if env.config_error.is_some() {
+        // The servers are in the config that could not be read.
+        checks.push(doctor::Check {
+            name: "mcp",
+            status: doctor::CheckStatus::Warn,
+            detail: "the MCP servers are not checked because the config cannot be read; fix it first"
+                .to_owned(),
+        });
+    } else {
+        checks.extend(doctor::mcp_checks(
+            &env.config.mcp,
+            &workspace_dir(None)?,
+            &lookup,
+        ));
+    }
     match env.choice() {
         Ok(choice) => {
             checks.push(doctor::provider_check(&choice, &lookup));

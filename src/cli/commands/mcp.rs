@@ -83,7 +83,9 @@ fn workspace_root(dir: Option<&std::path::Path>) -> anyhow::Result<std::path::Pa
 fn list(env: &Env, args: &McpListArgs) -> anyhow::Result<()> {
     let choice = env.choice()?;
     let cwd = workspace_dir(args.workspace.as_deref())?;
-    let workspace = env.runtime()?.workspace_mcp(&workspace_root(Some(&cwd))?);
+    // Servers start at the workspace root, as in a session.
+    let root = workspace_root(Some(&cwd))?;
+    let workspace = env.runtime()?.workspace_mcp(&root);
     for warning in &workspace.warnings {
         eprintln!("strata: warning: {}", printable(warning));
     }
@@ -96,7 +98,7 @@ fn list(env: &Env, args: &McpListArgs) -> anyhow::Result<()> {
         &workspace,
         &env.paths,
         &choice,
-        &cwd,
+        &root,
         &lookup,
     ));
     if args.json {

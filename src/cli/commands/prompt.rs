@@ -1,7 +1,7 @@
 //! `strata prompt`: the system prompt a new session in a workspace would get.
 
 use super::{Env, print_json, workspace_dir};
-use crate::cli::args::PromptArgs;
+use crate::cli::args::{ClientArg, PromptArgs};
 use crate::cli::output::thousands;
 use std::io::Write;
 use strata::prompt::EnvFacts;
@@ -20,7 +20,7 @@ pub fn prompt(env: &Env, args: &PromptArgs) -> anyhow::Result<()> {
         mode,
         cwd: &cwd,
         now: &jiff::Zoned::now(),
-        interactive: false,
+        interactive: args.client == ClientArg::App,
         env: EnvFacts::from_process(),
     };
     let built = match &runtime {
@@ -33,9 +33,13 @@ pub fn prompt(env: &Env, args: &PromptArgs) -> anyhow::Result<()> {
     }
     let mut out = std::io::stdout().lock();
     writeln!(out, "{}", a.text)?;
+    let client = match args.client {
+        ClientArg::App => "the app's",
+        ClientArg::Headless => "strata chat's",
+    };
     writeln!(
         out,
-        "\n── {} layers · {} tokens ({}) · {} mode · sha256 {} ──",
+        "\n── {client} prompt (--for app|headless) · {} layers · {} tokens ({}) · {} mode · sha256 {} ──",
         a.layers.len(),
         thousands(a.total_tokens as u64),
         a.tokenizer,

@@ -2,11 +2,48 @@
 
 use super::{Env, print_json};
 use crate::cli::args::{ExportArgs, ExportFormat, SessionsArgs, ShowArgs};
-use crate::cli::output::{local_time, printable, thousands};
+use crate::cli::output::{local_time, pad, printable, thousands, width};
 use serde_json::json;
-use std::io::Write;
-use strata::runtime::{export_json, export_markdown};
+use std::collections::HashMap;
+use std::io::{BufWriter, Write};
+use strata::domain::{ProviderKind, SessionId, SessionSummary};
+use strata::runtime::{export_json, export_markdown, show_markdown};
 use strata::store::SessionQuery;
+
+/// Bytes buffered before the table is written out.
+const OUT_BUFFER: usize = 64 * 1024;
+
+/// A row of `strata sessions --json`: the listed session with its short id.
+#[derive(serde::Serialize)]
+struct Listed<'a> {
+    id: SessionId,
+    short_id: String,
+    title: &'a str,
+    workspace: &'a str,
+    model: &'a str,
+    provider: ProviderKind,
+    messages: u64,
+    tokens: u64,
+    created_at: i64,
+    updated_at: i64,
+}
+
+impl<'a> From<&'a SessionSummary> for Listed<'a> {
+    fn from(s: &'a SessionSummary) -> Self {
+        Self {
+            id: s.id,
+            short_id: s.id.short(),
+            title: &s.title,
+            workspace: &s.workspace,
+            model: &s.model,
+            provider: s.provider,
+            messages: s.messages,
+            tokens: s.tokens,
+            created_at: s.created_at,
+            updated_at: s.updated_at,
+        }
+    }
+}
 
 pub fn sessions(env: &Env, args: &SessionsArgs) -> anyhow::Result<()> {
     let Some(runtime) = env.existing_runtime()? else {
@@ -22,37 +59,44 @@ pub fn sessions(env: &Env, args: &SessionsArgs) -> anyhow::Result<()> {
         limit: args.limit,
     })?;
     if args.json {
-        return print_json(&list);
+        return print_json(&list.iter().map(Listed::from).collect::<Vec<_>>());
     }
-    let mut out = std::io::stdout().lock();
+    let mut out = BufWriter::with_capacity(OUT_BUFFER, std::io::stdout().lock());
     if list.is_empty() {
         writeln!(out, "No sessions match.")?;
+        out.flush()?;
         return Ok(());
     }
-    let width = prefix_width(list.iter().map(|s| s.id.to_string()));
+    let ids = shown_ids(&list);
+    let zone = jiff::tz::TimeZone::system();
+    let models: Vec<String> = list
+        .iter()
+        .map(|s| printable(&format!("{}/{}", s.provider, s.model)).into_owned())
+        .collect();
+    let id_width = ids.iter().map(|i| i.len()).max().unwrap_or(0).max(2);
+    let model_width = models.iter().map(|m| width(m)).max().unwrap_or(0).max(5);
     writeln!(
         out,
-        "{:<w$}  {:<16}  {:>6}  {:>9}  {:<24}  title",
-        "id",
+        "{}  {:<16}  {:>6}  {:>9}  {}  title",
+        pad("id", id_width),
         "updated",
         "msgs",
         "tokens",
-        "model",
-        w = width
+        pad("model", model_width),
     )?;
-    for s in &list {
-        let id = s.id.to_string();
+    for ((s, id), model) in list.iter().zip(&ids).zip(&models) {
         writeln!(
             out,
-            "{:<width$}  {:<16}  {:>6}  {:>9}  {:<24}  {}",
-            &id[..width],
-            local_time(s.updated_at),
+            "{}  {:<16}  {:>6}  {:>9}  {}  {}",
+            pad(id, id_width),
+            local_time(s.updated_at, &zone),
             s.messages,
             thousands(s.tokens),
-            format!("{}/{}", s.provider, s.model),
+            pad(model, model_width),
             printable(&s.title)
         )?;
     }
+    out.flush()?;
     Ok(())
 }
 
@@ -76,6 +120,7 @@ pub fn show(env: &Env, args: &ShowArgs) -> anyhow::Result<()> {
             .collect();
         return print_json(&json!({
             "session": session,
+            "short_id": session.id.short(),
             "system_prompt": prompt.as_ref().map(|p| json!({"version": p.version, "sha256": p.sha256, "text": p.text})),
             "messages": messages,
         }));
@@ -84,7 +129,7 @@ pub fn show(env: &Env, args: &ShowArgs) -> anyhow::Result<()> {
     write!(
         out,
         "{}",
-        printable(&export_markdown(&session, prompt.as_ref(), &messages))
+        printable(&show_markdown(&session, prompt.as_ref(), &messages))
     )?;
     Ok(())
 }
@@ -104,27 +149,60 @@ pub fn export(env: &Env, args: &ExportArgs) -> anyhow::Result<()> {
     }
 }
 
-/// The shortest prefix length (at least 8) that tells all `ids` apart, so
-/// every id shown can be typed back as a session id.
-fn prefix_width(ids: impl Iterator<Item = String>) -> usize {
-    let mut ids: Vec<String> = ids.collect();
-    ids.sort();
-    let common = ids
-        .windows(2)
-        .map(|w| w[0].bytes().zip(w[1].bytes()).take_while(|(a, b)| a == b).count())
-        .max()
-        .unwrap_or(0);
-    (common + 1).clamp(8, 36)
+/// The id to show for each session: its short id, or its full id when
+/// another listed session has the same short id, so every id shown can be
+/// typed back as a session id.
+fn shown_ids(list: &[SessionSummary]) -> Vec<String> {
+    let shorts: Vec<String> = list.iter().map(|s| s.id.short()).collect();
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for short in &shorts {
+        *seen.entry(short.as_str()).or_default() += 1;
+    }
+    list.iter()
+        .zip(&shorts)
+        .map(|(s, short)| {
+            if seen.get(short.as_str()).copied().unwrap_or(0) > 1 {
+                s.id.to_string()
+            } else {
+                short.clone()
+            }
+        })
+        .collect()
 }
 
 #[cfg(test)]
 mod tests {
-    use super::prefix_width;
+    use super::shown_ids;
+    use strata::domain::{ProviderKind, SessionSummary};
+
+    fn summary(id: &str) -> SessionSummary {
+        SessionSummary {
+            id: id.parse().unwrap(),
+            title: String::new(),
+            workspace: String::new(),
+            model: String::new(),
+            provider: ProviderKind::OpenAi,
+            messages: 0,
+            tokens: 0,
+            created_at: 0,
+            updated_at: 0,
+        }
+    }
 
     #[test]
-    fn prefixes_are_long_enough_to_be_unique() {
-        let ids = ["01a2284e-66c5-70a7", "01a2284e-66d0-7000", "ffff0000-0000-0000"].map(String::from);
-        assert_eq!(prefix_width(ids.into_iter()), 12);
-        assert_eq!(prefix_width(["abc".to_owned()].into_iter()), 8);
+    fn short_ids_are_shown_unless_two_listed_sessions_share_one() {
+        let list = [
+            summary("0190c3a0-0000-7000-8000-00001a2b3c4d"),
+            summary("0190c3a0-0000-7000-8000-00005e6f7a8b"),
+            summary("0190f000-0000-7000-8000-00005e6f7a8b"),
+        ];
+        assert_eq!(
+            shown_ids(&list),
+            [
+                "1a2b3c4d",
+                "0190c3a0-0000-7000-8000-00005e6f7a8b",
+                "0190f000-0000-7000-8000-00005e6f7a8b"
+            ]
+        );
     }
 }

@@ -20,18 +20,11 @@ pub fn add_server(
     args: &[String],
     env: &[(String, String)],
 ) -> Result<String, String> {
-    if name.is_empty()
-        || !name
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
-    {
+    check_name(name)?;
+    if let Some((bad, _)) = env.iter().find(|(k, _)| !is_variable_name(k)) {
         return Err(format!(
-            "The MCP server name `{name}` may hold only ASCII letters, digits, `_` and `-`; choose another."
-        ));
-    }
-    if name.contains("__") {
-        return Err(format!(
-            "The MCP server name `{name}` holds `__`, which separates a server from its tool in `server__tool`; choose another."
+            "`{}` is not a variable name; --env takes NAME=VALUE with a NAME of ASCII letters, digits and `_`, not starting with a digit.",
+            bad.escape_debug()
         ));
     }
     if command.trim().is_empty() {
@@ -59,6 +52,43 @@ pub fn add_server(
     }
     servers.insert(name, Item::Table(table));
     Ok(doc.to_string())
+}
+
+/// Checks an MCP server's name: ASCII letters, digits, `_` and `-`, and
+/// no `__` (which separates a server from its tool in `server__tool`).
+///
+/// # Errors
+/// One sentence naming the problem.
+pub fn check_name(name: &str) -> Result<(), String> {
+    if name.is_empty()
+        || !name
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '_' || c == '-')
+    {
+        return Err(format!(
+            "The MCP server name `{}` may hold only ASCII letters, digits, `_` and `-`; choose another.",
+            name.escape_debug()
+        ));
+    }
+    if name.contains("__") {
+        return Err(format!(
+            "The MCP server name `{name}` holds `__`, which separates a server from its tool in `server__tool`; choose another."
+        ));
+    }
+    if name == "builtin" {
+        return Err(
+            "The MCP server name `builtin` is where strata lists its own tools; choose another.".to_owned(),
+        );
+    }
+    Ok(())
+}
+
+/// Whether `name` can name an environment variable (`[A-Za-z_][A-Za-z0-9_]*`).
+#[must_use]
+pub fn is_variable_name(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars.next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && chars.all(|c| c.is_ascii_alphanumeric() || c == '_')
 }
 
 /// `text` without `[mcp.servers.NAME]` (and its sub-tables).
@@ -167,6 +197,9 @@ fn read(path: &Path) -> Result<String, String> {
 /// Writes `text` to a temporary file next to `path`, with `path`'s
 /// permissions, and renames it over `path`.
 fn write(path: &Path, text: &str) -> Result<(), String> {
+    // A symlinked config is written where the link points.
+    let resolved = std::fs::canonicalize(path).ok();
+    let path = resolved.as_deref().unwrap_or(path);
     let fail = |e: std::io::Error| {
         format!(
             "The config file {} cannot be written ({e}); check its directory's permissions.",
@@ -201,6 +234,8 @@ mod tests {
     fn a_name_holding_the_tool_separator_is_refused() {
         let e = add_server("", "a__b", "x", &[], &[]).unwrap_err();
         assert!(e.contains("`__`"), "{e}");
+        let e = add_server("", "builtin", "x", &[], &[]).unwrap_err();
+        assert!(e.contains("strata lists its own tools"), "{e}");
     }
 
     #[test]
@@ -318,5 +353,27 @@ mod tests {
             1,
             "no temporary file left"
         );
+    }
+
+    #[test]
+    fn a_symlinked_config_is_written_through_and_env_names_are_checked() {
+        let dir = tempfile::tempdir().unwrap();
+        let real = dir.path().join("dotfiles/config.toml");
+        std::fs::create_dir_all(real.parent().unwrap()).unwrap();
+        std::fs::write(&real, "# mine\n").unwrap();
+        let link = dir.path().join("config.toml");
+        std::os::unix::fs::symlink(&real, &link).unwrap();
+        add_to_file(&link, "time", "mcp-server-time", &[], &[]).unwrap();
+        assert!(std::fs::symlink_metadata(&link).unwrap().file_type().is_symlink());
+        assert!(
+            std::fs::read_to_string(&real)
+                .unwrap()
+                .contains("[mcp.servers.time]")
+        );
+        let e = add_server("", "x", "y", &[], &[("A B".to_owned(), "1".to_owned())]).unwrap_err();
+        assert!(e.starts_with("`A B` is not a variable name"), "{e}");
+        let e = add_server("", "x", "y", &[], &[("A\u{1b}[2J".to_owned(), "1".to_owned())]).unwrap_err();
+        assert!(!e.contains('\u{1b}'), "{e}");
+        assert!(add_server("", "x", "y", &[], &[("GH_TOKEN".to_owned(), "1".to_owned())]).is_ok());
     }
 }

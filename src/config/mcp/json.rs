@@ -80,6 +80,10 @@ fn server(name: &str, entry: &Value, warnings: &mut Vec<String>) -> Option<McpSe
         ));
         return None;
     };
+    if let Err(why) = super::edit::check_name(name) {
+        warnings.push(format!("{FILE_NAME}: {why} It is left out."));
+        return None;
+    }
     if let Some(kind) = entry
         .get("type")
         .and_then(Value::as_str)
@@ -87,6 +91,12 @@ fn server(name: &str, entry: &Value, warnings: &mut Vec<String>) -> Option<McpSe
     {
         warnings.push(format!(
             "{FILE_NAME}: server `{name}` uses the `{kind}` transport, which strata does not support; it is left out."
+        ));
+        return None;
+    }
+    if entry.get("command").is_none() && entry.get("url").is_some() {
+        warnings.push(format!(
+            "{FILE_NAME}: server `{name}` is an HTTP server (`url`), which strata does not support; it is left out."
         ));
         return None;
     }
@@ -119,7 +129,11 @@ fn server(name: &str, entry: &Value, warnings: &mut Vec<String>) -> Option<McpSe
                     .map(|(k, v)| v.as_str().map(|v| (k.clone(), v.to_owned())))
                     .collect::<Option<BTreeMap<_, _>>>()
             }) {
-                Some(env) => config.env = env,
+                Some(env) if env.keys().all(|k| super::edit::is_variable_name(k)) => config.env = env,
+                Some(_) => {
+                    warnings.push(wrong("env", "an object whose keys are variable names"));
+                    return None;
+                }
                 None => {
                     warnings.push(wrong("env", "an object of strings"));
                     return None;
@@ -129,6 +143,12 @@ fn server(name: &str, entry: &Value, warnings: &mut Vec<String>) -> Option<McpSe
                 "{FILE_NAME}: server `{name}`: the key `{other}` is ignored."
             )),
         }
+    }
+    if config.command.trim().is_empty() {
+        warnings.push(format!(
+            "{FILE_NAME}: server `{name}` has no `command`; it is left out."
+        ));
+        return None;
     }
     Some(config)
 }
@@ -163,6 +183,33 @@ mod tests {
             ]
         );
         assert_eq!(json.sha256, hex::encode(Sha256::digest(text.as_bytes())));
+    }
+
+    #[test]
+    fn names_urls_and_variables_the_config_would_refuse_are_left_out() {
+        let text = "{\"mcpServers\": {
+            \"a__b\": {\"command\": \"x\"},
+            \"evil\\u001b[2J\": {\"command\": \"x\"},
+            \"remote\": {\"url\": \"https://example.com/mcp\"},
+            \"envy\": {\"command\": \"x\", \"env\": {\"A B\": \"1\"}},
+            \"empty\": {\"command\": \"\", \"args\": [\"x\"]},
+            \"ok\": {\"command\": \"x\", \"env\": {\"LD_PRELOAD\": \"/tmp/x.so\"}}
+        }}";
+        let json = parse(text).unwrap();
+        assert_eq!(json.servers.keys().collect::<Vec<_>>(), ["ok"]);
+        let said = json.warnings.join("\n");
+        assert!(said.contains("`a__b` holds `__`"), "{said}");
+        assert!(said.contains("`evil\\u{1b}[2J` may hold only"), "{said}");
+        assert!(said.contains("`remote` is an HTTP server (`url`)"), "{said}");
+        assert!(
+            said.contains("server `envy`: `env` must be an object whose keys are variable names"),
+            "{said}"
+        );
+        assert!(
+            said.contains("server `empty` has no `command`; it is left out"),
+            "{said}"
+        );
+        assert!(!said.contains('\u{1b}'), "no raw escape reaches a message");
     }
 
     #[test]

@@ -77,6 +77,8 @@ pub struct SessionService {
     /// What the user and the server decided about tools in this process,
     /// kept when the conversation is rebuilt.
     tool_prefs: tools::ToolPrefs,
+    /// The warnings of the pending session's prompt said so far.
+    prompt_warnings: Vec<String>,
     /// The MCP servers while they start (from the session's opening),
     /// before the first request settles their tools.
     mcp_launch: Option<crate::runtime::McpSession>,
@@ -186,6 +188,7 @@ impl SessionService {
             interactive: launch.interactive,
             tool_env: None,
             tool_prefs: tools::ToolPrefs::default(),
+            prompt_warnings: Vec::new(),
             mcp_launch: None,
             mcp: None,
             skip: Arc::new(tokio::sync::Notify::new()),
@@ -387,11 +390,19 @@ impl SessionService {
         let choice = self.choice()?;
         let mode = self.mode(&choice);
         let Some(s) = self.session.clone() else {
-            let view = snapshot::pending_view(&self.runtime, &choice, mode, &self.cwd)?;
+            let (view, warnings) = snapshot::pending_view(&self.runtime, &choice, mode, &self.cwd)?;
             // A session not stored yet is built from the files as they are
             // when it is sent, so nothing is watched.
             self.watch.follow(None, None, &self.cwd);
             self.emit(ServiceEvent::Loaded(Box::new(view)));
+            // What the prompt leaves out or refuses is said once, not on
+            // every refresh.
+            if warnings != self.prompt_warnings {
+                for w in warnings.iter().filter(|w| !self.prompt_warnings.contains(w)) {
+                    self.emit(ServiceEvent::Notice(format!("warning: {w}")));
+                }
+                self.prompt_warnings = warnings;
+            }
             return Ok(());
         };
         let session = self.runtime.store.session(s.id)?.unwrap_or(s);

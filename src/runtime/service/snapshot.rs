@@ -11,7 +11,8 @@ use crate::runtime::{PromptPreview, Runtime, fingerprint, session_counter, to_sy
 use std::path::Path;
 
 /// The view of a new session before its first message: no messages, the
-/// budget of the prompt it would get.
+/// budget of the prompt it would get; and that prompt's warnings (files
+/// cut, refused as prompt injections, left out by the mode).
 ///
 /// # Errors
 /// When the store cannot be read while assembling the prompt.
@@ -20,7 +21,7 @@ pub fn pending_view(
     choice: &ModelChoice,
     mode: PromptMode,
     cwd: &Path,
-) -> anyhow::Result<SessionView> {
+) -> anyhow::Result<(SessionView, Vec<String>)> {
     let now = jiff::Zoned::now();
     let built = PromptPreview {
         paths: &runtime.paths,
@@ -42,7 +43,8 @@ pub fn pending_view(
     );
     let counter = session_counter(&runtime.paths, &runtime.config, choice.provider, &choice.model);
     let budget = runtime.budget_of(&prompt, counter.as_ref(), &[], &[], choice);
-    Ok(SessionView {
+    let warnings = built.warnings.clone();
+    let view = SessionView {
         session: None,
         messages: Vec::new(),
         context: Some(ContextSnapshot {
@@ -59,5 +61,6 @@ pub fn pending_view(
             tools_off: crate::runtime::tools_state(&runtime.config, choice).why_off,
             tool_servers: None,
         }),
-    })
+    };
+    Ok((view, warnings))
 }

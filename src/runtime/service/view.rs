@@ -88,8 +88,9 @@ pub enum Opening {
     Continue,
 }
 
-/// Id of a session as shown in lists (first 8 characters).
+/// Id of a session as shown in lists and file names: its short id
+/// ([`SessionId::short`], the random end of the id).
 #[must_use]
 pub fn short_id(id: SessionId) -> String {
-    id.to_string().chars().take(8).collect()
+    id.short()
 }

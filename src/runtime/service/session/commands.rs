@@ -102,6 +102,7 @@ impl SessionService {
         };
         let choice = self.choice()?;
         let request = crate::runtime::CompressRequest {
+            force: false,
             trigger: crate::compress::Trigger::Manual,
             topic,
             summarizer: crate::runtime::SummarizerArg::Config,
@@ -156,10 +157,25 @@ impl SessionService {
             }
             Command::Memory(text) => {
                 let path = files::append_memory(&self.runtime.paths, &text)?;
-                self.emit(ServiceEvent::Notice(format!(
-                    "saved to {}; /reload applies it to this session, new sessions include it",
-                    path.display()
-                )));
+                // Only the full prompt mode carries memory.
+                let mode = match (&self.conversation, self.choice.as_ref()) {
+                    (Some(c), _) => c.prompt().fingerprint.mode,
+                    (None, Some(choice)) => self.mode(choice),
+                    (None, None) => crate::domain::PromptMode::Full,
+                };
+                let line = if mode == crate::domain::PromptMode::Full {
+                    format!(
+                        "saved to {}; /reload applies it to this session, new sessions include it",
+                        path.display()
+                    )
+                } else {
+                    format!(
+                        "saved to {}; this session's {} prompt mode leaves memory out, so the model does not see it (sessions in full mode do)",
+                        path.display(),
+                        mode.as_str()
+                    )
+                };
+                self.emit(ServiceEvent::Notice(line));
             }
             Command::Export(format) => {
                 let Some(s) = self.session.clone() else {

@@ -43,6 +43,15 @@ impl SessionService {
         )
     }
 
+    /// Starts the workspace's servers again (the set changed: a `.mcp.json`
+    /// accepted or declined).
+    fn relaunch_mcp(&mut self) {
+        self.mcp = None;
+        self.mcp_launch = None;
+        self.launch_mcp();
+        self.mcp_launch = self.mcp_launch.take().map(crate::runtime::McpSession::relaunched);
+    }
+
     /// Says once per opening when the workspace's `.mcp.json` awaits a
     /// decision, and any warning about it.
     pub(super) fn announce_mcp_json(&self) {
@@ -69,9 +78,7 @@ impl SessionService {
                     .accept_mcp_json(&self.mcp_root())
                     .map_err(|e| anyhow::anyhow!(printable(&e)))?;
                 // The accepted servers start now; the next request waits for them.
-                self.mcp = None;
-                self.mcp_launch = None;
-                self.launch_mcp();
+                self.relaunch_mcp();
                 self.emit(ServiceEvent::Notice(printable(&line)));
             }
             McpAction::Decline => {
@@ -79,6 +86,12 @@ impl SessionService {
                     .runtime
                     .decline_mcp_json(&self.mcp_root())
                     .map_err(|e| anyhow::anyhow!(printable(&e)))?;
+                // Servers of the file that run stop; the next request goes
+                // without their tools.
+                let running = self.mcp.is_some() || self.mcp_launch.is_some();
+                if running {
+                    self.relaunch_mcp();
+                }
                 self.emit(ServiceEvent::Notice(printable(&line)));
             }
         }
@@ -100,13 +113,23 @@ impl SessionService {
             return format!("MCP servers: {}", items.join(" · "));
         }
         let Some(mcp) = self.mcp.as_ref() else {
-            let state = if self.mcp_launch.is_some() {
-                "starting; their tools are offered with the first request"
-            } else {
-                "not started yet: they start with the first request"
-            };
-            for name in workspace.config.servers.keys() {
-                items.push(format!("{name}  {state}"));
+            match &self.mcp_launch {
+                // Started with the session: their tools go out with the
+                // first request.
+                Some(launch) => {
+                    for s in launch.states() {
+                        let why = s.why.as_deref().map_or_else(String::new, |w| format!(": {w}"));
+                        items.push(format!("{}  {}{why}", s.name, s.status));
+                    }
+                    items.push("their tools are offered with the first request".to_owned());
+                }
+                None => items.extend(
+                    workspace
+                        .config
+                        .servers
+                        .keys()
+                        .map(|name| format!("{name}  not started: tools are off for this model")),
+                ),
             }
             return format!("MCP servers: {}", items.join(" · "));
         };
@@ -140,11 +163,13 @@ impl SessionService {
                         items.push(format!("    {}  {}{mark}", tool.name, tool.tokens));
                     }
                 }
-                if costs.deferred_saving_tokens != 0 {
-                    items.push(format!(
-                        "deferral saves {} tokens per request",
-                        costs.deferred_saving_tokens
-                    ));
+                match costs.deferred_saving_tokens {
+                    0 => {}
+                    saved if saved > 0 => items.push(format!("deferral saves {saved} tokens per request")),
+                    cost => items.push(format!(
+                        "deferral costs {} tokens per request (the bridge tools outweigh the tools they stand in for)",
+                        cost.unsigned_abs()
+                    )),
                 }
             }
             None => {

@@ -125,54 +125,76 @@ impl SessionService {
         self.mcp_launch = self.runtime.launch_mcp(&workspace.config, &root, &env);
     }
 
-    /// Readies the session's MCP tools (config.toml's servers and the
-    /// workspace's accepted `.mcp.json`, `Runtime::workspace_mcp`) for the
-    /// open conversation's next request: waits for servers still starting (the phase counts them;
-    /// the client's skip signal sends without them), settles their tools
-    /// once, takes a changed tool list again between turns, and offers
-    /// each server's tools after the built-in ones, deferred when they
-    /// cost too much of the window. A server that cannot start is
-    /// reported once and left out.
+    /// Waits for the MCP servers still starting (the phase counts them;
+    /// the client's skip signal sends without them) and settles their
+    /// tools once, before the first turn creates or stores anything; a
+    /// server that cannot start is reported once and left out.
     ///
     /// Returns `false` when `cancel` resolved while servers started
     /// (they keep starting; nothing was sent or stored).
-    pub(super) async fn start_mcp(
+    pub(super) async fn await_mcp(
         &mut self,
         cancel: std::pin::Pin<&mut impl std::future::Future<Output = ()>>,
     ) -> bool {
+        if self.mcp.is_some() {
+            return true;
+        }
+        self.launch_mcp();
+        let Some(mut launch) = self.mcp_launch.take() else {
+            return true;
+        };
+        match self.wait_for_servers(&launch, cancel).await {
+            Waited::Cancelled => {
+                self.mcp_launch = Some(launch);
+                return false;
+            }
+            Waited::Skipped => self.emit(ServiceEvent::Notice(
+                "sent without the MCP servers still starting; their tools are not offered in this process"
+                    .to_owned(),
+            )),
+            Waited::Ready => {}
+        }
+        launch.settle();
+        for (name, why) in launch.unavailable() {
+            // The turn goes on without it: news, not a failure.
+            self.emit(ServiceEvent::Notice(format!(
+                "MCP server {name} is unavailable: {why}"
+            )));
+        }
+        for w in launch.warnings() {
+            self.emit(ServiceEvent::Notice(format!("warning: {w}")));
+        }
+        self.mcp = Some(Arc::new(launch));
+        true
+    }
+
+    /// Readies the session's MCP tools (config.toml's servers and the
+    /// workspace's accepted `.mcp.json`, `Runtime::workspace_mcp`) for the
+    /// open conversation's next request, once [`SessionService::await_mcp`]
+    /// settled them: a changed tool list is taken again between turns, and
+    /// each server's tools are offered after the built-in ones, deferred
+    /// when they cost too much of the window.
+    pub(super) fn start_mcp(&mut self) {
         let wanted =
             self.tool_env.is_some() && self.conversation.as_ref().is_some_and(|c| c.tools().is_some());
         if !wanted {
-            return true;
+            return;
         }
         if self.mcp.is_none() {
-            self.launch_mcp();
-            let Some(mut launch) = self.mcp_launch.take() else {
-                return true;
-            };
-            match self.wait_for_servers(&launch, cancel).await {
-                Waited::Cancelled => {
-                    self.mcp_launch = Some(launch);
-                    return false;
+            // No server (any more): none of their tools is offered.
+            if let Some(conversation) = self.conversation.as_mut() {
+                let groups: std::collections::BTreeSet<String> = conversation
+                    .tools()
+                    .map(|t| t.set.specs().iter().filter_map(|e| e.group.clone()).collect())
+                    .unwrap_or_default();
+                for group in &groups {
+                    conversation.remove_tool_group(group);
                 }
-                Waited::Skipped => self.emit(ServiceEvent::Notice(
-                    "sent without the MCP servers still starting; their tools are not offered in this process"
-                        .to_owned(),
-                )),
-                Waited::Ready => {}
+                conversation.set_disclosure(None);
             }
-            launch.settle();
-            for (name, why) in launch.unavailable() {
-                // The turn goes on without it: news, not a failure.
-                self.emit(ServiceEvent::Notice(format!(
-                    "MCP server {name} is unavailable: {why}"
-                )));
-            }
-            for w in launch.warnings() {
-                self.emit(ServiceEvent::Notice(format!("warning: {w}")));
-            }
-            self.mcp = Some(Arc::new(launch));
-        } else if let Some(mcp) = self.mcp.as_mut()
+            return;
+        }
+        if let Some(mcp) = self.mcp.as_mut()
             && mcp.changed_since_settle()
             && let Some(mcp) = Arc::get_mut(mcp)
         {
@@ -187,7 +209,6 @@ impl SessionService {
                 "the session's switched-off MCP tools could not be read ({e})"
             )));
         }
-        true
     }
 
     async fn wait_for_servers(
@@ -247,6 +268,20 @@ impl SessionService {
             })
             .cloned()
             .collect();
+        // Groups of servers no longer in the session (a declined
+        // `.mcp.json`) leave the array.
+        let gone: Vec<String> = tools
+            .set
+            .specs()
+            .iter()
+            .filter_map(|e| e.group.clone())
+            .filter(|g| !mcp.groups().iter().any(|(server, _)| server == g))
+            .collect::<std::collections::BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        for group in &gone {
+            conversation.remove_tool_group(group);
+        }
         if !stale.is_empty() {
             let disabled = self
                 .runtime

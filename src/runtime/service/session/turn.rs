@@ -19,6 +19,16 @@ impl SessionService {
     /// # Errors
     /// One sentence, when the turn could not start or the store failed.
     pub async fn send(&mut self, text: String, cancel: impl Future<Output = ()>) -> anyhow::Result<()> {
+        let mut cancel = std::pin::pin!(cancel);
+        // MCP servers still starting are waited for before anything is
+        // created or stored.
+        if !self.await_mcp(cancel.as_mut()).await {
+            self.emit(ServiceEvent::Unsent(text));
+            self.emit(ServiceEvent::TurnDone {
+                status: crate::domain::MessageStatus::Error,
+            });
+            anyhow::bail!("cancelled while the MCP servers started; nothing was sent");
+        }
         if let Err(e) = self.ready_for_turn(&text) {
             // Nothing was stored: the text goes back to the composer.
             self.emit(ServiceEvent::Unsent(text));
@@ -77,7 +87,8 @@ impl SessionService {
                 interactive: self.interactive,
                 env: crate::prompt::EnvFacts::from_process(),
             })?;
-            for w in warnings {
+            // Those the pending session's prompt said already are not repeated.
+            for w in warnings.iter().filter(|w| !self.prompt_warnings.contains(w)) {
                 self.emit(ServiceEvent::Notice(format!("warning: {w}")));
             }
             self.session = Some(session);
@@ -93,16 +104,8 @@ impl SessionService {
         text: String,
         cancel: impl Future<Output = ()>,
     ) -> anyhow::Result<(crate::domain::MessageStatus, bool)> {
-        let mut cancel = std::pin::pin!(cancel);
-        if !self.start_mcp(cancel.as_mut()).await {
-            // Cancelled while the servers started: nothing was stored, the
-            // text goes back to the composer.
-            self.emit(ServiceEvent::Notice(
-                "cancelled while the MCP servers started; nothing was sent".to_owned(),
-            ));
-            self.emit(ServiceEvent::Unsent(text));
-            return Ok((crate::domain::MessageStatus::Interrupted, false));
-        }
+        let cancel = std::pin::pin!(cancel);
+        self.start_mcp();
         let mcp = self.mcp.clone();
         let tools = self.tool_env.clone().map(|env| crate::runtime::TurnTools {
             env,
