@@ -12,6 +12,7 @@ mod compress;
 mod context;
 pub mod doctor;
 mod import;
+pub mod input_history;
 mod lookup;
 mod mcp_session;
 pub mod mcp_setup;

@@ -1,7 +1,7 @@
 //! Layer 2 adapter: the SQLite session store. Owns the database file and
 //! everything in it: sessions, messages, versioned system prompts,
-//! compactions, usage rows, the FTS5 search index and the decisions on
-//! workspaces' `.mcp.json` files.
+//! compactions, usage rows, the FTS5 search index, the decisions on
+//! workspaces' `.mcp.json` files and the app's input history.
 //!
 //! Invariants:
 //! - The schema comes only from the numbered files in `migrations/`, applied
@@ -25,6 +25,7 @@ mod compaction;
 mod error;
 mod files;
 mod handle;
+mod input_history;
 mod mcp_trust;
 mod messages;
 mod prompts;

@@ -121,7 +121,7 @@ fn a_schema_four_database_gains_the_mcp_decisions_and_keeps_its_data() {
     }
     let mut store = Store::open(&path).unwrap();
     assert_eq!(store.schema_version().unwrap(), KNOWN_VERSION);
-    assert_eq!(KNOWN_VERSION, 5);
+    const { assert!(KNOWN_VERSION >= 5) };
     let session = store
         .find_session("0190c3a0-0000-7000-8000-000000000001")
         .unwrap();
@@ -136,5 +136,42 @@ fn a_schema_four_database_gains_the_mcp_decisions_and_keeps_its_data() {
     };
     store.set_mcp_trust(&trust).unwrap();
     assert_eq!(store.mcp_trust("/w").unwrap(), Some(trust));
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+}
+
+/// Migration 6 adds the app's input history: a schema-5 database keeps its
+/// sessions and decisions and keeps inputs afterwards.
+#[test]
+fn a_schema_five_database_gains_the_input_history_and_keeps_its_data() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("strata.db");
+    schema_one(&path);
+    {
+        let conn = Connection::open(&path).unwrap();
+        for sql in [
+            include_str!("../migrations/0002_stream_writer.sql"),
+            include_str!("../migrations/0003_compaction.sql"),
+            include_str!("../migrations/0004_tools.sql"),
+            include_str!("../migrations/0005_mcp_trust.sql"),
+        ] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.execute_batch(
+            "PRAGMA user_version = 5;
+             INSERT INTO mcp_trust (workspace, sha256, decision, decided_at) VALUES ('/w', 'ab', 'declined', 3);",
+        )
+        .unwrap();
+    }
+    let mut store = Store::open(&path).unwrap();
+    assert_eq!(store.schema_version().unwrap(), KNOWN_VERSION);
+    const { assert!(KNOWN_VERSION >= 6) };
+    let session = store
+        .find_session("0190c3a0-0000-7000-8000-000000000001")
+        .unwrap();
+    assert_eq!(store.messages(session.id, false).unwrap().len(), 2);
+    assert!(store.mcp_trust("/w").unwrap().is_some());
+    assert!(store.input_history("/w", 10).unwrap().is_empty());
+    store.push_input("/w", "hello", 9, 1_000).unwrap();
+    assert_eq!(store.input_history("/w", 10).unwrap(), ["hello"]);
     assert_eq!(store.integrity_check().unwrap(), "ok");
 }

@@ -18,7 +18,10 @@ fn enter_sends_and_alt_enter_inserts_a_newline() {
     assert_eq!(app.draft(), "first line\nsecond");
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
-        vec![Effect::Send("first line\nsecond".into())]
+        vec![
+            Effect::RememberInput("first line\nsecond".into()),
+            Effect::Send("first line\nsecond".into())
+        ]
     );
     assert!(app.is_busy());
     assert_eq!(app.draft(), "");
@@ -53,12 +56,18 @@ fn tab_completes_commands_and_arguments_reach_the_effect() {
     type_text(&mut app, "json");
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
-        vec![Effect::Export(ExportFormat::Json)]
+        vec![
+            Effect::RememberInput("/export json".into()),
+            Effect::Export(ExportFormat::Json)
+        ]
     );
     type_text(&mut app, "/compress the auth flow");
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
-        vec![Effect::Compress(Some("the auth flow".into()))]
+        vec![
+            Effect::RememberInput("/compress the auth flow".into()),
+            Effect::Compress(Some("the auth flow".into()))
+        ]
     );
     type_text(&mut app, "/rename");
     assert!(app.handle(key(KeyCode::Enter)).is_empty());

@@ -647,8 +647,10 @@ async fn a_session_that_cannot_be_found_opens_a_new_one_that_works() {
     assert_eq!(h.app.session().unwrap().title, "hello");
 }
 
-/// The issue's paste: 3,000 lines into an 8k window. The pane's "input"
-/// and "next request" are the prepared request (the paste cut to fit), the
+/// The issue's paste: 3,000 lines into an 8k window. It folds to a label
+/// the session's counter fills in, sending it asks first (it is larger
+/// than the window) and Enter sends it cut. The pane's "input" and "next
+/// request" are the prepared request (the paste cut to fit), the
 /// categories add up to it, the stored and pre-limit figures are labelled
 /// beside it, and no compression is tried.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -670,8 +672,27 @@ async fn a_huge_paste_shows_the_prepared_request_everywhere_and_compresses_nothi
         })
         .collect();
     h.act(AppEvent::Paste(paste));
+    h.until("the paste's count", |a| a.draft().ends_with("tokens]"))
+        .await;
+    assert!(
+        h.app.draft().starts_with("[pasted 3,000 lines · "),
+        "{}",
+        h.app.draft()
+    );
     h.act(key(KeyCode::Enter));
+    h.until("the question", |a| {
+        a.question().is_some_and(|q| q.starts_with("message "))
+    })
+    .await;
+    assert!(!h.app.is_busy(), "nothing was sent yet");
+    h.act(key(KeyCode::Enter));
+    assert!(h.app.is_busy());
     h.until("the reply", |a| !a.is_busy()).await;
+    let screen = draw(&h.app, 120, 36);
+    assert!(
+        screen.contains("[pasted 3,000 lines · "),
+        "folded in the chat:\n{screen}"
+    );
     h.until("the context after the turn", |a| {
         a.context().is_some_and(|c| c.stored_tokens > 30_000)
     })
@@ -738,6 +759,11 @@ async fn the_pane_shows_the_request_in_flight_while_the_reply_runs() {
         .map(|i| format!("log line {i} of the paste\n"))
         .collect();
     h.act(AppEvent::Paste(paste));
+    h.act(key(KeyCode::Enter));
+    h.until("the question", |a| {
+        a.question().is_some_and(|q| q.starts_with("message "))
+    })
+    .await;
     h.act(key(KeyCode::Enter));
     h.until("the context of the request in flight", |a| {
         a.is_busy() && a.context().is_some_and(|c| c.stored_tokens > before + 10_000)

@@ -72,7 +72,7 @@ fn summary_collapsed_then_expanded() {
     messages.extend(conversation());
     let mut app = app_with(80, 24, messages, None);
     insta::assert_snapshot!("summary_collapsed_80x24", draw(&app, 80, 24));
-    app.handle(ctrl('e'));
+    app.handle(key(KeyCode::F(4)));
     insta::assert_snapshot!("summary_expanded_80x24", draw(&app, 80, 24));
 }
 
@@ -169,7 +169,13 @@ fn request_inspector() {
         let mut app = app_with(w, h, conversation(), None);
         type_text(&mut app, "/inspect");
         let effects = app.handle(key(KeyCode::Enter));
-        assert_eq!(effects, vec![strata::tui::Effect::InspectRequest]);
+        assert_eq!(
+            effects,
+            vec![
+                strata::tui::Effect::RememberInput("/inspect".into()),
+                strata::tui::Effect::InspectRequest
+            ]
+        );
         app.handle(AppEvent::Request(Box::new(RequestView {
             json: "{\n  \"model\": \"gpt-4o\",\n  \"messages\": [\n    {\"role\": \"user\", \"content\": \"こんにちは\"}\n  ],\n  \"max_tokens\": 16384\n}".into(),
             report: Vec::new(),
@@ -198,7 +204,7 @@ fn stale_layer_and_blocked_reason_in_the_detailed_pane() {
     ctx.blocked_reason = Some("two compressions in a row saved too little".into());
     let mut app = app_with(120, 36, messages, Some(ctx));
     app.handle(AppEvent::Stale(vec![LayerName::Project]));
-    app.handle(ctrl('d'));
+    app.handle(key(KeyCode::F(3)));
     insta::assert_snapshot!("stale_blocked_120x36", draw(&app, 120, 36));
 }
 
@@ -227,7 +233,7 @@ fn archived_originals_shown_on_request() {
     messages.extend(conversation());
     let mut app = app_with(80, 24, messages, None);
     insta::assert_snapshot!("archived_hidden_80x24", draw(&app, 80, 24));
-    app.handle(ctrl('a'));
+    app.handle(key(KeyCode::F(5)));
     insta::assert_snapshot!("archived_shown_80x24", draw(&app, 80, 24));
 }
 

@@ -208,7 +208,10 @@ fn selection_moves_between_blocks_and_gives_the_keys_back() {
     type_text(&mut app, "thanks");
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
-        vec![Effect::Send("thanks".into())]
+        vec![
+            Effect::RememberInput("thanks".into()),
+            Effect::Send("thanks".into())
+        ]
     );
     // Typing while the blocks are selected goes to the composer.
     app.handle(AppEvent::TurnDone {
@@ -423,8 +426,7 @@ fn approvals_come_one_at_a_time_and_replace_other_overlays() {
 #[test]
 fn tools_and_undo_edit_commands() {
     let mut app = app_with(80, 24, Vec::new(), None);
-    type_text(&mut app, "/tools");
-    assert_eq!(app.handle(key(KeyCode::Enter)), vec![Effect::Tools]);
+    assert_eq!(entered(&mut app, "/tools"), vec![Effect::Tools]);
     app.handle(AppEvent::Notice(
         "tools (schema tokens): read_file 118 · list_dir 52 · glob 64 · grep 131 · write_file 77 · edit_file 142 · shell 156 · memory 58 · skill_view 49 · current_time 31".into(),
     ));
@@ -436,38 +438,30 @@ fn tools_and_undo_edit_commands() {
     app.handle(AppEvent::Notice("shell is off for this session".into()));
     assert!(app.overlay().is_none());
 
-    type_text(&mut app, "/tools off shell");
     assert_eq!(
-        app.handle(key(KeyCode::Enter)),
+        entered(&mut app, "/tools off shell"),
         vec![Effect::ToggleTool {
             name: "shell".into(),
             on: false
         }]
     );
-    type_text(&mut app, "/tools on shell");
     assert_eq!(
-        app.handle(key(KeyCode::Enter)),
+        entered(&mut app, "/tools on shell"),
         vec![Effect::ToggleTool {
             name: "shell".into(),
             on: true
         }]
     );
-    type_text(&mut app, "/tools shell");
-    assert!(app.handle(key(KeyCode::Enter)).is_empty());
+    assert!(entered(&mut app, "/tools shell").is_empty());
     assert!(app.notice().unwrap().error);
-    type_text(&mut app, "/undo-edit");
-    assert_eq!(app.handle(key(KeyCode::Enter)), vec![Effect::UndoEdit]);
+    assert_eq!(entered(&mut app, "/undo-edit"), vec![Effect::UndoEdit]);
 }
 
 #[test]
 fn the_mcp_command_lists_switches_and_accepts() {
     use strata::runtime::service::McpAction;
     let mut app = app_with(80, 24, Vec::new(), None);
-    type_text(&mut app, "/mcp");
-    assert_eq!(
-        app.handle(key(KeyCode::Enter)),
-        vec![Effect::Mcp(McpAction::List)]
-    );
+    assert_eq!(entered(&mut app, "/mcp"), vec![Effect::Mcp(McpAction::List)]);
     app.handle(AppEvent::Notice(
         "MCP servers (tokens per request): builtin  builtin  13 tools  1890 tokens · time  ready  2 tools  420 tokens, 2 deferred ·     time__convert_time  260  deferred ·     time__get_current_time  160  deferred · deferral saves 2313 tokens per request".into(),
     ));
@@ -493,18 +487,12 @@ fn the_mcp_command_lists_switches_and_accepts() {
         ("/mcp accept", McpAction::Accept),
         ("/mcp decline", McpAction::Decline),
     ] {
-        type_text(&mut app, typed);
-        assert_eq!(
-            app.handle(key(KeyCode::Enter)),
-            vec![Effect::Mcp(action)],
-            "{typed}"
-        );
+        assert_eq!(entered(&mut app, typed), vec![Effect::Mcp(action)], "{typed}");
         // Their answers are status-bar notices, not the list overlay.
         app.handle(AppEvent::Notice("done".into()));
         assert!(app.overlay().is_none(), "{typed}");
     }
-    type_text(&mut app, "/mcp time");
-    assert!(app.handle(key(KeyCode::Enter)).is_empty());
+    assert!(entered(&mut app, "/mcp time").is_empty());
     assert!(app.notice().unwrap().text.contains("/mcp takes nothing"));
 }
 

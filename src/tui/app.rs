@@ -10,6 +10,7 @@ use super::chat::{ChatPane, Streaming};
 use super::event::{AppEvent, ContextSnapshot, Effect};
 use super::keymap::{Action, KeyMap};
 use super::overlay::{Overlay, Picker};
+use super::readline::{self, Edited};
 use super::slash;
 use crate::conversation::Phase;
 use crate::domain::{LayerName, MessageStatus, Session, Usage};
@@ -17,8 +18,14 @@ use crate::render::Highlighter;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui_textarea::TextArea;
 
+mod ask;
 mod compose;
+mod folds;
+mod history;
+mod slash_menu;
 mod tools;
+
+pub use ask::SendQuestion;
 
 /// The notice while a cancelled turn winds down.
 const CANCELLING: &str = "cancelling the reply…";
@@ -56,11 +63,19 @@ pub struct App {
     pub(super) context_shown: Option<bool>,
     pub(super) detail: bool,
     pub(super) composer: TextArea<'static>,
+    /// The long pastes folded in the draft (see `paste`).
+    folds: Vec<crate::tui::paste::Fold>,
+    /// The question before sending a message larger than the window.
+    pub(super) question: Option<SendQuestion>,
+    /// The `/` menu's selection.
+    menu: super::menu::Menu,
     history: Vec<String>,
     history_at: Option<usize>,
     pub(super) overlay: Option<Overlay>,
     pub(super) draft_tokens: u64,
     draft_ticket: u64,
+    /// Whether `draft_tokens` counts the draft as it is now.
+    draft_counted: bool,
     next_ticket: u64,
     pub(super) busy: bool,
     /// The turn's phase and since when (unix ms), while busy.
@@ -100,11 +115,15 @@ impl App {
             context_shown: None,
             detail: false,
             composer,
+            folds: Vec::new(),
+            question: None,
+            menu: super::menu::Menu::default(),
             history: Vec::new(),
             history_at: None,
             overlay: None,
             draft_tokens: 0,
             draft_ticket: 0,
+            draft_counted: true,
             next_ticket: 0,
             busy: false,
             phase: None,
@@ -211,9 +230,8 @@ impl App {
                 }
                 // Terminals paste line breaks as carriage returns.
                 self.chat.tools.selected = None;
-                self.composer
-                    .insert_str(text.replace("\r\n", "\n").replace('\r', "\n"));
-                self.draft_changed()
+                self.question = None;
+                self.paste_text(&text.replace("\r\n", "\n").replace('\r', "\n"))
             }
             AppEvent::Wheel(rows) => {
                 match &mut self.overlay {
@@ -328,7 +346,8 @@ impl App {
                 self.chat.pending_user = None;
                 self.chat.streaming = None;
                 if self.draft().is_empty() {
-                    self.set_draft(&text);
+                    self.put_draft(&text);
+                    return self.draft_changed();
                 }
                 Vec::new()
             }
@@ -347,8 +366,10 @@ impl App {
             AppEvent::DraftTokens { ticket, tokens } => {
                 if ticket == self.draft_ticket {
                     self.draft_tokens = tokens;
+                    self.draft_counted = true;
+                    return self.count_answers_question();
                 }
-                Vec::new()
+                self.fold_counted(ticket, tokens).unwrap_or_default()
             }
             AppEvent::Sessions { ticket, rows } => {
                 if let Some(Overlay::Picker(p)) = &mut self.overlay
@@ -378,6 +399,10 @@ impl App {
                 Vec::new()
             }
             AppEvent::Tool(event) => self.tool_event(event),
+            AppEvent::History(earlier) => {
+                self.history_loaded(earlier);
+                Vec::new()
+            }
             AppEvent::Notice(text) => {
                 if std::mem::take(&mut self.listing_tools)
                     && !matches!(self.overlay, Some(Overlay::Approval(_)))
@@ -424,6 +449,12 @@ impl App {
         {
             return effects;
         }
+        if let Some(effects) = self.question_key(action) {
+            return effects;
+        }
+        if let Some(effects) = self.menu_key(action) {
+            return effects;
+        }
         match action {
             Some(Action::Interrupt) => self.interrupt(),
             Some(Action::Send) => self.submit(),
@@ -433,11 +464,15 @@ impl App {
             }
             Some(Action::HistoryPrev) if self.composer.cursor().0 == 0 => {
                 self.recall(-1);
-                self.draft_changed()
+                let effects = self.draft_changed();
+                self.menu.hidden = true;
+                effects
             }
             Some(Action::HistoryNext) if self.composer.cursor().0 + 1 >= self.composer.lines().len() => {
                 self.recall(1);
-                self.draft_changed()
+                let effects = self.draft_changed();
+                self.menu.hidden = true;
+                effects
             }
             Some(Action::Complete) => {
                 if let Some(done) = slash::complete(&self.draft()) {
@@ -462,6 +497,9 @@ impl App {
                 Vec::new()
             }
             Some(Action::ToggleSummaries) => {
+                if let Some(effects) = self.expand_folds() {
+                    return effects;
+                }
                 self.chat.summaries_expanded = !self.chat.summaries_expanded;
                 Vec::new()
             }
@@ -485,10 +523,16 @@ impl App {
                 Vec::new()
             }
             Some(Action::HistoryPrev | Action::HistoryNext) | None => {
-                // Ctrl-U deletes to the start of the line, as in a shell.
-                if key.code == KeyCode::Char('u') && key.modifiers == KeyModifiers::CONTROL {
-                    self.composer.delete_line_by_head();
+                if key.code == KeyCode::Backspace
+                    && key.modifiers.is_empty()
+                    && self.delete_fold_before_cursor()
+                {
                     return self.draft_changed();
+                }
+                match readline::edit(&mut self.composer, &key) {
+                    Some(Edited::Text) => return self.draft_changed(),
+                    Some(Edited::Cursor) => return Vec::new(),
+                    None => {}
                 }
                 if self.composer.input(key) {
                     self.draft_changed()

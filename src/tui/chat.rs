@@ -23,6 +23,7 @@
 //! they arrive ([`ChatPane::highlights_arrived`]) only those blocks are laid
 //! out again. Without a highlighter (tests) code stays plain.
 
+use super::paste::{Fold, fold_for_display};
 use super::tool_block::{Inputs, ToolBlocks};
 use super::{fmt, theme};
 use crate::domain::{Message, MessageId, MessageKind, MessageStatus, Role};
@@ -115,6 +116,8 @@ struct CacheKey {
     id: MessageId,
     width: u16,
     collapsed: bool,
+    /// Pastes shown folded (user messages), with how many are known.
+    folded: Option<usize>,
     len: usize,
     status: MessageStatus,
     badges: Vec<String>,
@@ -143,8 +146,12 @@ pub struct ChatPane {
     pub messages: Vec<Message>,
     /// Pipeline report by message.
     pub report: HashMap<MessageId, ReportEntry>,
-    /// Summaries shown whole (otherwise one line).
+    /// Summaries and long pastes shown whole (otherwise one line and a
+    /// label).
     pub summaries_expanded: bool,
+    /// The pastes sent in this run, oldest first: user messages show them
+    /// as their labels (see `paste`).
+    pub pastes: Vec<Fold>,
     /// Archived originals shown.
     pub show_archived: bool,
     /// Rows scrolled up from the newest line (0 follows new output).
@@ -354,11 +361,13 @@ impl ChatPane {
     /// its height in rows.
     fn ensure(&self, msg: &Message, width: u16) -> usize {
         let collapsed = msg.kind == MessageKind::Summary && !self.summaries_expanded;
+        let folds = msg.role == Role::User && msg.kind != MessageKind::Summary && !self.summaries_expanded;
         let badges = badges(msg, self.report.get(&msg.id));
         let key = CacheKey {
             id: msg.id,
             width,
             collapsed,
+            folded: folds.then_some(self.pastes.len()),
             len: msg.content.len(),
             status: msg.status,
             badges,
@@ -369,8 +378,9 @@ impl ChatPane {
         {
             return c.lines.len();
         }
+        let shown = self.folded(msg, folds);
         let Rendered { lines, pending } = layout_block(
-            msg,
+            shown.as_ref().unwrap_or(msg),
             &key.badges,
             collapsed.then_some(self.expand_key.as_str()),
             width,
@@ -386,6 +396,18 @@ impl ChatPane {
             },
         );
         height
+    }
+
+    /// `msg` with its pastes folded, when `folds` and it has some.
+    fn folded(&self, msg: &Message, folds: bool) -> Option<Message> {
+        if !folds {
+            return None;
+        }
+        let content = fold_for_display(&msg.content, &self.pastes, &self.expand_key)?;
+        Some(Message {
+            content: content.into_owned(),
+            ..msg.clone()
+        })
     }
 
     /// Draws the pane into `area`: block heights are summed from the newest
@@ -458,7 +480,8 @@ impl ChatPane {
     fn pending_lines(&self, width: u16) -> Option<Vec<Line<'static>>> {
         self.pending_user.as_ref().map(|text| {
             let m = Message::new(crate::domain::SessionId::default(), Role::User, text.clone(), 0);
-            layout_block(&m, &[], None, width, &NoHighlights).lines
+            let shown = self.folded(&m, !self.summaries_expanded);
+            layout_block(shown.as_ref().unwrap_or(&m), &[], None, width, &NoHighlights).lines
         })
     }
 

@@ -95,6 +95,9 @@ pub enum AppEvent {
     /// pane's highlighter thread): cached blocks that drew them plain are
     /// laid out again.
     Highlighted,
+    /// The workspace's inputs from earlier runs, oldest first (for Up and
+    /// Down).
+    History(Vec<String>),
     /// A one-line notice (feedback of a command).
     Notice(String),
     /// A one-line problem.
@@ -166,6 +169,9 @@ pub enum Effect {
     UndoEdit,
     /// `/mcp`.
     Mcp(crate::runtime::service::McpAction),
+    /// Keep an input the user entered (a message or a command, its folds
+    /// expanded) in the workspace's history across runs.
+    RememberInput(String),
     /// Leave the app.
     Quit,
 }

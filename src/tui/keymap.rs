@@ -1,7 +1,9 @@
 //! Keybindings as data: a key maps to an [`Action`]. Defaults are built in;
 //! the config's `[ui.keys]` table overrides them, e.g.
 //! `[ui.keys]` / `"ctrl-t" = "toggle_context"`. Keys the map does not hold
-//! go to the composer (or the open overlay).
+//! go to the composer (or the open overlay), where the readline keys edit
+//! (see `readline`): so the panes toggle on F-keys by default, and Ctrl-A,
+//! Ctrl-E, Ctrl-D, Ctrl-W, Ctrl-K, Alt-B and Alt-F are left unbound.
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use std::collections::HashMap;
@@ -35,7 +37,8 @@ pub enum Action {
     ToggleContext,
     /// Expand or collapse the context pane's layer and source rows.
     ToggleDetail,
-    /// Expand or collapse compaction summaries.
+    /// Expand or collapse compaction summaries and long pastes in the
+    /// chat; with a folded paste in the composer, open it into its text.
     ToggleSummaries,
     /// Show or hide archived originals.
     ToggleArchived,
@@ -95,7 +98,7 @@ impl Action {
             Self::Bottom => "jump to the newest message",
             Self::ToggleContext => "show or hide the context pane",
             Self::ToggleDetail => "expand layers and sources in the context pane",
-            Self::ToggleSummaries => "expand or collapse summaries",
+            Self::ToggleSummaries => "expand or collapse summaries and pastes",
             Self::ToggleArchived => "show or hide archived originals",
             Self::SelectTools => "select tool blocks: Up/Down move, Enter expands, Esc returns",
             Self::Sessions => "session picker",
@@ -246,10 +249,11 @@ const DEFAULTS: &[(&str, Action)] = &[
     ("pageup", Action::PageUp),
     ("pagedown", Action::PageDown),
     ("ctrl-end", Action::Bottom),
+    ("f2", Action::ToggleContext),
     ("ctrl-t", Action::ToggleContext),
-    ("ctrl-d", Action::ToggleDetail),
-    ("ctrl-e", Action::ToggleSummaries),
-    ("ctrl-a", Action::ToggleArchived),
+    ("f3", Action::ToggleDetail),
+    ("f4", Action::ToggleSummaries),
+    ("f5", Action::ToggleArchived),
     ("shift-tab", Action::SelectTools),
     ("ctrl-o", Action::Sessions),
     ("f1", Action::Help),
@@ -370,14 +374,39 @@ mod tests {
     }
 
     #[test]
+    fn readline_keys_are_unbound_and_the_panes_toggle_on_f_keys() {
+        let k = KeyMap::default();
+        for c in ['a', 'e', 'd', 'w', 'k', 'u', 'y', 'b', 'f'] {
+            assert_eq!(
+                k.action(&ev(KeyCode::Char(c), KeyModifiers::CONTROL)),
+                None,
+                "ctrl-{c}"
+            );
+        }
+        for c in ['b', 'f', 'd'] {
+            assert_eq!(
+                k.action(&ev(KeyCode::Char(c), KeyModifiers::ALT)),
+                None,
+                "alt-{c}"
+            );
+        }
+        let f = |n| k.action(&ev(KeyCode::F(n), KeyModifiers::NONE));
+        assert_eq!(f(2), Some(Action::ToggleContext));
+        assert_eq!(f(3), Some(Action::ToggleDetail));
+        assert_eq!(f(4), Some(Action::ToggleSummaries));
+        assert_eq!(f(5), Some(Action::ToggleArchived));
+        assert_eq!(k.label_for(Action::ToggleSummaries).as_deref(), Some("F4"));
+    }
+
+    #[test]
     fn config_overrides_rebind_and_unbind() {
         let ui: toml::Table = toml::from_str(
-            "[keys]\n\"f2\" = \"toggle_context\"\n\"ctrl-t\" = \"none\"\n\"ctrl-q\" = \"bogus\"\n\"nokey-x\" = \"help\"\n",
+            "[keys]\n\"f9\" = \"toggle_context\"\n\"ctrl-t\" = \"none\"\n\"ctrl-q\" = \"bogus\"\n\"nokey-x\" = \"help\"\n",
         )
         .unwrap();
         let (k, warnings) = KeyMap::from_config(&ui);
         assert_eq!(
-            k.action(&ev(KeyCode::F(2), KeyModifiers::NONE)),
+            k.action(&ev(KeyCode::F(9), KeyModifiers::NONE)),
             Some(Action::ToggleContext)
         );
         assert_eq!(k.action(&ev(KeyCode::Char('t'), KeyModifiers::CONTROL)), None);

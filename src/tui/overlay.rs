@@ -404,6 +404,11 @@ fn help_lines(keymap: &KeyMap) -> Vec<Line<'static>> {
         out.push(Line::raw(format!("  {label:<12} {}", action.description())));
     }
     out.push(Line::default());
+    out.push(Line::styled("Composer", theme::title()));
+    for (keys, what) in super::readline::HELP {
+        out.push(Line::raw(format!("  {keys:<16} {what}")));
+    }
+    out.push(Line::default());
     out.push(Line::styled("Commands", theme::title()));
     for c in slash::ALL {
         let name = format!("/{} {}", c.name(), c.args());

@@ -5,7 +5,8 @@
 //! needs 60 columns).
 
 use super::app::App;
-use super::{context_pane, fmt, overlay, slash, theme};
+use super::keymap::Action;
+use super::{context_pane, fmt, menu, overlay, slash, theme};
 use crate::conversation::Phase;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -45,6 +46,9 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
             let body_h = h - 2 - composer_rows;
             header(app, row(0, 1), buf);
             body(app, row(1, body_h), buf);
+            if let Some((commands, selected)) = app.slash_menu() {
+                menu::render(&commands, selected, row(1, body_h), buf);
+            }
             composer(app, row(1 + body_h, composer_rows), buf);
             status(app, row(h - 1, 1), buf);
         }
@@ -128,6 +132,12 @@ fn composer(app: &App, area: Rect, buf: &mut Buffer) {
 }
 
 fn status(app: &App, area: Rect, buf: &mut Buffer) {
+    if let Some(q) = app.question() {
+        buf.set_style(area, theme::status());
+        let line = Line::from(Span::styled(format!(" {q} "), theme::status()));
+        buf.set_line(area.x, area.y, &line, area.width);
+        return;
+    }
     let mut spans: Vec<Span<'static>> = Vec::new();
     if app.busy {
         let rate = app
@@ -179,7 +189,7 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
         spans.push(Span::styled(format!("· {} ", n.text), style));
     } else if let Some(p) = &app.progress {
         spans.push(Span::raw(format!("· {p} ")));
-    } else if draft.starts_with('/') {
+    } else if draft.starts_with('/') && app.slash_menu().is_none() {
         let names: Vec<String> = slash::candidates(&draft)
             .iter()
             .map(|c| format!("/{}", c.name()))
@@ -197,15 +207,21 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
         )));
     }
     let left: String = spans.iter().map(|s| s.content.as_ref()).collect();
+    let opens = app
+        .has_folds()
+        .then(|| app.keymap.label_for(Action::ToggleSummaries))
+        .flatten();
     let hints = if app.chat.tools.selected.is_some() {
-        "↑↓ select · Enter expand · Esc back "
+        "↑↓ select · Enter expand · Esc back ".to_owned()
     } else if app.busy {
-        "Ctrl-C cancel · F1 help "
+        "Ctrl-C cancel · F1 help ".to_owned()
+    } else if let Some(key) = opens {
+        format!("{key} opens the paste · Enter send ")
     } else {
-        "Enter send · F1 help "
+        "Enter send · F1 help ".to_owned()
     };
     let room = usize::from(area.width);
-    let pad = room.saturating_sub(fmt::width(&left) + fmt::width(hints));
+    let pad = room.saturating_sub(fmt::width(&left) + fmt::width(&hints));
     if pad > 0 {
         spans.push(Span::raw(" ".repeat(pad)));
         spans.push(Span::styled(hints, theme::status()));

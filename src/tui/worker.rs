@@ -2,7 +2,7 @@
 //! UI task and turns the service's events into [`AppEvent`]s on an
 //! unbounded channel (sending never waits).
 //!
-//! Three threads, each owning its resource:
+//! Four threads, each owning its resource:
 //! - the service thread owns the [`SessionService`] (store connection,
 //!   provider, conversation) and runs jobs in order on a current-thread
 //!   tokio runtime; a streaming turn is cancelled through a one-shot made
@@ -11,10 +11,14 @@
 //!   back once the service is open (the job loop is busy with the turn
 //!   while the turn waits for the answer);
 //! - the runtime's query thread and counting thread
-//!   ([`crate::runtime::service::queries`]).
+//!   ([`crate::runtime::service::queries`]);
+//! - the input history's thread
+//!   ([`crate::runtime::input_history`]), loading the workspace's earlier
+//!   inputs at start and keeping each new one.
 
 use super::event::{AppEvent, Effect};
 use crate::runtime::ApprovalAnswer;
+use crate::runtime::input_history::{HistoryEvent, InputHistory, spawn_input_history};
 use crate::runtime::service::queries::{CountJob, spawn_counter, spawn_queries};
 use crate::runtime::service::{Command, Launch, ServiceEvent, SessionService, Sink};
 use std::sync::{Arc, Mutex, mpsc as std_mpsc};
@@ -44,6 +48,7 @@ pub struct Driver {
     skip: Arc<tokio::sync::Notify>,
     queries: std_mpsc::Sender<(u64, String)>,
     counts: std_mpsc::Sender<CountJob>,
+    history: InputHistory,
 }
 
 impl From<ServiceEvent> for AppEvent {
@@ -92,10 +97,18 @@ impl Driver {
         let service_approvals = Arc::clone(&approvals);
         let skip = Arc::new(tokio::sync::Notify::new());
         let service_skip = Arc::clone(&skip);
+        let service_events = events.clone();
         let sink: Sink = Arc::new(move |e: ServiceEvent| {
-            let _ = events.send(e.into());
+            let _ = service_events.send(e.into());
         });
         let queries = spawn_queries(launch.paths.database(), Arc::clone(&sink));
+        let history_events = events.clone();
+        let history = spawn_input_history(launch.paths.database(), &launch.cwd, move |e| {
+            let _ = history_events.send(match e {
+                HistoryEvent::Loaded(rows) => AppEvent::History(rows),
+                HistoryEvent::Failed(text) => AppEvent::Error(text),
+            });
+        });
         let counts = spawn_counter(Arc::clone(&sink));
         let worker_counts = counts.clone();
         std::thread::Builder::new()
@@ -130,6 +143,7 @@ impl Driver {
             skip,
             queries,
             counts,
+            history,
         }
     }
 
@@ -154,6 +168,10 @@ impl Driver {
             }
             Effect::CountDraft { ticket, text } => {
                 let _ = self.counts.send(CountJob::Count(ticket, text));
+                return true;
+            }
+            Effect::RememberInput(text) => {
+                self.history.remember(text);
                 return true;
             }
             Effect::Send(text) => {

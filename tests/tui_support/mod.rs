@@ -95,6 +95,12 @@ pub fn summary(text: &str) -> Message {
 }
 
 pub fn context(messages: &[Message]) -> ContextSnapshot {
+    context_in(messages, 128_000, 16_384)
+}
+
+/// [`context`] for a model of `window` tokens reserving `reserved` for
+/// the reply.
+pub fn context_in(messages: &[Message], window: u64, reserved: u64) -> ContextSnapshot {
     let prompt = prompt();
     let counts: Vec<u32> = messages
         .iter()
@@ -106,8 +112,8 @@ pub fn context(messages: &[Message]) -> ContextSnapshot {
         history: messages,
         history_tokens: &counts,
         tools: &[],
-        window: 128_000,
-        reserved_output: 16_384,
+        window,
+        reserved_output: reserved,
         threshold: ThresholdSettings::default(),
         tokenizer: "o200k_base",
         exact: false,
@@ -183,6 +189,20 @@ pub fn type_text(app: &mut App, text: &str) -> Vec<strata::tui::Effect> {
         out.extend(app.handle(key(KeyCode::Char(c))));
     }
     out
+}
+
+/// Types `line`, presses Enter and returns the effects, less the
+/// history entry the input makes (checked to be `line`).
+pub fn entered(app: &mut App, line: &str) -> Vec<strata::tui::Effect> {
+    type_text(app, line);
+    let mut effects = app.handle(key(KeyCode::Enter));
+    assert_eq!(
+        effects.first(),
+        Some(&strata::tui::Effect::RememberInput(line.to_owned())),
+        "{line} goes to the history first"
+    );
+    effects.remove(0);
+    effects
 }
 
 /// A realistic OpenAI wire body of `messages` messages, pretty-printed as

@@ -1,6 +1,6 @@
 //! The composer's side of the app: submitting a message or a slash
-//! command, recalling earlier inputs, and asking for the draft's token
-//! count. Part of [`App`]'s update; no I/O.
+//! command and asking for the draft's token count (earlier inputs are in
+//! `history`). Part of [`App`]'s update; no I/O.
 
 use super::App;
 use crate::runtime::service::McpAction;
@@ -10,17 +10,30 @@ use crate::tui::overlay::Overlay;
 use crate::tui::slash::{self, Invocation, SlashCommand};
 
 impl App {
+    /// Replaces the composer's text (the yank buffer is kept; the folds
+    /// are the caller's to keep or drop).
     pub(super) fn set_draft(&mut self, text: &str) {
+        let yank = self.composer.yank_text();
         self.composer.select_all();
         self.composer.cut();
         self.composer.insert_str(text);
+        self.composer.set_yank_text(yank);
     }
 
+    /// The draft changed: its folds' tokens are counted first, then the
+    /// whole message (see `folds`).
     pub(super) fn draft_changed(&mut self) -> Vec<Effect> {
-        let text = self.draft();
+        self.prune_folds();
+        self.menu = crate::tui::menu::Menu::default();
         self.draft_ticket = self.ticket();
+        self.draft_counted = false;
+        if let Some(count) = self.count_a_fold() {
+            return vec![count];
+        }
+        let text = self.message_text();
         if text.trim().is_empty() || text.starts_with('/') {
             self.draft_tokens = 0;
+            self.draft_counted = true;
             return Vec::new();
         }
         vec![Effect::CountDraft {
@@ -29,37 +42,8 @@ impl App {
         }]
     }
 
-    /// Moves through earlier inputs: -1 older, +1 newer (past the newest
-    /// clears the composer).
-    pub(super) fn recall(&mut self, step: i64) {
-        if self.history.is_empty() {
-            return;
-        }
-        let last = self.history.len() - 1;
-        let next = match (self.history_at, step < 0) {
-            (None, true) => Some(last),
-            (None, false) => None,
-            (Some(i), true) => Some(i.saturating_sub(1)),
-            (Some(i), false) if i < last => Some(i + 1),
-            (Some(_), false) => None,
-        };
-        self.history_at = next;
-        let text = next.map(|i| self.history[i].clone()).unwrap_or_default();
-        self.set_draft(&text);
-    }
-
-    pub(super) fn take_draft(&mut self, text: &str) {
-        self.set_draft("");
-        if self.history.last().map(String::as_str) != Some(text) {
-            self.history.push(text.to_owned());
-        }
-        self.history_at = None;
-        self.draft_tokens = 0;
-        self.draft_ticket = self.ticket();
-    }
-
     pub(super) fn submit(&mut self) -> Vec<Effect> {
-        let text = self.draft();
+        let text = self.message_text();
         if text.trim().is_empty() {
             return Vec::new();
         }
@@ -79,9 +63,11 @@ impl App {
                     );
                     return Vec::new();
                 }
-                self.take_draft(&text);
+                // Kept first: a command may end the app (`/quit`).
+                let mut effects = self.take_draft(&text);
                 self.notice = None;
-                self.command(inv)
+                effects.extend(self.command(inv));
+                effects
             }
             None => {
                 if self.busy {
@@ -91,20 +77,30 @@ impl App {
                     );
                     return Vec::new();
                 }
-                self.take_draft(&text);
-                self.notice = None;
-                self.busy = true;
-                self.chat.tools.turn_running = true;
-                self.chat.scroll = 0;
-                self.chat.pending_user = Some(text.clone());
-                self.chat.streaming = Some(Streaming {
-                    started_ms: self.now_ms,
-                    last_ms: self.now_ms,
-                    ..Streaming::default()
-                });
-                vec![Effect::Send(text)]
+                if self.asks_before_sending(&text) {
+                    return Vec::new();
+                }
+                self.send_message(text)
             }
         }
+    }
+
+    /// Sends `text` (the draft as a message) and clears the composer.
+    pub(super) fn send_message(&mut self, text: String) -> Vec<Effect> {
+        self.folds_sent();
+        let mut effects = self.take_draft(&text);
+        self.notice = None;
+        self.busy = true;
+        self.chat.tools.turn_running = true;
+        self.chat.scroll = 0;
+        self.chat.pending_user = Some(text.clone());
+        self.chat.streaming = Some(Streaming {
+            started_ms: self.now_ms,
+            last_ms: self.now_ms,
+            ..Streaming::default()
+        });
+        effects.push(Effect::Send(text));
+        effects
     }
 
     pub(super) fn command(&mut self, inv: Invocation) -> Vec<Effect> {
