@@ -9,7 +9,7 @@ mod common;
 mod mcp_support;
 
 use common::Sandbox;
-use mcp_support::{alive, eventually, misbehaving, one_at_a_time, python, real_servers};
+use mcp_support::{alive, descendants, eventually, misbehaving, one_at_a_time, python, real_servers};
 use serde_json::{Value, json};
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -243,34 +243,6 @@ fn mcp_add_and_remove_edit_the_config_and_keep_the_rest() {
     let none = sb.run(&["mcp", "remove", "time"]);
     assert_eq!(none.status.code(), Some(2));
     assert!(common::one_line_error(&none).contains("There is no MCP server named `time`"));
-}
-
-/// `(pid, parent pid)` of every live process.
-fn process_table() -> Vec<(u32, u32)> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| alive(*pid))
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let ppid = stat.rsplit_once(") ")?.1.split(' ').nth(1)?.parse().ok()?;
-            Some((pid, ppid))
-        })
-        .collect()
-}
-
-/// Every live descendant of `root`.
-fn descendants(root: u32) -> Vec<u32> {
-    let table = process_table();
-    let mut found = vec![root];
-    let mut i = 0;
-    while i < found.len() {
-        let parent = found[i];
-        found.extend(table.iter().filter(|(_, pp)| *pp == parent).map(|(p, _)| *p));
-        i += 1;
-    }
-    found.remove(0);
-    found
 }
 
 #[test]

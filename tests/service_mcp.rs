@@ -450,7 +450,6 @@ fn a_server_the_first_request_went_without_stays_out_when_it_is_ready_later() {
 
 #[test]
 fn a_cancel_while_servers_start_for_a_new_session_stores_no_session() {
-    use strata::runtime::service::{Launch, Opening, SessionService};
     mcp_support::run(async {
         let server = Server::with(|_| Reply::sse(openai_text("ok"))).await;
         let dirs = Dirs::new();
@@ -459,19 +458,7 @@ fn a_cancel_while_servers_start_for_a_new_session_stores_no_session() {
             "[mcp.servers.hang]\ncommand = \"/bin/sleep\"\nargs = [\"1000\"]\nstartup_timeout_s = 60\n",
         );
         let (sink, events) = recorder();
-        let launch = Launch {
-            paths: dirs.paths(),
-            config,
-            provider: None,
-            model: None,
-            prompt_mode: None,
-            opening: Opening::New,
-            cwd: dirs.ws.path().to_path_buf(),
-            env: std::sync::Arc::new(|_: &str| None),
-            interactive: true,
-        };
-        let mut service = SessionService::open(launch, sink, None).unwrap();
-        service.start(Opening::New).unwrap();
+        let mut service = service_support::open_new(&dirs, config, true, sink);
         let cancel = tokio::time::sleep(Duration::from_millis(400));
         let err = service.send("hello?".into(), cancel).await.unwrap_err();
         assert_eq!(

@@ -13,9 +13,8 @@ mod service_support;
 
 use server::{Reply, Server};
 use service_support::{Dirs, recorder};
-use std::sync::Arc;
 use strata::config::Config;
-use strata::runtime::service::{Command, Launch, Opening, ServiceEvent, SessionService};
+use strata::runtime::service::{Command, ServiceEvent};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_injection_in_agents_md_is_said_once_in_the_app() {
@@ -32,19 +31,7 @@ async fn an_injection_in_agents_md_is_said_once_in_the_app() {
     );
     let config = Config::parse(&text).unwrap().config;
     let (sink, events) = recorder();
-    let launch = Launch {
-        paths: dirs.paths(),
-        config,
-        provider: None,
-        model: None,
-        prompt_mode: None,
-        opening: Opening::New,
-        cwd: dirs.ws.path().to_path_buf(),
-        env: Arc::new(|_: &str| None),
-        interactive: true,
-    };
-    let mut service = SessionService::open(launch, sink, None).unwrap();
-    service.start(Opening::New).unwrap();
+    let mut service = service_support::open_new(&dirs, config, true, sink);
     let injection = |events: &[ServiceEvent]| {
         events
             .iter()
@@ -66,19 +53,7 @@ async fn memory_says_the_truth_about_a_minimal_prompt() {
     let text = "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"http://127.0.0.1:9/v1\"\n[prompt]\nmode = \"minimal\"\n";
     let config = Config::parse(text).unwrap().config;
     let (sink, events) = recorder();
-    let launch = Launch {
-        paths: dirs.paths(),
-        config,
-        provider: None,
-        model: None,
-        prompt_mode: None,
-        opening: Opening::New,
-        cwd: dirs.ws.path().to_path_buf(),
-        env: Arc::new(|_: &str| None),
-        interactive: true,
-    };
-    let mut service = SessionService::open(launch, sink, None).unwrap();
-    service.start(Opening::New).unwrap();
+    let mut service = service_support::open_new(&dirs, config, true, sink);
     service
         .run(Command::Memory("the build uses make".into()))
         .await

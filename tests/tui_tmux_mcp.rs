@@ -15,7 +15,7 @@ mod tmux;
 mod tool_sse;
 
 use common::Sandbox;
-use mcp_support::alive;
+use mcp_support::{alive, descendants, process_table};
 use server::{Reply, Server};
 use std::time::{Duration, Instant};
 use tmux::Tmux;
@@ -23,34 +23,6 @@ use tool_sse::openai_text;
 
 /// How long quitting may take to stop every server (the bound).
 const QUIT_LIMIT: Duration = Duration::from_secs(2);
-
-/// `(pid, parent pid)` of every live process.
-fn process_table() -> Vec<(u32, u32)> {
-    std::fs::read_dir("/proc")
-        .unwrap()
-        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| alive(*pid))
-        .filter_map(|pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-            let ppid = stat.rsplit_once(") ")?.1.split(' ').nth(1)?.parse().ok()?;
-            Some((pid, ppid))
-        })
-        .collect()
-}
-
-/// Every live descendant of `root`.
-fn descendants(root: u32) -> Vec<u32> {
-    let table = process_table();
-    let mut found = vec![root];
-    let mut i = 0;
-    while i < found.len() {
-        let parent = found[i];
-        found.extend(table.iter().filter(|(_, pp)| *pp == parent).map(|(p, _)| *p));
-        i += 1;
-    }
-    found.remove(0);
-    found
-}
 
 fn cmdline(pid: u32) -> String {
     std::fs::read(format!("/proc/{pid}/cmdline"))

@@ -111,3 +111,31 @@ pub fn eventually(seconds: f64, mut check: impl FnMut() -> bool) -> bool {
         std::thread::sleep(std::time::Duration::from_millis(20));
     }
 }
+
+/// `(pid, parent pid)` of every live process.
+pub fn process_table() -> Vec<(u32, u32)> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| alive(*pid))
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            let ppid = stat.rsplit_once(") ")?.1.split(' ').nth(1)?.parse().ok()?;
+            Some((pid, ppid))
+        })
+        .collect()
+}
+
+/// Every live descendant of `root`.
+pub fn descendants(root: u32) -> Vec<u32> {
+    let table = process_table();
+    let mut found = vec![root];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(table.iter().filter(|(_, pp)| *pp == parent).map(|(p, _)| *p));
+        i += 1;
+    }
+    found.remove(0);
+    found
+}

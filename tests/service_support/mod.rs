@@ -82,3 +82,22 @@ pub fn open(dirs: &Dirs, config: Config, id: SessionId, interactive: bool, sink:
     service.start(opening).unwrap();
     service
 }
+
+/// A service on a new session (nothing stored until the first message),
+/// started.
+pub fn open_new(dirs: &Dirs, config: Config, interactive: bool, sink: Sink) -> SessionService {
+    let launch = Launch {
+        paths: dirs.paths(),
+        config,
+        provider: None,
+        model: None,
+        prompt_mode: None,
+        opening: Opening::New,
+        cwd: dirs.ws.path().to_path_buf(),
+        env: Arc::new(|_: &str| None),
+        interactive,
+    };
+    let mut service = SessionService::open(launch, sink, None).unwrap();
+    service.start(Opening::New).unwrap();
+    service
+}
