@@ -305,3 +305,33 @@ fn the_pre_limit_and_stored_figures_show_only_when_the_pipeline_reduced_somethin
     let app = app_with(140, 30, messages, Some(ctx));
     assert!(draw(&app, 140, 30).contains("stored"));
 }
+
+/// The status bar cuts a long notice; the notices log (F6, `/log`) shows
+/// every one whole, newest first.
+#[test]
+fn the_notices_log_keeps_every_notice_whole_newest_first() {
+    let mut app = app_with(80, 24, Vec::new(), None);
+    let long = format!(
+        "MCP server slow is unavailable: {}",
+        "it said something long. ".repeat(12)
+    );
+    app.handle(AppEvent::Notice("first notice".into()));
+    app.handle(AppEvent::Error(long.clone()));
+    app.handle(AppEvent::Notice("the newest".into()));
+    let status = draw(&app, 80, 24);
+    assert!(!status.contains(&long), "the status bar cannot hold it");
+    app.handle(key(KeyCode::F(6)));
+    let screen = draw(&app, 80, 24);
+    assert!(screen.contains("Notices"), "{screen}");
+    let newest = screen.find("the newest").unwrap();
+    let error = screen.find("error: MCP server slow").unwrap();
+    let first = screen.find("first notice").unwrap();
+    assert!(newest < error && error < first, "newest first:\n{screen}");
+    // Whole: every sentence of the long one is there, wrapped.
+    assert_eq!(screen.matches("long.").count(), 12, "{screen}");
+    assert_eq!(app.notices_log().len(), 3);
+    app.handle(key(KeyCode::Esc));
+    type_text(&mut app, "/log");
+    app.handle(key(KeyCode::Enter));
+    assert!(draw(&app, 80, 24).contains("Notices"));
+}

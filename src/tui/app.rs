@@ -91,8 +91,12 @@ pub struct App {
     approvals: std::collections::VecDeque<crate::runtime::service::ApprovalRequest>,
     /// `/tools` was sent: its answer (the next notice) opens the tools list.
     listing_tools: bool,
+    /// Every notice of this run, oldest first, with when (unix ms).
+    notices_log: Vec<(String, i64)>,
 }
 
+/// How many notices the log keeps (the oldest go first).
+const NOTICES_KEPT: usize = 1_000;
 impl App {
     /// A fresh app of `width`×`height` cells with `keymap`.
     #[must_use]
@@ -136,6 +140,7 @@ impl App {
             dirty: true,
             approvals: std::collections::VecDeque::new(),
             listing_tools: false,
+            notices_log: Vec::new(),
         }
     }
 
@@ -422,10 +427,23 @@ impl App {
     }
 
     fn notify(&mut self, text: &str, error: bool) {
+        // Every notice is kept whole for the log (F6, /log): the status
+        // bar cuts long ones.
+        if self.notices_log.len() >= NOTICES_KEPT {
+            self.notices_log.remove(0);
+        }
+        let kind = if error { "error: " } else { "" };
+        self.notices_log.push((format!("{kind}{text}"), self.now_ms));
         self.notice = Some(Notice {
             text: text.to_owned(),
             error,
         });
+    }
+
+    /// The notices of this run, oldest first, with when (unix ms).
+    #[must_use]
+    pub fn notices_log(&self) -> &[(String, i64)] {
+        &self.notices_log
     }
 
     fn ticket(&mut self) -> u64 {
@@ -511,6 +529,10 @@ impl App {
             Some(Action::Sessions) => self.open_picker(),
             Some(Action::Help) => {
                 self.overlay = Some(Overlay::help());
+                Vec::new()
+            }
+            Some(Action::Notices) => {
+                self.overlay = Some(Overlay::notices(&self.notices_log));
                 Vec::new()
             }
             Some(Action::Close) => {

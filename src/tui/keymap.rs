@@ -50,6 +50,8 @@ pub enum Action {
     Sessions,
     /// Open help.
     Help,
+    /// Open the notices log.
+    Notices,
     /// Close the overlay.
     Close,
 }
@@ -77,6 +79,7 @@ impl Action {
             Self::SelectTools => "select_tools",
             Self::Sessions => "sessions",
             Self::Help => "help",
+            Self::Notices => "notices",
             Self::Close => "close",
         }
     }
@@ -103,6 +106,7 @@ impl Action {
             Self::SelectTools => "select tool blocks: Up/Down move, Enter expands, Esc returns",
             Self::Sessions => "session picker",
             Self::Help => "help",
+            Self::Notices => "the notices log: every notice, warning and error, whole, newest first",
             Self::Close => "close the overlay",
         }
     }
@@ -112,7 +116,7 @@ impl Action {
     }
 }
 
-const ALL_ACTIONS: [Action; 19] = [
+const ALL_ACTIONS: [Action; 20] = [
     Action::Send,
     Action::Newline,
     Action::Interrupt,
@@ -131,6 +135,7 @@ const ALL_ACTIONS: [Action; 19] = [
     Action::SelectTools,
     Action::Sessions,
     Action::Help,
+    Action::Notices,
     Action::Close,
 ];
 
@@ -257,6 +262,7 @@ const DEFAULTS: &[(&str, Action)] = &[
     ("shift-tab", Action::SelectTools),
     ("ctrl-o", Action::Sessions),
     ("f1", Action::Help),
+    ("f6", Action::Notices),
     ("esc", Action::Close),
 ];
 

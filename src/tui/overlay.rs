@@ -115,6 +115,28 @@ impl Overlay {
         }
     }
 
+    /// The notices log: every notice, warning and error of the session,
+    /// newest first, each whole (`entries`: the text and when, unix ms,
+    /// oldest first).
+    #[must_use]
+    pub fn notices(entries: &[(String, i64)]) -> Self {
+        let lines = if entries.is_empty() {
+            "nothing was said yet".to_owned()
+        } else {
+            entries
+                .iter()
+                .rev()
+                .map(|(text, at)| format!("{}  {text}", clock(*at)))
+                .collect::<Vec<_>>()
+                .join("\n")
+        };
+        Self::Tools {
+            head: NOTICES_HEAD.to_owned(),
+            lines,
+            pager: Pager::default(),
+        }
+    }
+
     /// The approval overlay of `request`.
     #[must_use]
     pub fn approval(request: crate::runtime::service::ApprovalRequest) -> Self {
@@ -233,6 +255,7 @@ pub fn render(
         Overlay::Request { .. } => " Request inspector ".to_owned(),
         Overlay::Help { .. } => " Help ".to_owned(),
         Overlay::Tools { head, .. } if head.starts_with("MCP") => " MCP ".to_owned(),
+        Overlay::Tools { head, .. } if head == NOTICES_HEAD => " Notices ".to_owned(),
         Overlay::Tools { .. } => " Tools ".to_owned(),
         Overlay::Approval(a) => format!(" Allow {}? ", a.request.call.name),
     };
@@ -292,9 +315,27 @@ pub fn render(
     }
 }
 
+/// The head of the notices log.
+const NOTICES_HEAD: &str = "Notices, warnings and errors of this session, newest first";
+
+/// `HH:MM:SS` of `ms` (unix milliseconds) in the local time zone.
+fn clock(ms: i64) -> String {
+    jiff::Timestamp::from_millisecond(ms).map_or_else(
+        |_| "--:--:--".to_owned(),
+        |t| {
+            t.to_zoned(jiff::tz::TimeZone::system())
+                .strftime("%H:%M:%S")
+                .to_string()
+        },
+    )
+}
+
 fn tools_doc(head: &str, lines: &str) -> Vec<Item> {
     let mut out = vec![Item::line(Line::styled(head.to_owned(), theme::title()))];
     Item::lines_of(lines, 0, lines.len(), &mut out);
+    if head == NOTICES_HEAD {
+        return out;
+    }
     out.push(Item::line(Line::default()));
     let hints = if head.starts_with("MCP") {
         [

@@ -40,6 +40,8 @@ pub enum SlashCommand {
     UndoEdit,
     /// List the MCP servers, switch one, accept or decline `.mcp.json`.
     Mcp,
+    /// The notices log.
+    Log,
     /// Show keys and commands.
     Help,
     /// Leave.
@@ -47,7 +49,7 @@ pub enum SlashCommand {
 }
 
 /// Every command, in the order help lists them.
-pub const ALL: [SlashCommand; 19] = [
+pub const ALL: [SlashCommand; 20] = [
     SlashCommand::New,
     SlashCommand::Compress,
     SlashCommand::UndoCompress,
@@ -65,6 +67,7 @@ pub const ALL: [SlashCommand; 19] = [
     SlashCommand::Tools,
     SlashCommand::UndoEdit,
     SlashCommand::Mcp,
+    SlashCommand::Log,
     SlashCommand::Help,
     SlashCommand::Quit,
 ];
@@ -91,6 +94,7 @@ impl SlashCommand {
             Self::Tools => "tools",
             Self::UndoEdit => "undo-edit",
             Self::Mcp => "mcp",
+            Self::Log => "log",
             Self::Help => "help",
             Self::Quit => "quit",
         }
@@ -138,6 +142,7 @@ impl SlashCommand {
             Self::Mcp => {
                 "list the MCP servers, their tools and tokens; off/on SERVER switches one for this session; accept or decline the workspace's .mcp.json"
             }
+            Self::Log => "every notice, warning and error of this session, whole, newest first",
             Self::Help => "show keys and commands",
             Self::Quit => "leave strata",
         }
@@ -147,7 +152,10 @@ impl SlashCommand {
     /// from the session worker (which is busy with the reply).
     #[must_use]
     pub fn available_while_streaming(self) -> bool {
-        matches!(self, Self::Sessions | Self::Prompt | Self::Help | Self::Quit)
+        matches!(
+            self,
+            Self::Sessions | Self::Prompt | Self::Help | Self::Log | Self::Quit
+        )
     }
 
     /// Whether an argument is required.

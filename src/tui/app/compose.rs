@@ -175,6 +175,10 @@ impl App {
                 self.listing_tools = action == McpAction::List;
                 vec![Effect::Mcp(action)]
             }
+            SlashCommand::Log => {
+                self.overlay = Some(Overlay::notices(&self.notices_log));
+                Vec::new()
+            }
             SlashCommand::Help => {
                 self.overlay = Some(Overlay::help());
                 Vec::new()

@@ -246,7 +246,8 @@ impl App {
                 | Action::ToggleSummaries
                 | Action::ToggleArchived
                 | Action::Sessions
-                | Action::Help,
+                | Action::Help
+                | Action::Notices,
             ) => return None,
             Some(Action::Newline) | None => {
                 self.chat.tools.selected = None;
