@@ -36,11 +36,13 @@ pub fn main() -> ExitCode {
         command = command_name(cli.command.as_ref()),
         "strata started"
     );
-    // `chat --json` reports its own failures in its event stream.
+    // `chat --json` reports its own failures in its event stream, and
+    // `doctor --json` prints its checks (failed ones included) before it
+    // fails.
     let json_errors = cli
         .command
         .as_ref()
-        .is_some_and(|c| c.wants_json() && !matches!(c, Command::Chat(_)));
+        .is_some_and(|c| c.wants_json() && !matches!(c, Command::Chat(_) | Command::Doctor(_)));
     match run(cli, logging.as_ref()) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) if output::is_broken_pipe(&e) => ExitCode::SUCCESS,
