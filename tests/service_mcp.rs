@@ -41,6 +41,21 @@ fn config(server: &Server, mcp: &str) -> Config {
     Config::parse(&text).unwrap().config
 }
 
+/// A service opened, interactive or not, on a stored two-exchange session
+/// under `config`, with the events it sent.
+fn session(
+    dirs: &Dirs,
+    config: Config,
+    interactive: bool,
+) -> (
+    strata::runtime::service::SessionService,
+    std::sync::Arc<std::sync::Mutex<Vec<ServiceEvent>>>,
+) {
+    let id = service_support::import(dirs, &config, &history(2, "hello"));
+    let (sink, events) = recorder();
+    (service_support::open(dirs, config, id, interactive, sink), events)
+}
+
 /// `[mcp.servers.bad]`: the misbehaving server, writing its pid to `pids`.
 fn misbehaving(pids: &std::path::Path) -> String {
     format!(
@@ -58,9 +73,7 @@ fn the_servers_start_when_the_session_opens_before_anything_is_sent() {
         let dirs = Dirs::new();
         let pids = dirs.ws.path().join("pids");
         let config = config(&server, &misbehaving(&pids));
-        let id = service_support::import(&dirs, &config, &history(2, "hello"));
-        let (sink, _events) = recorder();
-        let service = service_support::open(&dirs, config, id, true, sink);
+        let (service, _events) = session(&dirs, config, true);
         // Nothing was sent, and the server runs already.
         let started = mcp_support::eventually(10.0, || {
             std::fs::read_to_string(&pids).is_ok_and(|p| !p.trim().is_empty())
@@ -81,9 +94,7 @@ fn the_skip_signal_sends_the_first_request_without_the_servers_still_starting() 
             &server,
             "[mcp.servers.hang]\ncommand = \"/bin/sleep\"\nargs = [\"1000\"]\nstartup_timeout_s = 60\n",
         );
-        let id = service_support::import(&dirs, &config, &history(2, "hello"));
-        let (sink, events) = recorder();
-        let mut service = service_support::open(&dirs, config, id, true, sink);
+        let (mut service, events) = session(&dirs, config, true);
         let skip = service.skip_signal();
         // A skip while nothing waits is dropped; the one during the wait counts.
         skip.notify_waiters();
@@ -133,9 +144,7 @@ fn a_tool_list_changed_between_turns_is_offered_with_the_next_request() {
         let dirs = Dirs::new();
         let pids = dirs.ws.path().join("pids");
         let config = config(&server, &misbehaving(&pids));
-        let id = service_support::import(&dirs, &config, &history(2, "hello"));
-        let (sink, events) = recorder();
-        let mut service = service_support::open(&dirs, config, id, false, sink);
+        let (mut service, events) = session(&dirs, config, false);
         service
             .send("add one".into(), std::future::pending())
             .await
@@ -280,9 +289,7 @@ fn a_workspace_mcp_json_is_announced_and_started_once_accepted_in_the_app() {
         )
         .unwrap();
         let config = config(&server, "");
-        let id = service_support::import(&dirs, &config, &history(2, "hello"));
-        let (sink, events) = recorder();
-        let mut service = service_support::open(&dirs, config, id, true, sink);
+        let (mut service, events) = session(&dirs, config, true);
         let said = notices(&events);
         assert!(
             said.iter()
@@ -334,9 +341,7 @@ fn an_allow_tools_name_the_server_does_not_list_is_a_warning_not_silence() {
                 misbehaving(&pids)
             ),
         );
-        let id = service_support::import(&dirs, &config, &history(2, "hello"));
-        let (sink, events) = recorder();
-        let mut service = service_support::open(&dirs, config, id, true, sink);
+        let (mut service, events) = session(&dirs, config, true);
         service.send("one".into(), std::future::pending()).await.unwrap();
         let names = tool_names(&server.requests()[0].json());
         let mcp: Vec<&String> = names.iter().filter(|n| n.contains("__")).collect();
@@ -428,9 +433,7 @@ fn a_server_the_first_request_went_without_stays_out_when_it_is_ready_later() {
             mcp_support::misbehaving().to_string_lossy()
         );
         let config = config(&server, &late);
-        let id = service_support::import(&dirs, &config, &history(2, "hello"));
-        let (sink, events) = recorder();
-        let mut service = service_support::open(&dirs, config, id, true, sink);
+        let (mut service, events) = session(&dirs, config, true);
         let skip = service.skip_signal();
         let skipper = tokio::spawn(async move {
             tokio::time::sleep(Duration::from_millis(300)).await;
@@ -505,9 +508,7 @@ fn servers_started_again_by_an_accept_join_once_ready_even_after_esc() {
         )
         .unwrap();
         let config = config(&server, &misbehaving(&pids));
-        let id = service_support::import(&dirs, &config, &history(2, "hello"));
-        let (sink, _events) = recorder();
-        let mut service = service_support::open(&dirs, config, id, true, sink);
+        let (mut service, _events) = session(&dirs, config, true);
         service.send("one".into(), std::future::pending()).await.unwrap();
         assert!(tool_names(&server.requests()[0].json()).contains(&"bad__add_tool".to_owned()));
         service.run(Command::Mcp(McpAction::Accept)).await.unwrap();

@@ -89,12 +89,22 @@ impl Conversation {
         }
     }
 
-    /// Stops offering the group `group` (a server that left the session).
-    pub fn remove_tool_group(&mut self, group: &str) {
-        if let Some(tools) = self.tools.as_mut() {
-            tools.set = tools.set.clone().without_group(group);
-            self.replan();
+    /// Stops offering the groups `keep` refuses (servers that left the
+    /// session); nothing changes when it keeps them all.
+    pub fn retain_tool_groups(&mut self, keep: impl Fn(&str) -> bool) {
+        let Some(tools) = self.tools.as_mut() else {
+            return;
+        };
+        if tools
+            .set
+            .specs()
+            .iter()
+            .all(|e| e.group.as_deref().is_none_or(&keep))
+        {
+            return;
         }
+        tools.set = tools.set.clone().retain_groups(keep);
+        self.replan();
     }
 
     /// Decides the request's tools with `settings` from now on (and at

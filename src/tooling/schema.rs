@@ -278,11 +278,11 @@ impl ToolSet {
         self
     }
 
-    /// This set without the group `group` (a server no longer in the
-    /// session); the rest keeps its order and bytes.
+    /// This set with only the groups `keep` accepts (servers still in the
+    /// session); the built-in tools and the rest keep their order and bytes.
     #[must_use]
-    pub fn without_group(mut self, group: &str) -> Self {
-        self.entries.retain(|e| e.group.as_deref() != Some(group));
+    pub fn retain_groups(mut self, keep: impl Fn(&str) -> bool) -> Self {
+        self.entries.retain(|e| e.group.as_deref().is_none_or(&keep));
         self.rebuild();
         self
     }

@@ -183,13 +183,7 @@ impl SessionService {
         if self.mcp.is_none() {
             // No server (any more): none of their tools is offered.
             if let Some(conversation) = self.conversation.as_mut() {
-                let groups: std::collections::BTreeSet<String> = conversation
-                    .tools()
-                    .map(|t| t.set.specs().iter().filter_map(|e| e.group.clone()).collect())
-                    .unwrap_or_default();
-                for group in &groups {
-                    conversation.remove_tool_group(group);
-                }
+                conversation.retain_tool_groups(|_| false);
                 conversation.set_disclosure(None);
             }
             return;
@@ -270,18 +264,7 @@ impl SessionService {
             .collect();
         // Groups of servers no longer in the session (a declined
         // `.mcp.json`) leave the array.
-        let gone: Vec<String> = tools
-            .set
-            .specs()
-            .iter()
-            .filter_map(|e| e.group.clone())
-            .filter(|g| !mcp.groups().iter().any(|(server, _)| server == g))
-            .collect::<std::collections::BTreeSet<_>>()
-            .into_iter()
-            .collect();
-        for group in &gone {
-            conversation.remove_tool_group(group);
-        }
+        conversation.retain_tool_groups(|g| mcp.groups().iter().any(|(server, _)| server == g));
         if !stale.is_empty() {
             let disabled = self
                 .runtime
