@@ -53,7 +53,7 @@ impl Encoding {
         }
     }
 
-    /// Loads the process-wide BPE table now (it takes some 0.05–0.1 s), so
+    /// Loads the process-wide BPE table now (it takes 0.03–0.1 s), so
     /// a later first count does not wait for it; a no-op once loaded.
     /// Callers run it on a thread of their own at start-up.
     pub fn warm(self) {
