@@ -10,9 +10,9 @@
 //! - [`Budget`]: where the window goes, by category (DESIGN §5);
 //! - [`context_window_for`], [`default_reserved_output`]: model defaults.
 //!
-//! No I/O, no clock. The BPE tables ship inside the `tiktoken-rs` crate; the
-//! first count under an encoding builds its table (~0.3 s), so the first
-//! call belongs off the UI task. Any module may call this one.
+//! No I/O, no clock. The BPE tables ship inside the `bpe-openai` crate,
+//! prebuilt; the first count under an encoding loads its table
+//! (0.03–0.1 s), so the first call belongs off the UI task. Any module may call this one.
 
 mod budget;
 mod cache;

@@ -1,6 +1,6 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
-//! tiktoken-rs counts equal Python tiktoken's on a fixed fixture set, in both
-//! encodings.
+//! strata's counts (`TiktokenCounter`, counted with `bpe-openai`) equal
+//! Python tiktoken's on a fixed fixture set, in both encodings.
 //!
 //! The REFERENCE values came from Python tiktoken 0.14.0
 //! (`len(enc.encode_ordinary(text))`), printed by
@@ -92,7 +92,7 @@ fn every_fixture_has_a_reference_value() {
 }
 
 #[test]
-fn tiktoken_rs_matches_python_tiktoken_in_both_encodings() {
+fn counts_match_python_tiktoken_in_both_encodings() {
     let o200k = TiktokenCounter::new(Encoding::O200kBase, true);
     let cl100k = TiktokenCounter::new(Encoding::Cl100kBase, true);
     let mut mismatches = Vec::new();

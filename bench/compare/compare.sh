@@ -42,14 +42,14 @@ venv() { # name package==version
 GPTME_PY="$(venv gptme "gptme==$GPTME_VERSION")"
 HERMES_PY="$(venv hermes "hermes-agent==$HERMES_VERSION")"
 
-# 3. tiktoken's o200k_base table for gptme, taken from the tiktoken-rs crate
-#    strata builds with (same bytes, checked by tiktoken's own hash), so no
-#    download is needed. tiktoken names cache files by the SHA-1 of the URL.
+# 3. tiktoken's o200k_base table for gptme, taken (gzipped) from the bpe-openai
+#    crate strata builds with (same bytes, checked by tiktoken's own hash), so
+#    no download is needed. tiktoken names cache files by the SHA-1 of the URL.
 BPE_NAME="$(printf '%s' 'https://openaipublic.blob.core.windows.net/encodings/o200k_base.tiktoken' | sha1sum | cut -d' ' -f1)"
 if [[ ! -s "$OUT/tiktoken-cache/$BPE_NAME" ]]; then
   CRATE_DIR="$(cd "$ROOT" && cargo metadata --format-version 1 |
-    python3 -c 'import json,sys,os; p=[p for p in json.load(sys.stdin)["packages"] if p["name"]=="tiktoken-rs"][0]; print(os.path.dirname(p["manifest_path"]))')"
-  cp "$CRATE_DIR/assets/o200k_base.tiktoken" "$OUT/tiktoken-cache/$BPE_NAME"
+    python3 -c 'import json,sys,os; p=[p for p in json.load(sys.stdin)["packages"] if p["name"]=="bpe-openai"][0]; print(os.path.dirname(p["manifest_path"]))')"
+  gzip -dc "$CRATE_DIR/data/o200k_base.tiktoken.gz" >"$OUT/tiktoken-cache/$BPE_NAME"
 fi
 
 # 4. gptme in the background (reduce_log takes minutes of CPU).

@@ -1,6 +1,7 @@
-//! The [`TokenCounter`] trait and its tiktoken implementation.
+//! The [`TokenCounter`] trait and its implementation for tiktoken's
+//! encodings, counted with the `bpe-openai` crate.
 
-use tiktoken_rs::CoreBPE;
+use bpe_openai::Tokenizer;
 
 /// Counts tokens of a text under one tokenizer.
 ///
@@ -52,24 +53,27 @@ impl Encoding {
         }
     }
 
-    /// Builds the process-wide BPE table now (it takes 0.1–0.3 s), so a
-    /// later first count does not wait for it; a no-op once built. Callers
-    /// run it on a thread of their own at start-up.
+    /// Loads the process-wide BPE table now (it takes 0.03–0.1 s), so
+    /// a later first count does not wait for it; a no-op once loaded.
+    /// Callers run it on a thread of their own at start-up.
     pub fn warm(self) {
         let _ = self.bpe();
     }
 
-    /// The process-wide BPE table (built once, ~0.3 s, on first use).
-    fn bpe(self) -> &'static CoreBPE {
+    /// The process-wide BPE table: prebuilt when `bpe-openai` is compiled,
+    /// deserialised once, on first use.
+    fn bpe(self) -> &'static Tokenizer {
         match self {
-            Self::O200kBase => tiktoken_rs::o200k_base_singleton(),
-            Self::Cl100kBase => tiktoken_rs::cl100k_base_singleton(),
+            Self::O200kBase => bpe_openai::o200k_base(),
+            Self::Cl100kBase => bpe_openai::cl100k_base(),
         }
     }
 }
 
-/// A [`TokenCounter`] backed by tiktoken-rs. Counts equal Python tiktoken's
-/// `len(enc.encode_ordinary(text))`.
+/// A [`TokenCounter`] for tiktoken's encodings (counted with `bpe-openai`).
+/// Counts equal Python tiktoken's `len(enc.encode_ordinary(text))`: text
+/// that looks like a special token (`<|endoftext|>`) is counted as ordinary
+/// text, since `bpe-openai` knows no special tokens.
 #[derive(Clone, Copy, Debug)]
 pub struct TiktokenCounter {
     encoding: Encoding,
@@ -104,7 +108,7 @@ impl TokenCounter for TiktokenCounter {
         if text.is_empty() {
             return 0;
         }
-        self.encoding.bpe().encode_ordinary(text).len()
+        self.encoding.bpe().count(text)
     }
 
     /// One token per run of non-whitespace: the pre-tokenizer patterns of
