@@ -15,7 +15,7 @@ mod system_prompt;
 mod tool;
 mod usage;
 
-pub use compaction::{Compaction, CompactionTrigger, Summarizer};
+pub use compaction::{Compaction, CompactionKind, CompactionTrigger, Summarizer};
 pub use ids::{CompactionId, MessageId, PromptId, SHORT_ID_LEN, SessionId};
 pub use message::{Message, MessageKind, MessageStatus, Role, TokenCount, ToolCall};
 pub use provider::{ProviderKind, UnknownProvider};

@@ -73,6 +73,7 @@ pub mod enrich;
 mod limit;
 mod memo;
 mod repair;
+pub mod rows;
 mod truncate;
 mod validate;
 mod work;
@@ -82,6 +83,7 @@ use crate::tokens::TokenCounter;
 use serde::{Deserialize, Serialize};
 
 pub use memo::CutMemo;
+pub use rows::{ContextRow, RowState};
 
 /// Soft limit as a share of the effective window when the tokenizer is
 /// exact for the model.

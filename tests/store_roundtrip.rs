@@ -84,6 +84,8 @@ fn archived_messages_round_trip_and_leave_the_counters() {
         prompt_after_id: None,
         undone_at: Some(1_700_000_009_000),
         created_at: 1_700_000_008_000,
+        kind: strata::domain::CompactionKind::Edit,
+        edited: true,
     };
     store.insert_compaction(&c).unwrap();
     assert_eq!(store.compactions(s.id).unwrap(), vec![c.clone()]);

@@ -15,6 +15,44 @@ pub enum CompactionTrigger {
     Overflow,
 }
 
+/// What a compaction record archived its messages for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CompactionKind {
+    /// A compression: a summary message takes the archived messages' place.
+    #[default]
+    Summary,
+    /// An edit and resend: the edited user message and everything after it
+    /// are archived; the edited text is appended as a new message.
+    Edit,
+    /// The undo of an edit: the messages appended after the edit are
+    /// archived and the edit's originals are active again.
+    EditUndo,
+}
+
+impl CompactionKind {
+    /// The stored name: `summary`, `edit` or `edit_undo`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Summary => "summary",
+            Self::Edit => "edit",
+            Self::EditUndo => "edit_undo",
+        }
+    }
+
+    /// The kind a stored name stands for; `None` for anything else.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "summary" => Some(Self::Summary),
+            "edit" => Some(Self::Edit),
+            "edit_undo" => Some(Self::EditUndo),
+            _ => None,
+        }
+    }
+}
+
 /// Who wrote a compaction's summary. Serialised and stored as one string:
 /// the model's name, `extractive` or `fallback` (so a model cannot be
 /// called `extractive` or `fallback`; the config reserves those names).
@@ -104,6 +142,13 @@ pub struct Compaction {
     pub undone_at: Option<i64>,
     /// Creation time, unix milliseconds.
     pub created_at: i64,
+    /// A compression, an edit and resend, or the undo of an edit.
+    #[serde(default)]
+    pub kind: CompactionKind,
+    /// The user edited the summary before it was stored (a compression
+    /// previewed and applied with a changed summary).
+    #[serde(default)]
+    pub edited: bool,
 }
 
 #[cfg(test)]

@@ -111,8 +111,15 @@ pub struct Message {
     pub tool_calls: Vec<ToolCall>,
     /// For a `tool` message, the id of the call it answers.
     pub tool_call_id: Option<String>,
-    /// Never truncated, pruned or dropped by the pipeline.
+    /// Never truncated, pruned or dropped by the pipeline, and kept
+    /// verbatim (with its turn) by compression.
     pub pinned: bool,
+    /// Left out of every request until included again (`/exclude`); an
+    /// excluded message is neither summarised nor archived by compression.
+    /// For an assistant message with `tool_calls` or a `tool` result, the
+    /// whole call unit is left out (see the pipeline).
+    #[serde(default)]
+    pub excluded: bool,
     /// Number of later assistant turns after which the pipeline prunes it.
     pub ephemeral_ttl: Option<u32>,
     /// Normal, summary or synthetic.
@@ -144,6 +151,7 @@ impl Message {
             tool_calls: Vec::new(),
             tool_call_id: None,
             pinned: false,
+            excluded: false,
             ephemeral_ttl: None,
             kind: MessageKind::Normal,
             archived_by: None,

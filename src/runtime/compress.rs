@@ -550,6 +550,8 @@ impl Runtime {
             prompt_after_id: Some(prompt.id),
             undone_at: None,
             created_at: now,
+            kind: crate::domain::CompactionKind::Summary,
+            edited: false,
         };
         let mut inserted = vec![plan.summary.clone()];
         inserted.extend(plan.rewritten.iter().map(|(_, copy)| copy.clone()));

@@ -6,7 +6,7 @@
 //! values, which [`StoreError`] turns into [`StoreError::Decode`].
 
 use super::StoreError;
-use crate::domain::{CompactionTrigger, MessageKind, MessageStatus, ProviderKind, Role};
+use crate::domain::{CompactionKind, CompactionTrigger, MessageKind, MessageStatus, ProviderKind, Role};
 use rusqlite::Row;
 use rusqlite::types::Type;
 use serde::Serialize;
@@ -101,6 +101,11 @@ pub(crate) fn status(row: &Row<'_>, column: usize) -> rusqlite::Result<MessageSt
 /// Reads a compaction trigger column.
 pub(crate) fn trigger(row: &Row<'_>, column: usize) -> rusqlite::Result<CompactionTrigger> {
     text_enum(row, column, "compaction trigger", parse_trigger)
+}
+
+/// Reads a compaction kind column (`summary`, `edit` or `edit_undo`).
+pub(crate) fn compaction_kind(row: &Row<'_>, column: usize) -> rusqlite::Result<CompactionKind> {
+    text_enum(row, column, "compaction kind", CompactionKind::parse)
 }
 
 /// Reads a provider column (`openai`, `anthropic` or `local`).

@@ -15,7 +15,7 @@ use crate::domain::{Message, MessageId, MessageStatus, SessionId, TokenCount, To
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 const MESSAGE_COLUMNS: &str = "id, session_id, seq, role, content, tool_calls, tool_call_id, pinned,
-     ephemeral_ttl, kind, archived_by, status, created_at, tokens, tokenizer, tool_meta";
+     ephemeral_ttl, kind, archived_by, status, created_at, tokens, tokenizer, tool_meta, excluded";
 
 fn message_row(row: &Row<'_>) -> rusqlite::Result<Message> {
     let tool_calls: Option<String> = row.get(5)?;
@@ -51,6 +51,7 @@ fn message_row(row: &Row<'_>) -> rusqlite::Result<Message> {
         tool_calls,
         tool_call_id: row.get(6)?,
         pinned: row.get(7)?,
+        excluded: row.get(16)?,
         ephemeral_ttl: row.get(8)?,
         kind: kind(row, 9)?,
         archived_by: opt_id(row, 10)?,
@@ -82,8 +83,8 @@ pub(crate) fn insert(conn: &Connection, session: SessionId, seq: i64, m: &Messag
     conn.prepare_cached(
         "INSERT INTO messages (id, session_id, seq, role, content, tool_calls, tool_call_id,
                                pinned, ephemeral_ttl, kind, archived_by, status, created_at,
-                               tokens, tokenizer, writer_pid, tool_meta)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)",
+                               tokens, tokenizer, writer_pid, tool_meta, excluded)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
     )?
     .execute(params![
         m.id.to_string(),
@@ -103,6 +104,7 @@ pub(crate) fn insert(conn: &Connection, session: SessionId, seq: i64, m: &Messag
         m.tokens.as_ref().map(|t| t.tokenizer.as_str()),
         (m.status == MessageStatus::Streaming).then(std::process::id),
         tool_meta,
+        m.excluded,
     ])?;
     Ok(())
 }

@@ -3,7 +3,7 @@
 //! Archiving messages behind a compaction, and undoing it, live in
 //! `compaction`; this file only stores and reads the records.
 
-use super::codec::{id, int, opt_id, opt_int, opt_uint, trigger, trigger_str, uint};
+use super::codec::{compaction_kind, id, int, opt_id, opt_int, opt_uint, trigger, trigger_str, uint};
 use super::{Store, StoreError};
 use crate::domain::{Compaction, SessionId, Summarizer, Usage};
 use rusqlite::{Row, params};
@@ -26,6 +26,8 @@ fn compaction_row(row: &Row<'_>) -> rusqlite::Result<Compaction> {
         prompt_after_id: opt_id(row, 13)?,
         undone_at: row.get(14)?,
         created_at: row.get(15)?,
+        kind: compaction_kind(row, 16)?,
+        edited: row.get(17)?,
     })
 }
 
@@ -53,8 +55,8 @@ pub(crate) fn insert_compaction(conn: &rusqlite::Connection, c: &Compaction) -> 
         "INSERT INTO compactions (id, session_id, trigger, topic, first_message_id,
              last_message_id, summary_message_id, summarizer, tokens_before, tokens_after,
              messages_before, messages_after, prompt_before_id, prompt_after_id,
-             undone_at, created_at)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16)",
+             undone_at, created_at, kind, edited)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
     )?
     .execute(params![
         c.id.to_string(),
@@ -73,6 +75,8 @@ pub(crate) fn insert_compaction(conn: &rusqlite::Connection, c: &Compaction) -> 
         c.prompt_after_id.map(|p| p.to_string()),
         c.undone_at,
         c.created_at,
+        c.kind.as_str(),
+        c.edited,
     ])?;
     Ok(())
 }
@@ -98,7 +102,7 @@ impl Store {
                 "SELECT id, session_id, trigger, topic, first_message_id, last_message_id,
                         summary_message_id, summarizer, tokens_before, tokens_after,
                         messages_before, messages_after, prompt_before_id, prompt_after_id,
-                        undone_at, created_at
+                        undone_at, created_at, kind, edited
                    FROM compactions WHERE session_id = ?1 ORDER BY created_at, num",
             )?
             .query_map([session.to_string()], compaction_row)?

@@ -104,6 +104,7 @@ pub fn rich_assistant(session: SessionId) -> Message {
         },
     ];
     m.pinned = true;
+    m.excluded = true;
     m.ephemeral_ttl = Some(3);
     m.kind = MessageKind::Synthetic;
     m.status = MessageStatus::Interrupted;
