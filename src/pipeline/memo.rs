@@ -141,6 +141,7 @@ fn with_content(m: &Message, content: &str) -> Message {
         tool_calls: m.tool_calls.clone(),
         tool_call_id: m.tool_call_id.clone(),
         pinned: m.pinned,
+        excluded: m.excluded,
         ephemeral_ttl: m.ephemeral_ttl,
         kind: m.kind,
         archived_by: m.archived_by,
