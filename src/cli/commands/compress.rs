@@ -10,7 +10,7 @@ use strata::runtime::{CompressRequest, SummarizerArg, compress_topic, connect};
 pub fn compress(env: &Env, args: &CompressArgs) -> anyhow::Result<()> {
     let mut runtime = env.runtime()?;
     let session = runtime.find_session(&args.id)?;
-    let choice = env.choice_for(&session)?;
+    let (choice, _) = runtime.apply_served_window(env.choice_for(&session)?);
     let summarizer = match args.summarizer {
         None => SummarizerArg::Config,
         Some(SummarizerValue::Model) => SummarizerArg::Model,
