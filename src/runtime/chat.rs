@@ -226,6 +226,9 @@ impl Runtime {
                         if status != MessageStatus::Streaming
                             && let Some(m) = conversation.messages().iter().rev().find(|m| m.id == id)
                         {
+                            if m.interruption.is_some() {
+                                self.store.set_interruption(id, m.interruption)?;
+                            }
                             out(ChatOutput::Stored(m));
                         }
                     }
