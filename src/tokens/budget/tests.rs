@@ -245,7 +245,8 @@ fn json_has_exactly_the_contract_fields() {
             "reserved_output",
             "threshold",
             "tokenizer",
-            "window"
+            "window",
+            "window_source"
         ]
     );
     let mut cats = keys(&json["categories"]);
