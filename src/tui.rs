@@ -15,6 +15,7 @@
 mod app;
 mod chat;
 mod context_pane;
+mod editor;
 mod event;
 mod fmt;
 mod keymap;
