@@ -376,6 +376,36 @@ fn edit_and_resend_puts_the_message_in_the_composer_and_esc_restores_the_draft()
     app.handle(f(7));
     assert!(app.handle(ch('p')).is_empty());
     assert!(app.notice().unwrap().text.starts_with("a reply is streaming"));
+    app.handle(key(KeyCode::Esc));
+
+    // Editing a second message keeps the draft from before the first.
+    app.handle(AppEvent::TurnDone {
+        status: strata::domain::MessageStatus::Complete,
+    });
+    type_text(&mut app, "a new draft");
+    app.handle(f(7));
+    app.handle(ch('k'));
+    app.handle(ch('e'));
+    app.handle(f(7));
+    app.handle(ch('k'));
+    app.handle(ch('k'));
+    app.handle(ch('e'));
+    assert_eq!(app.editing(), Some((id_at(&app, 4), 4)));
+    app.handle(key(KeyCode::Esc));
+    assert_eq!(app.draft(), "a new draft");
+    // Another session forgets the selection and the edit.
+    app.handle(f(7));
+    app.handle(ch('k'));
+    app.handle(ch('e'));
+    let mut other = session("Another");
+    other.id = session_id(2);
+    app.handle(AppEvent::Loaded(Box::new(strata::tui::SessionView {
+        session: Some(other),
+        messages: vec![msg(Role::User, "hello", 2)],
+        context: None,
+    })));
+    assert_eq!(app.editing(), None);
+    assert!(app.selected_message().is_none());
 }
 
 #[test]
@@ -529,10 +559,16 @@ fn the_preview_is_edited_in_the_overlay_and_the_edit_is_what_is_applied() {
     type_text(&mut app, " Keep cargo fmt clean.");
     app.handle(AppEvent::Key(KeyEvent::new(KeyCode::Enter, KeyModifiers::NONE)));
     type_text(&mut app, "Done.");
+    // A paste goes into the summary, not the composer behind it.
+    app.handle(AppEvent::Paste(" See\r\nabove.".into()));
+    assert_eq!(app.draft(), "");
     // Esc ends editing (it does not cancel); Enter then applies the edit.
     assert!(app.handle(key(KeyCode::Esc)).is_empty());
     assert!(draw(&app, 120, 36).contains("── summary (edited)"));
-    let want = format!("{} Keep cargo fmt clean.\nDone.", preview_view(false).summary);
+    let want = format!(
+        "{} Keep cargo fmt clean.\nDone. See\nabove.",
+        preview_view(false).summary
+    );
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
         vec![Effect::ApplyPreview {

@@ -233,7 +233,7 @@ impl App {
             AppEvent::Key(key) if key.kind != KeyEventKind::Release => self.key(key),
             AppEvent::Key(_) => Vec::new(),
             AppEvent::Paste(text) => {
-                if self.approval_paste(&text) {
+                if self.approval_paste(&text) || self.preview_paste(&text) {
                     return Vec::new();
                 }
                 if let Some(Overlay::Picker(p)) = &mut self.overlay {
@@ -290,6 +290,7 @@ impl App {
                     view.session.as_ref().map(|s| s.id) != self.session.as_ref().map(|s| s.id);
                 if other_session {
                     self.chat.scroll = 0;
+                    self.forget_control();
                 }
                 self.session = view.session;
                 self.chat.set(view.messages, report);

@@ -225,10 +225,7 @@ impl Overlay {
                 pager.scroll_by(i64::from(delta));
             }
             Self::Approval(a) => a.pager.scroll_by(i64::from(delta)),
-            Self::ContextList(l) => match delta {
-                -1 | 1 => l.step(i64::from(delta)),
-                d => l.page(i64::from(d.signum())),
-            },
+            Self::ContextList(l) => l.step(i64::from(delta)),
             Self::Preview(p) => p.scroll(i64::from(delta)),
         }
     }

@@ -75,6 +75,17 @@ impl App {
         }
     }
 
+    /// Pasted text goes into the preview's editor while it is open.
+    pub(super) fn preview_paste(&mut self, text: &str) -> bool {
+        if let Some(Overlay::Preview(p)) = &mut self.overlay
+            && let Some(editor) = p.editor_mut()
+        {
+            editor.insert_str(text.replace("\r\n", "\n").replace('\r', "\n"));
+            return true;
+        }
+        false
+    }
+
     /// A key while the context list, the preview or a message is open.
     /// `None` when the open overlay is none of them.
     pub(super) fn control_overlay_key(

@@ -108,6 +108,13 @@ impl App {
         Vec::new()
     }
 
+    /// Another session was loaded: its messages are not the ones selected
+    /// or edited.
+    pub(super) fn forget_control(&mut self) {
+        self.end_selection();
+        self.control.editing = None;
+    }
+
     /// Leaves the selection mode and drops the selection.
     pub(super) fn end_selection(&mut self) {
         self.control.selecting = false;
@@ -221,7 +228,11 @@ impl App {
         }
         let text = msg.content.clone();
         let pos = self.chat.position(id).unwrap_or(0);
-        let saved = self.message_text();
+        // Editing another message keeps the draft from before the first.
+        let saved = match self.control.editing.take() {
+            Some(earlier) => earlier.saved,
+            None => self.message_text(),
+        };
         self.control.selecting = false;
         self.control.editing = Some(Editing {
             message: id,
