@@ -6,7 +6,10 @@
 //! a 2M-token request (10,000 messages, 8 MB of JSON; same target), and a
 //! frame of a 20,000-line reply streaming in (one delta, then the frame),
 //! and tool blocks: moving the selection through a session of 5,000 tool
-//! calls and expanding a block with a 2,000-line result (key, then frame).
+//! calls and expanding a block with a 2,000-line result (key, then frame),
+//! and the context list over a 10,000-message session: opening it (the
+//! key, the rows arriving, the first frame) and re-sorting it by cost
+//! (key, then frame); target ≤ 30 ms each.
 //! Run: `cargo bench --bench tui`; `benches/tui_process.rs` gives the
 //! same key-to-frame figures as distributions.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -211,5 +214,73 @@ fn tools(c: &mut Criterion) {
     });
 }
 
-criterion_group!(benches, bench, inspector, streaming, tools);
+/// The context list's rows of a 10,000-message session: questions,
+/// replies and tool outputs of scattered sizes, some truncated, excluded or
+/// pinned.
+fn context_rows() -> Vec<strata::pipeline::ContextRow> {
+    use strata::pipeline::{ContextRow, RowState};
+    (0..MESSAGES)
+        .map(|i| {
+            let role = [Role::User, Role::Assistant, Role::Tool][i % 3];
+            let tokens = u32::try_from((i * 7_919) % 50_000).unwrap();
+            let state = match i % 17 {
+                0 => RowState::Truncated {
+                    from: tokens,
+                    to: tokens / 4,
+                },
+                5 => RowState::Excluded,
+                9 => RowState::Pinned,
+                _ => RowState::Kept,
+            };
+            ContextRow {
+                pos: Some(i + 1),
+                message_id: strata::domain::MessageId::new(),
+                role,
+                kind: strata::domain::MessageKind::Normal,
+                state,
+                tokens,
+                tokens_sent: if state == RowState::Excluded { 0 } else { tokens },
+                pinned: state == RowState::Pinned,
+                tools: if role == Role::Tool {
+                    vec!["read_file".into()]
+                } else {
+                    Vec::new()
+                },
+                preview: format!("Message {i}: the parser keeps a stack of open scopes 日本語 🙂"),
+            }
+        })
+        .collect()
+}
+
+fn context_list(c: &mut Criterion) {
+    let (w, h) = (120, 36);
+    let rows = context_rows();
+    let mut app = tui_support::app_with(w, h, Vec::new(), None);
+    let mut terminal = Terminal::new(TestBackend::new(w, h)).unwrap();
+    let frame = |app: &strata::tui::App, terminal: &mut Terminal<TestBackend>| {
+        terminal
+            .draw(|f| strata::tui::draw(app, f.area(), f.buffer_mut()))
+            .unwrap();
+    };
+    c.bench_function("context_list_open_10k_messages", |b| {
+        b.iter_batched(
+            || rows.clone(),
+            |rows| {
+                app.handle(tui_support::key(KeyCode::Esc));
+                black_box(app.handle(tui_support::key(KeyCode::F(8))));
+                app.handle(AppEvent::ContextList(rows));
+                frame(&app, &mut terminal);
+            },
+            criterion::BatchSize::LargeInput,
+        );
+    });
+    c.bench_function("context_list_resort_10k_messages", |b| {
+        b.iter(|| {
+            black_box(app.handle(tui_support::key(KeyCode::Char('s'))));
+            frame(&app, &mut terminal);
+        });
+    });
+}
+
+criterion_group!(benches, bench, inspector, streaming, tools, context_list);
 criterion_main!(benches);

@@ -15,6 +15,7 @@
 mod app;
 mod chat;
 mod context_pane;
+mod editor;
 mod event;
 mod fmt;
 mod keymap;
@@ -33,10 +34,13 @@ mod worker;
 
 pub use crate::runtime::service::{EnvLookup, Launch};
 pub use app::{App, Notice, SendQuestion};
-pub use chat::{badges, message_lines, report_badge};
-pub use event::{AppEvent, ContextSnapshot, Effect, ExportFormat, Opening, RequestView, SessionView};
+pub use chat::{badges, excluded_badge, message_lines, report_badge};
+pub use event::{
+    AppEvent, CompressAsk, CompressPreviewView, ContextSnapshot, Effect, ExportFormat, KeptRow, Opening,
+    RequestView, SessionView,
+};
 pub use keymap::{Action, Key, KeyMap};
-pub use overlay::{ApprovalPrompt, Overlay, Picker};
+pub use overlay::{Accept, ApprovalPrompt, ContextList, Overlay, Picker, Preview};
 pub use pager::Pager;
 pub use slash::{SlashCommand, SlashError};
 pub use terminal::{MAX_FPS, run, translate};

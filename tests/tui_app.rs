@@ -66,7 +66,12 @@ fn tab_completes_commands_and_arguments_reach_the_effect() {
         app.handle(key(KeyCode::Enter)),
         vec![
             Effect::RememberInput("/compress the auth flow".into()),
-            Effect::Compress(Some("the auth flow".into()))
+            Effect::Compress(strata::tui::CompressAsk {
+                topic: Some("the auth flow".into()),
+                keep_last: None,
+                up_to: None,
+                preview: true,
+            })
         ]
     );
     type_text(&mut app, "/rename");

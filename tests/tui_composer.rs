@@ -144,7 +144,7 @@ fn typing_a_slash_lists_the_matching_commands_with_their_descriptions() {
     let mut app = app_with(120, 36, Vec::new(), None);
     type_text(&mut app, "/");
     let (all, selected) = app.slash_menu().unwrap();
-    assert_eq!(all.len(), 20, "every command");
+    assert_eq!(all.len(), 26, "every command");
     assert_eq!(selected, 0);
     insta::assert_snapshot!("slash_menu_120x36", draw(&app, 120, 36));
     type_text(&mut app, "re");
@@ -177,7 +177,13 @@ fn up_down_and_tab_pick_a_command_and_enter_runs_it() {
     type_text(&mut app, "/comp");
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
-        vec![Effect::RememberInput("/compress".into()), Effect::Compress(None)],
+        vec![
+            Effect::RememberInput("/compress".into()),
+            Effect::Compress(strata::tui::CompressAsk {
+                preview: true,
+                ..Default::default()
+            })
+        ],
         "Enter runs the selected command"
     );
     type_text(&mut app, "/ren");

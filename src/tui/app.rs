@@ -20,12 +20,16 @@ use ratatui_textarea::TextArea;
 
 mod ask;
 mod compose;
+mod context;
 mod folds;
 mod history;
+mod select;
 mod slash_menu;
 mod tools;
 
 pub use ask::SendQuestion;
+pub(super) use context::{LIST_HELP, PREVIEW_HELP};
+pub(super) use select::HELP as SELECT_HELP;
 
 /// The notice while a cancelled turn winds down.
 const CANCELLING: &str = "cancelling the reply…";
@@ -93,6 +97,8 @@ pub struct App {
     listing_tools: bool,
     /// Every notice of this run, oldest first, with when (unix ms).
     notices_log: Vec<(String, i64)>,
+    /// The selection mode, the edit being resent, the preview setting.
+    pub(super) control: select::Control,
 }
 
 /// How many notices the log keeps (the oldest go first).
@@ -141,6 +147,7 @@ impl App {
             approvals: std::collections::VecDeque::new(),
             listing_tools: false,
             notices_log: Vec::new(),
+            control: select::Control::default(),
         }
     }
 
@@ -226,7 +233,7 @@ impl App {
             AppEvent::Key(key) if key.kind != KeyEventKind::Release => self.key(key),
             AppEvent::Key(_) => Vec::new(),
             AppEvent::Paste(text) => {
-                if self.approval_paste(&text) {
+                if self.approval_paste(&text) || self.preview_paste(&text) {
                     return Vec::new();
                 }
                 if let Some(Overlay::Picker(p)) = &mut self.overlay {
@@ -283,6 +290,7 @@ impl App {
                     view.session.as_ref().map(|s| s.id) != self.session.as_ref().map(|s| s.id);
                 if other_session {
                     self.chat.scroll = 0;
+                    self.forget_control();
                 }
                 self.session = view.session;
                 self.chat.set(view.messages, report);
@@ -408,6 +416,18 @@ impl App {
                 self.history_loaded(earlier);
                 Vec::new()
             }
+            AppEvent::ContextList(rows) => {
+                self.context_rows(rows);
+                Vec::new()
+            }
+            AppEvent::CompressPreview(view) => {
+                self.preview_arrived(*view);
+                Vec::new()
+            }
+            AppEvent::Edited(text) => {
+                self.editor_returned(text);
+                Vec::new()
+            }
             AppEvent::Notice(text) => {
                 if std::mem::take(&mut self.listing_tools)
                     && !matches!(self.overlay, Some(Overlay::Approval(_)))
@@ -459,8 +479,16 @@ impl App {
         if matches!(self.overlay, Some(Overlay::Approval(_))) {
             return self.approval_key(key, action);
         }
+        if let Some(effects) = self.control_overlay_key(key, action) {
+            return effects;
+        }
         if self.overlay.is_some() {
             return self.overlay_key(key, action);
+        }
+        if self.selecting()
+            && let Some(effects) = self.select_key(key, action)
+        {
+            return effects;
         }
         if self.chat.tools.selected.is_some()
             && let Some(effects) = self.tools_key(action)
@@ -525,7 +553,12 @@ impl App {
                 self.chat.show_archived = !self.chat.show_archived;
                 Vec::new()
             }
-            Some(Action::SelectTools) => self.select_tools(),
+            Some(Action::SelectTools) => {
+                self.end_selection();
+                self.select_tools()
+            }
+            Some(Action::SelectMessages) => self.select_messages(),
+            Some(Action::ContextList) => self.open_context_list(),
             Some(Action::Sessions) => self.open_picker(),
             Some(Action::Help) => {
                 self.overlay = Some(Overlay::help());
@@ -536,6 +569,10 @@ impl App {
                 Vec::new()
             }
             Some(Action::Close) => {
+                if self.control.editing.is_some() {
+                    return self.cancel_edit();
+                }
+                self.end_selection();
                 self.notice = None;
                 // While the first request waits for MCP servers, Esc sends it
                 // without them.

@@ -38,6 +38,8 @@ use ratatui::text::{Line, Span};
 use std::cell::{Cell, RefCell};
 use std::collections::{HashMap, HashSet};
 
+mod selection;
+
 pub use super::streaming::Streaming;
 
 /// Whether a message's text is rendered as Markdown: assistant replies and
@@ -70,7 +72,9 @@ pub fn message_lines(msg: &Message, width: u16, highlights: &dyn HighlightLookup
 
 /// The badges of a message: from the pipeline report (`truncated 8.1k→1.2k`,
 /// `pruned`, `dropped`, `repaired`, `merged`) and its own state (`pinned`,
-/// `summary`, `interrupted`, `error`, `archived`).
+/// `excluded −1.2k` with the tokens it no longer costs, `summary`,
+/// `interrupted`, `error`, `archived`). An excluded message shows no report
+/// badge: it is not sent at all.
 #[must_use]
 pub fn badges(msg: &Message, report: Option<&ReportEntry>) -> Vec<String> {
     let mut out = Vec::new();
@@ -82,6 +86,9 @@ pub fn badges(msg: &Message, report: Option<&ReportEntry>) -> Vec<String> {
     }
     if msg.pinned {
         out.push("pinned".to_owned());
+    }
+    if msg.excluded {
+        out.push(excluded_badge(msg));
     }
     match msg.status {
         MessageStatus::Interrupted => out.push(
@@ -96,8 +103,20 @@ pub fn badges(msg: &Message, report: Option<&ReportEntry>) -> Vec<String> {
         MessageStatus::Streaming => out.push("streaming".to_owned()),
         MessageStatus::Complete => {}
     }
-    out.extend(report.and_then(report_badge));
+    if !msg.excluded {
+        out.extend(report.and_then(report_badge));
+    }
     out
+}
+
+/// `excluded −1.2k`: the badge of an excluded message, with its cached
+/// count (`excluded` alone when it was never counted).
+#[must_use]
+pub fn excluded_badge(msg: &Message) -> String {
+    match &msg.tokens {
+        Some(t) => format!("excluded −{}", fmt::tokens(u64::from(t.tokens))),
+        None => "excluded".to_owned(),
+    }
 }
 
 /// The badge of what the pipeline did to a message (`truncated 8.1k→1.2k`,
@@ -181,6 +200,8 @@ pub struct ChatPane {
     requested: HashSet<MessageId>,
     /// The tool blocks' state and layouts.
     pub tools: ToolBlocks,
+    /// The message selected (see `selection`): its rows are marked.
+    pub selected: Option<MessageId>,
     /// Call id → index in `messages` of the message that made the call.
     calls: HashMap<String, usize>,
     /// Call id → index in `messages` of its result.
@@ -211,6 +232,12 @@ impl ChatPane {
             self.index(i);
         }
         self.tools.retain(&self.calls);
+        if self
+            .selected
+            .is_some_and(|id| !self.messages.iter().any(|m| m.id == id && self.shows(m)))
+        {
+            self.selected = None;
+        }
         self.request_highlights();
     }
 
@@ -354,7 +381,13 @@ impl ChatPane {
                     return 0;
                 };
                 let result = self.result_of(&call.id);
-                let report = result.and_then(|r| self.report.get(&r.id)).and_then(report_badge);
+                let report = result.and_then(|r| {
+                    if r.excluded || m.excluded {
+                        Some(excluded_badge(r))
+                    } else {
+                        self.report.get(&r.id).and_then(report_badge)
+                    }
+                });
                 self.tools.ensure(&Inputs { call, result, report }, width)
             }
             Block::Gap => 1,
@@ -477,6 +510,11 @@ impl ChatPane {
                 if let Some(line) = line {
                     let y = area.y + u16::try_from(at - top).unwrap_or(u16::MAX);
                     buf.set_line(area.x, y, line, area.width);
+                    if let Block::Message(m) | Block::Tool(m, _) = block
+                        && self.selected == Some(m.id)
+                    {
+                        selection::mark(matches!(block, Block::Message(_)) && k == 0, area, y, buf);
+                    }
                 }
             }
             start = end;
@@ -538,12 +576,19 @@ impl ChatPane {
     /// Scrolls so the block of call `id` is on screen at the size of the
     /// last frame (its header on top when it is taller than the pane).
     fn reveal(&mut self, id: &str) {
-        if let Some(scroll) = self.scroll_showing(id) {
+        let scroll = self.scroll_showing(
+            |b| matches!(b, Block::Tool(m, i) if m.tool_calls.get(*i).is_some_and(|c| c.id == id)),
+        );
+        if let Some(scroll) = scroll {
             self.scroll = scroll;
         }
     }
 
-    fn scroll_showing(&self, id: &str) -> Option<usize> {
+    /// The scroll that shows the first block `is` picks (from the newest)
+    /// at the size of the last frame: unchanged when it is on screen,
+    /// otherwise just enough (its top row on top when it is taller than
+    /// the pane). `None` before a frame or when no block matches.
+    fn scroll_showing(&self, is: impl Fn(&Block<'_>) -> bool) -> Option<usize> {
         let (width, rows) = self.size.get();
         if width == 0 || rows == 0 {
             return None;
@@ -553,9 +598,7 @@ impl ChatPane {
             + self.pending_lines(width).map_or(0, |p| p.len());
         for block in self.blocks() {
             let h = self.height(&block, width);
-            if let Block::Tool(m, i) = &block
-                && m.tool_calls.get(*i).is_some_and(|c| c.id == id)
-            {
+            if is(&block) {
                 let shown = self.scroll..self.scroll + rows;
                 return Some(if h >= rows || below + h > shown.end {
                     (below + h).saturating_sub(rows)

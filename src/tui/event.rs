@@ -3,7 +3,7 @@
 //! everything the app asks the driver to do. Background results carry the
 //! data the app shows; the app never reads the store or a provider itself.
 
-use crate::domain::{LayerName, Message, MessageStatus, SessionSummary, Usage};
+use crate::domain::{LayerName, Message, MessageId, MessageStatus, Role, SessionSummary, Usage};
 use crossterm::event::KeyEvent;
 
 /// Input to [`App::handle`](super::App::handle).
@@ -98,6 +98,19 @@ pub enum AppEvent {
     /// The workspace's inputs from earlier runs, oldest first (for Up and
     /// Down).
     History(Vec<String>),
+    /// The context list's rows (the answer to [`Effect::LoadContextList`];
+    /// sent again after every pin, exclude, include or compression while
+    /// the list is open). One row per message of the session, archived
+    /// ones included, in position order.
+    ContextList(Vec<crate::pipeline::ContextRow>),
+    /// What a compression would store (the answer to [`Effect::Compress`]
+    /// with `preview: true`); nothing was changed yet.
+    CompressPreview(Box<CompressPreviewView>),
+    /// The text the user wrote in `$EDITOR` (the answer to
+    /// [`Effect::EditInEditor`]); `None` when the editor failed or exited
+    /// with an error (the notice that says why comes as an
+    /// [`AppEvent::Error`]).
+    Edited(Option<String>),
     /// A one-line notice (feedback of a command).
     Notice(String),
     /// A one-line problem.
@@ -122,8 +135,56 @@ pub enum Effect {
     Rename(String),
     /// Fork the current session.
     Fork,
-    /// Compress the history, with an optional focus topic.
-    Compress(Option<String>),
+    /// Compress the history (`/compress`, "compress up to here"); with
+    /// `preview` the driver answers with [`AppEvent::CompressPreview`] and
+    /// stores nothing until [`Effect::ApplyPreview`].
+    Compress(CompressAsk),
+    /// Store the previewed summary (`summary`: its body as shown, or as
+    /// the user edited it; `edited` says which). `force` applies it even
+    /// though it makes the request bigger (the user confirmed twice). The
+    /// summary is never generated a second time.
+    ApplyPreview {
+        /// The summary's body, without the framing notice.
+        summary: String,
+        /// Whether the user changed it.
+        edited: bool,
+        /// Apply even when it grows the request.
+        force: bool,
+    },
+    /// Drop the previewed summary; nothing is stored.
+    CancelPreview,
+    /// Load the context list's rows (answered by [`AppEvent::ContextList`]).
+    LoadContextList,
+    /// Pin (`on`) or unpin a message of the active history.
+    SetPinned {
+        /// The message.
+        message: MessageId,
+        /// Pin or unpin.
+        on: bool,
+    },
+    /// Exclude (`on`) or include a message (with its tool call unit).
+    SetExcluded {
+        /// The message.
+        message: MessageId,
+        /// Exclude or include.
+        on: bool,
+    },
+    /// Archive user message `message` and everything after it, then send
+    /// `text` as the new last message: a turn, like [`Effect::Send`]
+    /// ([`AppEvent::TurnDone`] follows; [`AppEvent::Unsent`] gives the text
+    /// back when nothing was stored).
+    EditResend {
+        /// The user message edited.
+        message: MessageId,
+        /// The text to send instead.
+        text: String,
+    },
+    /// Undo the last edit and resend (the archived messages come back).
+    UndoEditMessage,
+    /// Suspend the screen and let the user edit `text` in `$EDITOR`
+    /// (answered by [`AppEvent::Edited`]); run by the terminal loop, not
+    /// the session driver.
+    EditInEditor(String),
     /// Undo the last compression.
     UndoCompress,
     /// Apply changed instruction files, memory and skills.
@@ -174,6 +235,61 @@ pub enum Effect {
     RememberInput(String),
     /// Leave the app.
     Quit,
+}
+
+/// What `/compress` (or "compress up to here") asks for.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct CompressAsk {
+    /// The focus topic (`/compress TOPIC`).
+    pub topic: Option<String>,
+    /// Keep exactly the last N exchanges verbatim (`/compress here N`).
+    pub keep_last: Option<usize>,
+    /// Summarise up to this message, keeping everything after it verbatim
+    /// (the context list's or the selection's "compress up to here").
+    pub up_to: Option<MessageId>,
+    /// Show the summary before it is stored (`[compression] preview`,
+    /// true by default).
+    pub preview: bool,
+}
+
+/// What a compression would store, for the preview overlay.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CompressPreviewView {
+    /// The summary's body as the user may edit it (without the framing
+    /// notice the store adds).
+    pub summary: String,
+    /// Active messages before.
+    pub messages_before: usize,
+    /// Active messages after (the summary and what stays verbatim).
+    pub messages_after: usize,
+    /// Tokens of the history before (stored counts).
+    pub tokens_before: u64,
+    /// Tokens of the history after.
+    pub tokens_after: u64,
+    /// The messages that stay verbatim after the summary, oldest first.
+    pub kept_verbatim: Vec<KeptRow>,
+    /// The focus topic, if one was given.
+    pub topic: Option<String>,
+    /// Who wrote the summary (a model name or `extractive`).
+    pub summarizer: String,
+    /// One sentence each: what the user should know before accepting.
+    pub warnings: Vec<String>,
+    /// Whether the summary makes the request bigger: accepting then needs
+    /// a second confirmation (and [`Effect::ApplyPreview`] with `force`).
+    pub grows: bool,
+}
+
+/// A message that stays verbatim after a compression.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct KeptRow {
+    /// Its position among the active messages now, counting from 1.
+    pub pos: usize,
+    /// Its role.
+    pub role: Role,
+    /// Its stored count, tokens.
+    pub tokens: u32,
+    /// Its first line, short.
+    pub preview: String,
 }
 
 pub use crate::runtime::service::{ContextSnapshot, ExportFormat, Opening, RequestView, SessionView};

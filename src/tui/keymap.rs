@@ -46,6 +46,14 @@ pub enum Action {
     /// move between them, Enter or Tab expands or collapses the selected
     /// one, Esc or typing goes back to the composer.
     SelectTools,
+    /// Select the chat's messages (the newest first): then Up and Down (or
+    /// k and j) move between them, p pins, x excludes, e edits a message
+    /// of yours and resends it, c compresses up to the selected one, Enter
+    /// opens it, Esc goes back to the composer.
+    SelectMessages,
+    /// Open the context list: every message with its state in the next
+    /// request and its tokens.
+    ContextList,
     /// Open the session picker.
     Sessions,
     /// Open help.
@@ -77,6 +85,8 @@ impl Action {
             Self::ToggleSummaries => "toggle_summaries",
             Self::ToggleArchived => "toggle_archived",
             Self::SelectTools => "select_tools",
+            Self::SelectMessages => "select_messages",
+            Self::ContextList => "context_list",
             Self::Sessions => "sessions",
             Self::Help => "help",
             Self::Notices => "notices",
@@ -104,6 +114,10 @@ impl Action {
             Self::ToggleSummaries => "expand or collapse summaries and pastes",
             Self::ToggleArchived => "show or hide archived originals",
             Self::SelectTools => "select tool blocks: Up/Down move, Enter expands, Esc returns",
+            Self::SelectMessages => {
+                "select messages: Up/Down move, p pin, x exclude, e edit, c compress to here"
+            }
+            Self::ContextList => "the context list: every message, its state in the next request, its tokens",
             Self::Sessions => "session picker",
             Self::Help => "help",
             Self::Notices => "the notices log: every notice, warning and error, whole, newest first",
@@ -116,7 +130,7 @@ impl Action {
     }
 }
 
-const ALL_ACTIONS: [Action; 20] = [
+const ALL_ACTIONS: [Action; 22] = [
     Action::Send,
     Action::Newline,
     Action::Interrupt,
@@ -133,6 +147,8 @@ const ALL_ACTIONS: [Action; 20] = [
     Action::ToggleSummaries,
     Action::ToggleArchived,
     Action::SelectTools,
+    Action::SelectMessages,
+    Action::ContextList,
     Action::Sessions,
     Action::Help,
     Action::Notices,
@@ -260,6 +276,8 @@ const DEFAULTS: &[(&str, Action)] = &[
     ("f4", Action::ToggleSummaries),
     ("f5", Action::ToggleArchived),
     ("shift-tab", Action::SelectTools),
+    ("f7", Action::SelectMessages),
+    ("f8", Action::ContextList),
     ("ctrl-o", Action::Sessions),
     ("f1", Action::Help),
     ("f6", Action::Notices),
@@ -401,6 +419,8 @@ mod tests {
         assert_eq!(f(3), Some(Action::ToggleDetail));
         assert_eq!(f(4), Some(Action::ToggleSummaries));
         assert_eq!(f(5), Some(Action::ToggleArchived));
+        assert_eq!(f(7), Some(Action::SelectMessages));
+        assert_eq!(f(8), Some(Action::ContextList));
         assert_eq!(k.label_for(Action::ToggleSummaries).as_deref(), Some("F4"));
     }
 

@@ -1,15 +1,20 @@
 //! Overlays drawn over the main screen: the session picker, the prompt
-//! inspector, the request inspector, help, the tools list and the approval
-//! of a tool call (see `approval`). Each holds only its own view
+//! inspector, the request inspector, help, the tools list, the approval
+//! of a tool call (see `approval`), the context list (`context_list`), the
+//! compression preview (`preview`) and one message read whole. Each holds only its own view
 //! state (query, selection, scroll and the text overlays' layout cache, see
 //! `pager`); data comes from background results. The text overlays are
 //! documents of logical lines laid out lazily, so a request of megabytes
 //! scrolls at the cost of one screen.
 
 mod approval;
+mod context_list;
 mod picker;
+mod preview;
 
 pub use approval::ApprovalPrompt;
+pub use context_list::ContextList;
+pub use preview::{Accept, Preview};
 
 use super::event::{ContextSnapshot, RequestView};
 use super::keymap::KeyMap;
@@ -73,6 +78,22 @@ pub enum Overlay {
     },
     /// A tool call waiting for the user's answer.
     Approval(Box<ApprovalPrompt>),
+    /// Every message with its state in the next request and its tokens.
+    ContextList(Box<ContextList>),
+    /// What a compression would store, before it is stored.
+    Preview(Box<Preview>),
+    /// One message read whole.
+    Message {
+        /// `message 4 · you · 1.2k tok`.
+        head: String,
+        /// Its text.
+        text: String,
+        /// Scroll position and layout.
+        pager: Pager,
+        /// The overlay it was opened from (the context list), shown again
+        /// when it closes.
+        back: Option<Box<Overlay>>,
+    },
 }
 
 impl Overlay {
@@ -143,6 +164,41 @@ impl Overlay {
         Self::Approval(Box::new(ApprovalPrompt::new(request)))
     }
 
+    /// The context list, waiting for its rows.
+    #[must_use]
+    pub fn context_list() -> Self {
+        Self::ContextList(Box::default())
+    }
+
+    /// Message `msg` read whole, at position `pos` (`None`: archived),
+    /// going back to `back` when closed.
+    #[must_use]
+    pub fn message(msg: &crate::domain::Message, pos: Option<usize>, back: Option<Overlay>) -> Self {
+        let role = match msg.role {
+            crate::domain::Role::User => "you",
+            crate::domain::Role::Assistant => "assistant",
+            crate::domain::Role::Tool => "tool",
+            crate::domain::Role::System => "system",
+        };
+        let mut head = match pos {
+            Some(p) => format!("message {p} · {role}"),
+            None => format!("archived message · {role}"),
+        };
+        if let Some(t) = &msg.tokens {
+            head.push_str(&format!(" · {} tok", fmt::tokens(u64::from(t.tokens))));
+        }
+        let mut text = msg.content.clone();
+        for call in &msg.tool_calls {
+            text.push_str(&format!("\n→ {} {}", call.name, call.arguments));
+        }
+        Self::Message {
+            head,
+            text,
+            pager: Pager::default(),
+            back: back.map(Box::new),
+        }
+    }
+
     /// Shows `view` in the request inspector (other overlays ignore it).
     pub fn set_request(&mut self, view: Box<RequestView>) {
         if let Self::Request { view: v, pager } = self {
@@ -164,10 +220,13 @@ impl Overlay {
             Self::Prompt { pager }
             | Self::Request { pager, .. }
             | Self::Help { pager }
-            | Self::Tools { pager, .. } => {
+            | Self::Tools { pager, .. }
+            | Self::Message { pager, .. } => {
                 pager.scroll_by(i64::from(delta));
             }
             Self::Approval(a) => a.pager.scroll_by(i64::from(delta)),
+            Self::ContextList(l) => l.step(i64::from(delta)),
+            Self::Preview(p) => p.scroll(i64::from(delta)),
         }
     }
 
@@ -178,10 +237,13 @@ impl Overlay {
             Self::Prompt { pager }
             | Self::Request { pager, .. }
             | Self::Help { pager }
-            | Self::Tools { pager, .. } => {
+            | Self::Tools { pager, .. }
+            | Self::Message { pager, .. } => {
                 pager.to_top();
             }
             Self::Approval(a) => a.pager.to_top(),
+            Self::ContextList(l) => l.home(),
+            Self::Preview(p) => p.home(),
         }
     }
 
@@ -192,10 +254,13 @@ impl Overlay {
             Self::Prompt { pager }
             | Self::Request { pager, .. }
             | Self::Help { pager }
-            | Self::Tools { pager, .. } => {
+            | Self::Tools { pager, .. }
+            | Self::Message { pager, .. } => {
                 pager.to_end();
             }
             Self::Approval(a) => a.pager.to_end(),
+            Self::ContextList(l) => l.end(),
+            Self::Preview(p) => p.end(),
         }
     }
 }
@@ -258,10 +323,17 @@ pub fn render(
         Overlay::Tools { head, .. } if head == NOTICES_HEAD => " Notices ".to_owned(),
         Overlay::Tools { .. } => " Tools ".to_owned(),
         Overlay::Approval(a) => format!(" Allow {}? ", a.request.call.name),
+        Overlay::ContextList(_) => " Context list ".to_owned(),
+        Overlay::Preview(p) if p.editing() => " Compression preview · editing ".to_owned(),
+        Overlay::Preview(_) => " Compression preview ".to_owned(),
+        Overlay::Message { .. } => " Message ".to_owned(),
     };
     let bottom = match overlay {
         Overlay::Approval(a) if a.reason.is_none() => " Esc denies ",
         Overlay::Approval(_) => " Enter denies ",
+        Overlay::Preview(p) if p.editing() => " Esc ends editing ",
+        Overlay::Preview(_) => " Esc cancels ",
+        Overlay::Message { back: Some(_), .. } => " Esc goes back ",
         _ => " Esc closes ",
     };
     let block = Block::default()
@@ -312,7 +384,18 @@ pub fn render(
             buf,
         ),
         Overlay::Approval(a) => approval::render(a, inner, buf),
+        Overlay::ContextList(l) => l.render(inner, buf),
+        Overlay::Preview(p) => p.render(inner, buf),
+        Overlay::Message {
+            head, text, pager, ..
+        } => pager.render(key_of((head, text)), text, || message_doc(head, text), inner, buf),
     }
+}
+
+fn message_doc(head: &str, text: &str) -> Vec<Item> {
+    let mut out = vec![Item::line(Line::styled(head.to_owned(), theme::title()))];
+    Item::lines_of(text, 0, text.len(), &mut out);
+    out
 }
 
 /// The head of the notices log.
@@ -448,6 +531,31 @@ fn help_lines(keymap: &KeyMap) -> Vec<Line<'static>> {
     out.push(Line::styled("Composer", theme::title()));
     for (keys, what) in super::readline::HELP {
         out.push(Line::raw(format!("  {keys:<16} {what}")));
+    }
+    let key = |a| keymap.label_for(a).map(|k| format!(" ({k})")).unwrap_or_default();
+    let sections: [(String, &[(&str, &str)]); 3] = [
+        (
+            format!("Selecting messages{}", key(super::keymap::Action::SelectMessages)),
+            &super::app::SELECT_HELP,
+        ),
+        (
+            format!(
+                "Context list{}, /context",
+                key(super::keymap::Action::ContextList)
+            ),
+            &super::app::LIST_HELP,
+        ),
+        (
+            "Compression preview (/compress)".to_owned(),
+            &super::app::PREVIEW_HELP,
+        ),
+    ];
+    for (head, keys) in sections {
+        out.push(Line::default());
+        out.push(Line::styled(head, theme::title()));
+        for (keys, what) in keys {
+            out.push(Line::raw(format!("  {keys:<16} {what}")));
+        }
     }
     out.push(Line::default());
     out.push(Line::styled("Commands", theme::title()));

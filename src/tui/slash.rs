@@ -40,6 +40,18 @@ pub enum SlashCommand {
     UndoEdit,
     /// List the MCP servers, switch one, accept or decline `.mcp.json`.
     Mcp,
+    /// Open the context list.
+    Context,
+    /// Pin a message.
+    Pin,
+    /// Unpin a message.
+    Unpin,
+    /// Exclude a message from every request.
+    Exclude,
+    /// Include an excluded message again.
+    Include,
+    /// Undo the last edit and resend.
+    UndoResend,
     /// The notices log.
     Log,
     /// Show keys and commands.
@@ -49,7 +61,7 @@ pub enum SlashCommand {
 }
 
 /// Every command, in the order help lists them.
-pub const ALL: [SlashCommand; 20] = [
+pub const ALL: [SlashCommand; 26] = [
     SlashCommand::New,
     SlashCommand::Compress,
     SlashCommand::UndoCompress,
@@ -67,6 +79,12 @@ pub const ALL: [SlashCommand; 20] = [
     SlashCommand::Tools,
     SlashCommand::UndoEdit,
     SlashCommand::Mcp,
+    SlashCommand::Context,
+    SlashCommand::Pin,
+    SlashCommand::Unpin,
+    SlashCommand::Exclude,
+    SlashCommand::Include,
+    SlashCommand::UndoResend,
     SlashCommand::Log,
     SlashCommand::Help,
     SlashCommand::Quit,
@@ -80,6 +98,12 @@ impl SlashCommand {
             Self::New => "new",
             Self::Compress => "compress",
             Self::UndoCompress => "undo-compress",
+            Self::Context => "context",
+            Self::Pin => "pin",
+            Self::Unpin => "unpin",
+            Self::Exclude => "exclude",
+            Self::Include => "include",
+            Self::UndoResend => "undo-resend",
             Self::Sessions => "sessions",
             Self::Resume => "resume",
             Self::Rename => "rename",
@@ -104,7 +128,8 @@ impl SlashCommand {
     #[must_use]
     pub fn args(self) -> &'static str {
         match self {
-            Self::Compress => "[topic]",
+            Self::Compress => "[topic | here N]",
+            Self::Pin | Self::Unpin | Self::Exclude | Self::Include => "[pos]",
             Self::Resume => "<id>",
             Self::Rename => "<title>",
             Self::Model => "<name>",
@@ -122,8 +147,16 @@ impl SlashCommand {
     pub fn description(self) -> &'static str {
         match self {
             Self::New => "start a new session",
-            Self::Compress => "compress the history now, keeping the topic in focus",
+            Self::Compress => {
+                "compress the history now, keeping the topic in focus; here N keeps the last N exchanges"
+            }
             Self::UndoCompress => "restore the messages archived by the last compression",
+            Self::Context => "every message, its state in the next request and its tokens",
+            Self::Pin => "pin the selected message (or the last one): never cut, dropped or summarised",
+            Self::Unpin => "unpin the selected message (or the last one)",
+            Self::Exclude => "leave the selected message out of every request until included",
+            Self::Include => "send the selected excluded message again",
+            Self::UndoResend => "restore the messages the last edit and resend archived",
             Self::Sessions => "open the session picker",
             Self::Resume => "resume a session by id or id prefix",
             Self::Rename => "rename this session",
@@ -304,10 +337,12 @@ mod tests {
             "resume, rename, reload share only 're'"
         );
         assert_eq!(
-            complete("/un").as_deref(),
+            complete("/und").as_deref(),
             Some("/undo-"),
-            "undo-compress and undo-edit"
+            "undo-compress, undo-edit and undo-resend"
         );
+        assert_eq!(complete("/un"), None, "unpin too");
+        assert_eq!(complete("/unp").as_deref(), Some("/unpin "));
         assert_eq!(complete("/undo-e").as_deref(), Some("/undo-edit "));
         assert_eq!(complete("/t").as_deref(), Some("/tools "));
         assert_eq!(complete("/s").as_deref(), None, "sessions and skill");

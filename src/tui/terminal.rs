@@ -3,6 +3,8 @@
 //! terminal. It feeds terminal input, background results and ticks to the
 //! app, hands effects to the driver, and draws when something changed, at
 //! most [`MAX_FPS`] times a second, after draining every queued event.
+//! It runs one effect itself, [`Effect::EditInEditor`]: the full screen is
+//! suspended while the user's editor has the terminal (see `editor`).
 
 use super::app::App;
 use super::event::{AppEvent, Effect, Opening};
@@ -46,7 +48,7 @@ pub fn run(launch: Launch) -> anyhow::Result<Option<SessionId>> {
         .build()?;
     let mut terminal = ratatui::try_init()?;
     let enhanced = setup_extras();
-    let result = rt.block_on(event_loop(&mut terminal, launch, keymap, warnings));
+    let result = rt.block_on(event_loop(&mut terminal, launch, keymap, warnings, enhanced));
     teardown_extras(enhanced);
     ratatui::restore();
     result
@@ -55,15 +57,8 @@ pub fn run(launch: Launch) -> anyhow::Result<Option<SessionId>> {
 /// Mouse capture, bracketed paste and (where supported) key disambiguation
 /// so Shift-Enter is seen; undone by [`teardown_extras`] and by the panic hook.
 fn setup_extras() -> bool {
-    let mut out = std::io::stdout();
-    let _ = crossterm::execute!(out, EnableMouseCapture, EnableBracketedPaste);
     let enhanced = crossterm::terminal::supports_keyboard_enhancement().unwrap_or(false);
-    if enhanced {
-        let _ = crossterm::execute!(
-            out,
-            PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
-        );
-    }
+    enable_extras(enhanced);
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {
         teardown_extras(enhanced);
@@ -71,6 +66,52 @@ fn setup_extras() -> bool {
         previous(info);
     }));
     enhanced
+}
+
+fn enable_extras(enhanced: bool) {
+    let mut out = std::io::stdout();
+    let _ = crossterm::execute!(out, EnableMouseCapture, EnableBracketedPaste);
+    if enhanced {
+        let _ = crossterm::execute!(
+            out,
+            PushKeyboardEnhancementFlags(KeyboardEnhancementFlags::DISAMBIGUATE_ESCAPE_CODES)
+        );
+    }
+}
+
+/// Hands the terminal to the user's editor for `text` and takes it back:
+/// the input stream is dropped first (so it reads none of the editor's
+/// keys), the full screen left, then entered again and redrawn whole.
+/// Returns the events that answer [`Effect::EditInEditor`].
+fn suspended_edit(
+    terminal: &mut ratatui::DefaultTerminal,
+    input: &mut EventStream,
+    enhanced: bool,
+    env: &crate::runtime::service::EnvLookup,
+    text: &str,
+) -> Vec<AppEvent> {
+    *input = EventStream::new();
+    teardown_extras(enhanced);
+    ratatui::restore();
+    let result = super::editor::edit(text, env);
+    let back = crossterm::terminal::enable_raw_mode()
+        .and_then(|()| crossterm::execute!(std::io::stdout(), crossterm::terminal::EnterAlternateScreen));
+    enable_extras(enhanced);
+    let _ = terminal.clear();
+    let mut events = Vec::new();
+    if let Err(e) = back {
+        events.push(AppEvent::Error(format!(
+            "cannot take the terminal back from the editor ({e}); restart strata if the screen stays wrong"
+        )));
+    }
+    match result {
+        Ok(edited) => events.push(AppEvent::Edited(Some(edited))),
+        Err(e) => {
+            events.push(AppEvent::Error(e.to_string()));
+            events.push(AppEvent::Edited(None));
+        }
+    }
+    events
 }
 
 fn teardown_extras(enhanced: bool) {
@@ -102,6 +143,7 @@ async fn event_loop(
     launch: Launch,
     keymap: KeyMap,
     warnings: Vec<String>,
+    enhanced: bool,
 ) -> anyhow::Result<Option<SessionId>> {
     let size = terminal.size()?;
     let mut app = App::new(keymap, size.width, size.height);
@@ -109,6 +151,7 @@ async fn event_loop(
         app.handle(AppEvent::Error(w.clone()));
     }
     let opening = launch.opening.clone();
+    let env = std::sync::Arc::clone(&launch.env);
     let (tx, mut rx) = mpsc::unbounded_channel();
     let waker = tx.clone();
     app.set_highlighter(Highlighter::spawn_with(HighlighterOptions {
@@ -127,7 +170,13 @@ async fn event_loop(
     let mut last_draw: Option<Instant> = None;
     let mut tick = tokio::time::interval(Duration::from_millis(100));
     loop {
-        for effect in pending.drain(..) {
+        for effect in std::mem::take(&mut pending) {
+            if let Effect::EditInEditor(text) = effect {
+                for answer in suspended_edit(terminal, &mut input, enhanced, &env, &text) {
+                    pending.extend(app.handle(answer));
+                }
+                continue;
+            }
             if !driver.run(effect) {
                 return Ok(app.session().map(|s| s.id));
             }

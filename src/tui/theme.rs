@@ -59,6 +59,12 @@ pub fn selected() -> Style {
     Style::new().add_modifier(Modifier::REVERSED)
 }
 
+/// The bar in the first column of the selected message's rows.
+#[must_use]
+pub fn selection_bar() -> Style {
+    Style::new().fg(Color::Cyan).add_modifier(Modifier::BOLD)
+}
+
 /// The cache boundary marker.
 #[must_use]
 pub fn boundary() -> Style {

@@ -211,7 +211,19 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
         .has_folds()
         .then(|| app.keymap.label_for(Action::ToggleSummaries))
         .flatten();
-    let hints = if app.chat.tools.selected.is_some() {
+    let selected = app
+        .selecting()
+        .then(|| app.chat.selected.and_then(|id| app.chat.position(id)))
+        .flatten();
+    let hints = if let Some(pos) = selected {
+        format!(
+            "message {pos} · ↑↓ move · p pin · x exclude · e edit · c compress to here · Enter open · Esc back "
+        )
+    } else if app.selecting() {
+        "↑↓ move · Enter open · Esc back ".to_owned()
+    } else if app.editing().is_some() {
+        "Enter resends · Esc cancels the edit ".to_owned()
+    } else if app.chat.tools.selected.is_some() {
         "↑↓ select · Enter expand · Esc back ".to_owned()
     } else if app.busy {
         "Ctrl-C cancel · F1 help ".to_owned()
@@ -221,6 +233,12 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
         "Enter send · F1 help ".to_owned()
     };
     let room = usize::from(area.width);
+    let hints = match selected {
+        Some(pos) if fmt::width(&left) + fmt::width(&hints) > room => {
+            format!("message {pos} · p pin · x exclude · e edit · c compress · Esc ")
+        }
+        _ => hints,
+    };
     let pad = room.saturating_sub(fmt::width(&left) + fmt::width(&hints));
     if pad > 0 {
         spans.push(Span::raw(" ".repeat(pad)));

@@ -186,7 +186,15 @@ impl Driver {
             Effect::Resume(id) => Command::Resume(id),
             Effect::Rename(title) => Command::Rename(title),
             Effect::Fork => Command::Fork,
-            Effect::Compress(topic) => Command::Compress(topic),
+            Effect::Compress(ask) => Command::Compress(ask.topic),
+            Effect::LoadContextList
+            | Effect::SetPinned { .. }
+            | Effect::SetExcluded { .. }
+            | Effect::ApplyPreview { .. }
+            | Effect::CancelPreview
+            | Effect::EditResend { .. }
+            | Effect::UndoEditMessage
+            | Effect::EditInEditor(_) => return true,
             Effect::UndoCompress => Command::UndoCompress,
             Effect::Reload => Command::Reload,
             Effect::Model(name) => Command::Model(name),

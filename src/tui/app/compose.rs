@@ -3,9 +3,10 @@
 //! `history`). Part of [`App`]'s update; no I/O.
 
 use super::App;
+use super::select::Mark;
 use crate::runtime::service::McpAction;
 use crate::tui::chat::Streaming;
-use crate::tui::event::{Effect, ExportFormat};
+use crate::tui::event::{CompressAsk, Effect, ExportFormat};
 use crate::tui::overlay::Overlay;
 use crate::tui::slash::{self, Invocation, SlashCommand};
 
@@ -47,6 +48,10 @@ impl App {
         if text.trim().is_empty() {
             return Vec::new();
         }
+        // An edit is sent as written, even when it starts with `/`.
+        if let Some(edit) = self.control.editing.take() {
+            return self.resend(edit, text);
+        }
         match slash::parse(&text) {
             Some(Err(e)) => {
                 self.notify(&e.to_string(), true);
@@ -87,6 +92,13 @@ impl App {
 
     /// Sends `text` (the draft as a message) and clears the composer.
     pub(super) fn send_message(&mut self, text: String) -> Vec<Effect> {
+        let send = Effect::Send(text.clone());
+        self.start_turn(text, send)
+    }
+
+    /// Starts a turn with `effect` (a send, or an edit resent) showing
+    /// `text` as the user's message until it is stored; clears the composer.
+    pub(super) fn start_turn(&mut self, text: String, effect: Effect) -> Vec<Effect> {
         self.folds_sent();
         let mut effects = self.take_draft(&text);
         self.notice = None;
@@ -99,7 +111,7 @@ impl App {
             last_ms: self.now_ms,
             ..Streaming::default()
         });
-        effects.push(Effect::Send(text));
+        effects.push(effect);
         effects
     }
 
@@ -107,8 +119,14 @@ impl App {
         let arg = inv.arg;
         match inv.command {
             SlashCommand::New => vec![Effect::NewSession],
-            SlashCommand::Compress => vec![Effect::Compress((!arg.is_empty()).then_some(arg))],
+            SlashCommand::Compress => self.compress_command(&arg),
             SlashCommand::UndoCompress => vec![Effect::UndoCompress],
+            SlashCommand::Context => self.open_context_list(),
+            SlashCommand::Pin => self.mark_command("pin", &arg, Mark::Pin(true)),
+            SlashCommand::Unpin => self.mark_command("unpin", &arg, Mark::Pin(false)),
+            SlashCommand::Exclude => self.mark_command("exclude", &arg, Mark::Exclude(true)),
+            SlashCommand::Include => self.mark_command("include", &arg, Mark::Exclude(false)),
+            SlashCommand::UndoResend => vec![Effect::UndoEditMessage],
             SlashCommand::Sessions => self.open_picker(),
             SlashCommand::Resume => vec![Effect::Resume(arg)],
             SlashCommand::Rename => vec![Effect::Rename(arg)],
@@ -185,5 +203,38 @@ impl App {
             }
             SlashCommand::Quit => vec![Effect::Quit],
         }
+    }
+
+    /// `/compress`, `/compress TOPIC`, `/compress here N`.
+    fn compress_command(&mut self, arg: &str) -> Vec<Effect> {
+        let mut ask = CompressAsk {
+            preview: self.control.preview,
+            ..CompressAsk::default()
+        };
+        match arg.split_whitespace().collect::<Vec<_>>().as_slice() {
+            [] => {}
+            ["here", n] => match n.parse::<usize>() {
+                Ok(n) if n > 0 => ask.keep_last = Some(n),
+                _ => {
+                    self.notify(
+                        &format!(
+                            "/compress here takes how many of the last exchanges to keep, a number from 1, e.g. /compress here 2; not '{n}'"
+                        ),
+                        true,
+                    );
+                    return Vec::new();
+                }
+            },
+            ["here"] => {
+                self.notify(
+                    "/compress here needs how many of the last exchanges to keep, e.g. /compress here 2",
+                    true,
+                );
+                return Vec::new();
+            }
+            _ => ask.topic = Some(arg.to_owned()),
+        }
+        self.notify("compressing the history…", false);
+        vec![Effect::Compress(ask)]
     }
 }

@@ -247,7 +247,9 @@ impl App {
                 | Action::ToggleArchived
                 | Action::Sessions
                 | Action::Help
-                | Action::Notices,
+                | Action::Notices
+                | Action::SelectMessages
+                | Action::ContextList,
             ) => return None,
             Some(Action::Newline) | None => {
                 self.chat.tools.selected = None;
