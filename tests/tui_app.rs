@@ -340,3 +340,22 @@ fn the_notices_log_keeps_every_notice_whole_newest_first() {
     app.handle(key(KeyCode::Enter));
     assert!(draw(&app, 80, 24).contains("Notices"));
 }
+
+#[test]
+fn a_bare_resume_opens_the_session_picker_and_one_with_an_id_resumes() {
+    let mut app = app_with(80, 24, Vec::new(), None);
+    type_text(&mut app, "/resume");
+    let effects = app.handle(key(KeyCode::Enter));
+    assert!(
+        effects.iter().any(|e| matches!(e, Effect::ListSessions { .. })),
+        "{effects:?}"
+    );
+    assert!(matches!(app.overlay(), Some(Overlay::Picker(_))));
+    app.handle(key(KeyCode::Esc));
+    type_text(&mut app, "/resume 1a2b3c4d");
+    let effects = app.handle(key(KeyCode::Enter));
+    assert!(
+        effects.contains(&Effect::Resume("1a2b3c4d".into())),
+        "{effects:?}"
+    );
+}

@@ -150,7 +150,7 @@ fn typing_a_slash_lists_the_matching_commands_with_their_descriptions() {
     type_text(&mut app, "re");
     let screen = draw(&app, 80, 24);
     for line in [
-        "/resume <id>",
+        "/resume [id]",
         "resume a session by id",
         "/rename <title>",
         "/reload",

@@ -130,7 +130,7 @@ impl SlashCommand {
         match self {
             Self::Compress => "[topic | here N]",
             Self::Pin | Self::Unpin | Self::Exclude | Self::Include => "[pos]",
-            Self::Resume => "<id>",
+            Self::Resume => "[id]",
             Self::Rename => "<title>",
             Self::Model => "<name>",
             Self::Memory => "<text>",
@@ -158,7 +158,7 @@ impl SlashCommand {
             Self::Include => "send the selected excluded message again",
             Self::UndoResend => "restore the messages the last edit and resend archived",
             Self::Sessions => "open the session picker",
-            Self::Resume => "resume a session by id or id prefix",
+            Self::Resume => "resume a session by id or id prefix (without one: the picker)",
             Self::Rename => "rename this session",
             Self::Fork => "continue this session in a copy",
             Self::Prompt => "inspect the frozen system prompt",

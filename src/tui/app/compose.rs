@@ -128,6 +128,7 @@ impl App {
             SlashCommand::Include => self.mark_command("include", &arg, Mark::Exclude(false)),
             SlashCommand::UndoResend => vec![Effect::UndoEditMessage],
             SlashCommand::Sessions => self.open_picker(),
+            SlashCommand::Resume if arg.is_empty() => self.open_picker(),
             SlashCommand::Resume => vec![Effect::Resume(arg)],
             SlashCommand::Rename => vec![Effect::Rename(arg)],
             SlashCommand::Fork => vec![Effect::Fork],
