@@ -9,6 +9,10 @@
 //! hands the [`SummaryOutcome`] to [`finish`], which assembles the
 //! [`CompressionPlan`]. Authentication and network failures abort with
 //! nothing changed; other failures give a labelled extractive fallback.
+//! [`prepare_cut`] lets the user choose where the summarised range ends
+//! ([`Cut`]: keep the last N exchanges, or up to a message) instead of the
+//! tail budget; a summary the user gave ([`SummaryOutcome::Given`]) is
+//! used as it is (redacted and framed), never refused for its size.
 //!
 //! An earlier summary is always folded into the new one (exactly one active
 //! summary afterwards): a standalone one is summarised wherever it sits; one
@@ -23,6 +27,7 @@
 //! are unix milliseconds passed in.
 //!
 //! [`prepare`]: CompressionEngine::prepare
+//! [`prepare_cut`]: CompressionEngine::prepare_cut
 //! [`finish`]: CompressionEngine::finish
 
 use super::assemble::split_summary;
