@@ -124,6 +124,23 @@ async fn only_a_users_message_is_edited_and_a_failed_resend_keeps_the_new_text()
     assert_eq!(without_session.status.code(), Some(2), "--edit needs --session");
     assert_eq!(shown(&sb, &id), before);
 
+    // No key: the provider cannot be connected, nothing is sent, and the
+    // edit is undone.
+    let no_key = sb.run(&[
+        "--provider",
+        "openai",
+        "chat",
+        "--session",
+        &id,
+        "--edit",
+        "3",
+        "new text",
+    ]);
+    assert_eq!(no_key.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&no_key.stderr);
+    assert!(stderr.contains("the edit was undone"), "{stderr}");
+    assert_eq!(shown(&sb, &id), before);
+
     // Nothing listens on port 9: the text is stored, the reply fails.
     let failed = run(openai(
         &sb,
