@@ -154,7 +154,8 @@ impl Runtime {
 
 /// The record of an edit or its undo: `archived` (in order) behind it,
 /// `before` active messages before and `after` after; no summary, no
-/// prompt change, no summariser (stored as an empty name).
+/// prompt change, no summariser (stored as an empty name), and no token
+/// figures (0: nothing is summarised, so nothing is estimated).
 fn record(
     session: &Session,
     kind: CompactionKind,
