@@ -16,7 +16,7 @@ pub use mcp::{Deferred, McpConfig, McpServerConfig};
 pub use paths::Paths;
 pub use selection::{
     FALLBACK_CONTEXT_WINDOW, LOCAL_CONTEXT_WINDOW, LOCAL_MODEL_NAME, ModelChoice, ProviderKind,
-    SelectionRequest, select_model,
+    SelectionRequest, WindowSource, select_model,
 };
 pub use tools::ToolsConfig;
 

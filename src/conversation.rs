@@ -501,6 +501,18 @@ impl Conversation {
         self.max_tokens
     }
 
+    /// Fits the conversation to another window (a server said it serves
+    /// less than assumed): the window, the output reserve and the
+    /// compression engine (its threshold follows the window) are replaced
+    /// and the next request is planned again. Works mid-turn: an overflow
+    /// retry after it is sized to the new window.
+    pub fn resize(&mut self, window: u64, max_tokens: u64, engine: Box<dyn CompressionEngine + Send>) {
+        self.window = window;
+        self.max_tokens = max_tokens;
+        self.engine = engine;
+        self.replan();
+    }
+
     /// Adds a part to the next submitted message (an attachment, or a
     /// per-turn reminder with `ephemeral_ttl = Some(1)`; see
     /// [`crate::pipeline::enrich`]). Each part is stored as a synthetic user

@@ -17,7 +17,7 @@ mod usage;
 
 pub use compaction::{Compaction, CompactionKind, CompactionTrigger, Summarizer};
 pub use ids::{CompactionId, MessageId, PromptId, SHORT_ID_LEN, SessionId};
-pub use message::{Message, MessageKind, MessageStatus, Role, TokenCount, ToolCall};
+pub use message::{Interruption, Message, MessageKind, MessageStatus, Role, TokenCount, ToolCall};
 pub use provider::{ProviderKind, UnknownProvider};
 pub use request::{ChatRequest, FinishReason, ProviderUsage, RequestMessage, RequestSystem, StreamEvent};
 pub use session::{Session, SessionSummary};

@@ -12,6 +12,7 @@ mod http;
 pub mod local;
 pub mod openai;
 mod retry;
+pub mod served_window;
 
 pub use anthropic::AnthropicProvider;
 pub use error::ProviderError;

@@ -20,6 +20,7 @@ pub mod mcp_setup;
 mod mcp_trust;
 mod prompt_build;
 mod providers;
+pub mod served_window;
 pub mod service;
 mod session;
 mod session_ops;

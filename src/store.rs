@@ -33,6 +33,7 @@ mod prompts;
 mod records;
 mod schema;
 mod search;
+mod served_windows;
 mod sessions;
 
 pub use changes::{SessionTools, StoredChange};
@@ -42,6 +43,7 @@ pub use error::{AMBIGUOUS_CANDIDATES, Candidate, StoreError};
 pub use handle::StoreHandle;
 pub use mcp_trust::{McpDecision, McpTrust};
 pub use schema::KNOWN_VERSION;
+pub use served_windows::StoredWindow;
 pub use sessions::{MIN_ID_PREFIX, SessionQuery};
 
 use rusqlite::{Connection, ErrorCode, OpenFlags, TransactionBehavior};

@@ -17,6 +17,7 @@ fn choice() -> ModelChoice {
         provider: ProviderKind::OpenAi,
         model: "gpt-4o".to_owned(),
         context_window: 128_000,
+        window_source: strata::config::WindowSource::Catalog,
         max_tokens: 4_096,
         api_key_env: None,
         base_url: None,

@@ -69,6 +69,8 @@ pub struct ModelChoice {
     pub model: String,
     /// Context window in tokens.
     pub context_window: u64,
+    /// Where `context_window` comes from.
+    pub window_source: WindowSource,
     /// Tokens reserved for the reply (`max_tokens`).
     pub max_tokens: u64,
     /// Name of the variable holding the API key, if the provider needs one.
@@ -118,11 +120,12 @@ pub fn select_model(req: &SelectionRequest<'_>) -> Result<ModelChoice, ConfigErr
         .or_else(|| config.model.name.clone())
         .or_else(|| section.model.clone())
         .unwrap_or_else(|| provider.default_model().to_owned());
-    let context_window = config
-        .model
-        .context_window
-        .or_else(|| known_window(provider, &model))
-        .unwrap_or(FALLBACK_CONTEXT_WINDOW);
+    let (context_window, window_source) = match (config.model.context_window, known_window(provider, &model))
+    {
+        (Some(window), _) => (window, WindowSource::Config),
+        (None, Some(window)) => (window, WindowSource::Catalog),
+        (None, None) => (FALLBACK_CONTEXT_WINDOW, WindowSource::Default),
+    };
     let max_tokens = config
         .model
         .max_tokens
@@ -141,10 +144,62 @@ pub fn select_model(req: &SelectionRequest<'_>) -> Result<ModelChoice, ConfigErr
         provider,
         model,
         context_window,
+        window_source,
         max_tokens,
         api_key_env,
         base_url,
     })
+}
+
+impl ModelChoice {
+    /// The same choice with the window `window` from `source`: the output
+    /// reserve follows the new window unless `[model] max_tokens` is set
+    /// (`configured_max_tokens`).
+    #[must_use]
+    pub fn with_window(
+        mut self,
+        window: u64,
+        source: WindowSource,
+        configured_max_tokens: Option<u64>,
+    ) -> Self {
+        self.context_window = window;
+        self.window_source = source;
+        self.max_tokens =
+            configured_max_tokens.unwrap_or_else(|| crate::tokens::default_reserved_output(window));
+        self
+    }
+}
+
+/// Where a [`ModelChoice`]'s context window comes from (`window_source` of
+/// `strata context --json`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default, serde::Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum WindowSource {
+    /// `[model] context_window` in the config.
+    Config,
+    /// strata's catalog of known models (or the embedded model's window).
+    #[default]
+    Catalog,
+    /// Not known: the fallback of 128,000 tokens.
+    Default,
+    /// The server said what it serves (llama.cpp, Ollama, vLLM, LM Studio).
+    Server,
+    /// A context overflow error stated the window.
+    OverflowError,
+}
+
+impl WindowSource {
+    /// The JSON name: `config`, `catalog`, `default`, `server` or `overflow_error`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Config => "config",
+            Self::Catalog => "catalog",
+            Self::Default => "default",
+            Self::Server => "server",
+            Self::OverflowError => "overflow_error",
+        }
+    }
 }
 
 fn section(config: &Config, kind: ProviderKind) -> &ProviderConfig {

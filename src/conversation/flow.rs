@@ -471,6 +471,11 @@ impl Conversation {
         assistant.seq = reply.seq;
         assistant.tool_calls = reply.tool_calls();
         assistant.status = status;
+        assistant.interruption = (status == MessageStatus::Interrupted).then_some(match error {
+            None => crate::domain::Interruption::Cancelled,
+            Some(TurnNotice::CutOff) => crate::domain::Interruption::CutOff,
+            Some(_) => crate::domain::Interruption::Failed,
+        });
         let mut effects = vec![Effect::UpdateMessage {
             id: reply.message_id,
             content: reply.text.clone(),

@@ -178,6 +178,38 @@ fn cancel_keeps_the_partial_reply_marked_interrupted() {
         matches!(&e[0], Effect::UpdateMessage { content, status: MessageStatus::Interrupted, .. } if content == "partial")
     );
     assert_eq!(c.messages()[1].status, MessageStatus::Interrupted);
+    assert_eq!(
+        c.messages()[1].interruption,
+        Some(crate::domain::Interruption::Cancelled)
+    );
+}
+
+#[test]
+fn a_stream_the_server_cut_is_told_from_a_cancel_and_from_a_failure() {
+    let mut c = conversation();
+    c.handle(Event::Submit {
+        text: "hi".into(),
+        now_ms: 0,
+    });
+    c.handle(delta("half a", 1));
+    c.handle(Event::StreamEnded { now_ms: 2 });
+    assert_eq!(c.messages()[1].status, MessageStatus::Interrupted);
+    assert_eq!(
+        c.messages()[1].interruption,
+        Some(crate::domain::Interruption::CutOff)
+    );
+    c.handle(Event::Submit {
+        text: "again".into(),
+        now_ms: 3,
+    });
+    c.handle(delta("some", 4));
+    c.handle(Event::Failed {
+        kind: FailureKind::Other,
+        message: "HTTP 500 mid-stream".into(),
+        now_ms: 5,
+    });
+    let last = c.messages().last().unwrap();
+    assert_eq!(last.interruption, Some(crate::domain::Interruption::Failed));
 }
 
 #[test]

@@ -84,6 +84,42 @@ pub enum MessageStatus {
     Error,
 }
 
+/// Why a reply stopped before the provider said it was done (a message of
+/// status [`MessageStatus::Interrupted`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Interruption {
+    /// The user cancelled (Ctrl-C, Esc).
+    Cancelled,
+    /// The server closed the stream before the reply was done.
+    CutOff,
+    /// The request failed after part of the reply arrived.
+    Failed,
+}
+
+impl Interruption {
+    /// The stored name: `cancelled`, `cut_off` or `failed`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Cancelled => "cancelled",
+            Self::CutOff => "cut_off",
+            Self::Failed => "failed",
+        }
+    }
+
+    /// The interruption a stored name stands for; `None` for anything else.
+    #[must_use]
+    pub fn parse(s: &str) -> Option<Self> {
+        match s {
+            "cancelled" => Some(Self::Cancelled),
+            "cut_off" => Some(Self::CutOff),
+            "failed" => Some(Self::Failed),
+            _ => None,
+        }
+    }
+}
+
 /// A cached token count and the tokenizer that produced it (for example
 /// `o200k_base`), so a count is never reused across tokenizers.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -128,6 +164,10 @@ pub struct Message {
     pub archived_by: Option<CompactionId>,
     /// Complete, streaming, interrupted or error.
     pub status: MessageStatus,
+    /// For an interrupted reply, why it stopped (`None` for replies stored
+    /// before strata kept it).
+    #[serde(default)]
+    pub interruption: Option<Interruption>,
     /// Creation time, unix milliseconds.
     pub created_at: i64,
     /// Cached token count, if computed.
@@ -156,6 +196,7 @@ impl Message {
             kind: MessageKind::Normal,
             archived_by: None,
             status: MessageStatus::Complete,
+            interruption: None,
             created_at,
             tokens: None,
             tool: None,

@@ -146,6 +146,7 @@ fn with_content(m: &Message, content: &str) -> Message {
         kind: m.kind,
         archived_by: m.archived_by,
         status: m.status,
+        interruption: m.interruption,
         created_at: m.created_at,
         tokens: None,
         tool: None,

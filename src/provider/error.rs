@@ -59,6 +59,9 @@ pub enum ProviderError {
     ContextOverflow {
         /// The provider's message.
         message: String,
+        /// The window the error states, tokens (llama.cpp's `n_ctx`, or
+        /// "maximum context length is N" in the text), if it states one.
+        window: Option<u64>,
     },
     /// The provider refused the request as malformed (HTTP 400/404/422). Fatal.
     #[error("the provider refused the request: {message}")]
@@ -135,5 +138,14 @@ impl ProviderError {
     #[must_use]
     pub fn is_overflow(&self) -> bool {
         matches!(self, Self::ContextOverflow { .. })
+    }
+
+    /// For an overflow, the window the provider says it has, tokens.
+    #[must_use]
+    pub fn stated_window(&self) -> Option<u64> {
+        match self {
+            Self::ContextOverflow { window, .. } => *window,
+            _ => None,
+        }
     }
 }

@@ -203,6 +203,8 @@ pub(crate) struct ErrorInfo {
     pub kind: Option<String>,
     /// `code`, e.g. `context_length_exceeded` (numbers are kept as text).
     pub code: Option<String>,
+    /// llama.cpp's `n_ctx`: the window the server serves, tokens.
+    pub n_ctx: Option<u64>,
 }
 
 impl ErrorInfo {
@@ -212,6 +214,7 @@ impl ErrorInfo {
             message,
             kind: None,
             code: None,
+            n_ctx: None,
         }
     }
 
@@ -234,6 +237,7 @@ impl ErrorInfo {
                 message: text(error.get("message")).unwrap_or_else(|| error.to_string()),
                 kind: text(error.get("type")),
                 code: text(error.get("code")),
+                n_ctx: error.get("n_ctx").and_then(serde_json::Value::as_u64),
             }),
             _ => {
                 let message = text(value.get("detail")).or_else(|| text(value.get("message")))?;
@@ -282,8 +286,9 @@ pub(crate) fn classify(
     } else {
         message
     };
+    let window = super::served_window::stated_window(&message, info.n_ctx);
     if info.is_overflow() {
-        return ProviderError::ContextOverflow { message };
+        return ProviderError::ContextOverflow { message, window };
     }
     if info.code.as_deref() == Some("insufficient_quota") {
         return ProviderError::BadRequest {
@@ -310,7 +315,7 @@ pub(crate) fn classify(
         Some(401 | 403) => auth(),
         Some(429) => ProviderError::RateLimited { retry_after, message },
         Some(529) => ProviderError::Overloaded { retry_after, message },
-        Some(413) => ProviderError::ContextOverflow { message },
+        Some(413) => ProviderError::ContextOverflow { message, window },
         Some(status @ (408 | 500..=599)) => ProviderError::Server { status, message },
         Some(status) => ProviderError::BadRequest { status, message },
         None => match info.kind.as_deref() {

@@ -20,6 +20,7 @@ pub(super) fn conversation_choice(conversation: &Conversation) -> ModelChoice {
         provider: session.provider,
         model: session.model.clone(),
         context_window: conversation.window(),
+        window_source: crate::config::WindowSource::Catalog,
         max_tokens: conversation.max_tokens(),
         api_key_env: None,
         base_url: None,

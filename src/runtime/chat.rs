@@ -32,6 +32,11 @@ pub enum ChatOutput<'a> {
     Error(&'a str),
     /// Work the user should know about (automatic compression starting).
     Notice(&'a str),
+    /// The provider's overflow error stated a window smaller than the one
+    /// assumed, tokens: the conversation was fitted to it before the
+    /// overflow is handled (compression, retry). The caller remembers it
+    /// ([`Runtime::note_overflow_window`]) and says so once.
+    WindowStated(u64),
     /// An automatic compression ran (or found nothing to do).
     Compressed(&'a CompressOutcome),
     /// The turn moved to another phase.
@@ -138,6 +143,27 @@ impl Runtime {
         )
     }
 
+    /// Fits `conversation` to `window` (an overflow error stated it): the
+    /// output reserve follows the window unless `[model] max_tokens` is
+    /// set, and a compression engine for the new window replaces the old.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`] when the engine's state cannot be read.
+    pub fn fit_to_window(&self, conversation: &mut Conversation, window: u64) -> Result<(), RuntimeError> {
+        let max_tokens = self
+            .config
+            .model
+            .max_tokens
+            .unwrap_or_else(|| crate::tokens::default_reserved_output(window));
+        let mut choice = super::auto_compress::conversation_choice(conversation);
+        choice.context_window = window;
+        choice.max_tokens = max_tokens;
+        let engine =
+            self.compression_engine(conversation.session(), &choice, super::SummarizerArg::Config)?;
+        conversation.resize(window, max_tokens, Box::new(engine));
+        Ok(())
+    }
+
     /// Runs one turn of `conversation` with `provider`: the user's `text`
     /// (with its `@path` attachments and reminder) goes in, the core's
     /// effects are executed until it finishes the turn (DESIGN §2 "The
@@ -200,6 +226,9 @@ impl Runtime {
                         if status != MessageStatus::Streaming
                             && let Some(m) = conversation.messages().iter().rev().find(|m| m.id == id)
                         {
+                            if m.interruption.is_some() {
+                                self.store.set_interruption(id, m.interruption)?;
+                            }
                             out(ChatOutput::Stored(m));
                         }
                     }
@@ -344,6 +373,10 @@ impl Runtime {
                 Wake::Stream(Some(Ok(event))) => conversation.handle(Event::Stream { event, now_ms }),
                 Wake::Stream(Some(Err(e))) => {
                     stream = None;
+                    if let Some(window) = e.stated_window().filter(|&w| w < conversation.window()) {
+                        self.fit_to_window(conversation, window)?;
+                        out(ChatOutput::WindowStated(window));
+                    }
                     let kind = if e.is_overflow() {
                         FailureKind::Overflow
                     } else if e.is_tools_unsupported() {

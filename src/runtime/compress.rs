@@ -73,7 +73,7 @@ pub(super) fn budget_with(
     threshold: ThresholdSettings,
     tools: &[crate::tokens::BudgetItem],
 ) -> Budget {
-    Budget::compute(BudgetInput {
+    let mut budget = Budget::compute(BudgetInput {
         layers: &prompt.layers,
         boundary_offset: prompt.boundary_offset,
         history: messages,
@@ -84,7 +84,12 @@ pub(super) fn budget_with(
         threshold,
         tokenizer: counter.id(),
         exact: counter.exact(),
-    })
+    });
+    choice
+        .window_source
+        .as_str()
+        .clone_into(&mut budget.window_source);
+    budget
 }
 
 /// A compaction as stored: the plan applied, the prompt version made

@@ -300,6 +300,7 @@ mod tests {
             provider: ProviderKind::OpenAi,
             model: "m".into(),
             context_window: 8_192,
+            window_source: crate::config::WindowSource::Catalog,
             max_tokens: 1_024,
             api_key_env: Some("K".into()),
             base_url,

@@ -67,6 +67,9 @@ pub struct Runtime {
     /// The strata binary that supervises `shell` commands (`strata
     /// __supervise`), when the process is strata itself.
     pub supervisor: Option<std::path::PathBuf>,
+    /// Windows stated by overflow errors in this process, per base URL and
+    /// model: they win over the config and discovery until it exits.
+    pub(in crate::runtime) overflow_windows: std::collections::HashMap<(String, String), u64>,
 }
 
 /// What a new session starts from.
@@ -106,6 +109,7 @@ impl Runtime {
             supervisor: std::env::current_exe()
                 .ok()
                 .filter(|p| p.file_stem().is_some_and(|s| s == "strata")),
+            overflow_windows: std::collections::HashMap::new(),
         })
     }
 

@@ -15,7 +15,8 @@ use crate::domain::{Message, MessageId, MessageStatus, SessionId, TokenCount, To
 use rusqlite::{Connection, OptionalExtension, Row, params};
 
 const MESSAGE_COLUMNS: &str = "id, session_id, seq, role, content, tool_calls, tool_call_id, pinned,
-     ephemeral_ttl, kind, archived_by, status, created_at, tokens, tokenizer, tool_meta, excluded";
+     ephemeral_ttl, kind, archived_by, status, created_at, tokens, tokenizer, tool_meta, excluded,
+     interruption";
 
 fn message_row(row: &Row<'_>) -> rusqlite::Result<Message> {
     let tool_calls: Option<String> = row.get(5)?;
@@ -52,6 +53,16 @@ fn message_row(row: &Row<'_>) -> rusqlite::Result<Message> {
         tool_call_id: row.get(6)?,
         pinned: row.get(7)?,
         excluded: row.get(16)?,
+        interruption: match row.get::<_, Option<String>>(17)? {
+            None => None,
+            Some(text) => Some(crate::domain::Interruption::parse(&text).ok_or_else(|| {
+                rusqlite::Error::FromSqlConversionFailure(
+                    17,
+                    rusqlite::types::Type::Text,
+                    format!("bad interruption '{text}'").into(),
+                )
+            })?),
+        },
         ephemeral_ttl: row.get(8)?,
         kind: kind(row, 9)?,
         archived_by: opt_id(row, 10)?,
@@ -83,8 +94,8 @@ pub(crate) fn insert(conn: &Connection, session: SessionId, seq: i64, m: &Messag
     conn.prepare_cached(
         "INSERT INTO messages (id, session_id, seq, role, content, tool_calls, tool_call_id,
                                pinned, ephemeral_ttl, kind, archived_by, status, created_at,
-                               tokens, tokenizer, writer_pid, tool_meta, excluded)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18)",
+                               tokens, tokenizer, writer_pid, tool_meta, excluded, interruption)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
     )?
     .execute(params![
         m.id.to_string(),
@@ -105,6 +116,7 @@ pub(crate) fn insert(conn: &Connection, session: SessionId, seq: i64, m: &Messag
         (m.status == MessageStatus::Streaming).then(std::process::id),
         tool_meta,
         m.excluded,
+        m.interruption.map(crate::domain::Interruption::as_str),
     ])?;
     Ok(())
 }
@@ -164,6 +176,24 @@ impl Store {
             m.session_id = session;
             m.seq = seq;
         }
+        Ok(())
+    }
+
+    /// Records why an interrupted reply stopped (`None` clears it).
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn set_interruption(
+        &mut self,
+        message: MessageId,
+        interruption: Option<crate::domain::Interruption>,
+    ) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached("UPDATE messages SET interruption = ?2 WHERE id = ?1")?
+            .execute(params![
+                message.to_string(),
+                interruption.map(crate::domain::Interruption::as_str)
+            ])?;
         Ok(())
     }
 

@@ -17,6 +17,7 @@ const FILES: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0005_mcp_trust.sql")),
     M::up(include_str!("../../migrations/0006_input_history.sql")),
     M::up(include_str!("../../migrations/0007_context_control.sql")),
+    M::up(include_str!("../../migrations/0008_served_windows.sql")),
 ];
 
 /// The migration set handed to `rusqlite_migration`. It runs every pending

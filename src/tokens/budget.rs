@@ -79,6 +79,11 @@ pub struct Categories {
 pub struct Budget {
     /// Context window of the model, tokens.
     pub window: u64,
+    /// Where `window` comes from: `config`, `catalog`, `default`, `server`
+    /// or `overflow_error` (set by the runtime; empty from
+    /// [`Budget::compute`] alone).
+    #[serde(default)]
+    pub window_source: String,
     /// Output reserve (`max_tokens`), tokens.
     pub reserved_output: u64,
     /// `window − reserved_output`.
@@ -228,6 +233,7 @@ impl Budget {
 
         Self {
             window: input.window,
+            window_source: String::new(),
             reserved_output: input.reserved_output,
             effective_window: input.window.saturating_sub(input.reserved_output),
             threshold: Threshold::from_settings(input.window, input.reserved_output, input.threshold),

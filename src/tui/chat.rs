@@ -84,7 +84,14 @@ pub fn badges(msg: &Message, report: Option<&ReportEntry>) -> Vec<String> {
         out.push("pinned".to_owned());
     }
     match msg.status {
-        MessageStatus::Interrupted => out.push("interrupted".to_owned()),
+        MessageStatus::Interrupted => out.push(
+            match msg.interruption {
+                Some(crate::domain::Interruption::CutOff) => "cut off by the server",
+                Some(crate::domain::Interruption::Failed) => "failed mid-reply",
+                Some(crate::domain::Interruption::Cancelled) | None => "interrupted",
+            }
+            .to_owned(),
+        ),
         MessageStatus::Error => out.push("error".to_owned()),
         MessageStatus::Streaming => out.push("streaming".to_owned()),
         MessageStatus::Complete => {}
@@ -637,4 +644,25 @@ pub(super) fn indent(l: Line<'static>) -> Line<'static> {
     let mut line = Line::from(spans);
     line.style = l.style;
     line
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{Interruption, Role, SessionId};
+
+    #[test]
+    fn an_interrupted_reply_says_who_stopped_it() {
+        let mut m = Message::new(SessionId::default(), Role::Assistant, "half a", 0);
+        m.status = MessageStatus::Interrupted;
+        for (why, badge) in [
+            (None, "interrupted"),
+            (Some(Interruption::Cancelled), "interrupted"),
+            (Some(Interruption::CutOff), "cut off by the server"),
+            (Some(Interruption::Failed), "failed mid-reply"),
+        ] {
+            m.interruption = why;
+            assert_eq!(badges(&m, None), vec![badge.to_owned()], "{why:?}");
+        }
+    }
 }

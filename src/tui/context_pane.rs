@@ -118,6 +118,7 @@ pub fn lines(s: &ContextSnapshot, live: Live<'_>, width: u16) -> Vec<Line<'stati
                 fmt::tokens(input),
                 fmt::tokens(b.window)
             )),
+            Span::styled(window_source_label(&b.window_source), theme::dim()),
             Span::styled(format!("  {}", b.tokenizer), theme::dim()),
         ]),
         bar(&totals, b.window, width),
@@ -246,6 +247,17 @@ pub fn lines(s: &ContextSnapshot, live: Live<'_>, width: u16) -> Vec<Line<'stati
         out.push(Line::styled(e.clone(), theme::error()));
     }
     out
+}
+
+/// Where the window comes from, when it is not strata's catalog: what the
+/// server said, what an overflow error stated, or the config.
+fn window_source_label(source: &str) -> &'static str {
+    match source {
+        "server" => " (server)",
+        "overflow_error" => " (overflow error)",
+        "config" => " (config)",
+        _ => "",
+    }
 }
 
 /// A stacked bar of the window, one coloured run per category.

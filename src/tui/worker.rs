@@ -245,6 +245,7 @@ async fn run_service(
     if let Err(e) = service.start(opening) {
         sink(ServiceEvent::Error(e.to_string()));
     }
+    service.discover_window().await;
     while let Some(job) = jobs.recv().await {
         let result = match job {
             Job::Send(text, rx) => {

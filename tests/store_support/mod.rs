@@ -105,6 +105,7 @@ pub fn rich_assistant(session: SessionId) -> Message {
     ];
     m.pinned = true;
     m.excluded = true;
+    m.interruption = Some(strata::domain::Interruption::CutOff);
     m.ephemeral_ttl = Some(3);
     m.kind = MessageKind::Synthetic;
     m.status = MessageStatus::Interrupted;

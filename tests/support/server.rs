@@ -114,6 +114,18 @@ struct State {
     script: Script,
     requests: Mutex<Vec<Recorded>>,
     disconnects: tokio::sync::watch::Sender<usize>,
+    /// Answers to the questions strata asks a local server about its
+    /// window (`GET /v1/models`, `/props`, `/api/v0/models`, `POST
+    /// /api/show`), by path; any other such question gets a 404. They are
+    /// kept apart from the scripted replies and the recorded requests.
+    discovery: Mutex<Vec<(String, Reply)>>,
+    discovery_requests: Mutex<Vec<Recorded>>,
+}
+
+/// Whether a request is one of strata's questions about the served window.
+fn is_discovery(request: &Recorded) -> bool {
+    let path = request.path.split('?').next().unwrap_or_default();
+    path.ends_with("/models") || path == "/props" || path.starts_with("/api/")
 }
 
 /// The running server; it stops with the test's runtime.
@@ -143,6 +155,8 @@ impl Server {
             script: Box::new(script),
             requests: Mutex::new(Vec::new()),
             disconnects: tokio::sync::watch::channel(0).0,
+            discovery: Mutex::new(Vec::new()),
+            discovery_requests: Mutex::new(Vec::new()),
         });
         let accept_state = Arc::clone(&state);
         tokio::spawn(async move {
@@ -165,6 +179,21 @@ impl Server {
         self.state.requests.lock().unwrap().clone()
     }
 
+    /// Answers strata's window question at `path` (e.g. `/v1/models`,
+    /// `/api/show`) with `reply` from now on.
+    pub fn answer_discovery(&self, path: &str, reply: Reply) {
+        self.state
+            .discovery
+            .lock()
+            .unwrap()
+            .push((path.to_owned(), reply));
+    }
+
+    /// The window questions received, in order.
+    pub fn discovery_requests(&self) -> Vec<Recorded> {
+        self.state.discovery_requests.lock().unwrap().clone()
+    }
+
     /// Waits (up to 10 s) until a client left a held-open body; false on timeout.
     pub async fn saw_disconnect(&self) -> bool {
         let mut rx = self.state.disconnects.subscribe();
@@ -178,12 +207,31 @@ async fn serve(mut socket: TcpStream, state: Arc<State>) -> std::io::Result<()> 
     let Some(request) = read_request(&mut socket).await? else {
         return Ok(());
     };
+    let discovery = is_discovery(&request).then(|| {
+        state.discovery_requests.lock().unwrap().push(request.clone());
+        let path = request.path.split('?').next().unwrap_or_default().to_owned();
+        state
+            .discovery
+            .lock()
+            .unwrap()
+            .iter()
+            .find(|(p, _)| *p == path)
+            .map(|(_, r)| r.clone())
+            .unwrap_or_else(|| Reply::json(404, r#"{"error":"not found"}"#))
+    });
+    if let Some(reply) = discovery {
+        return write_reply(&mut socket, &state, &reply).await;
+    }
     let index = {
         let mut requests = state.requests.lock().unwrap();
         requests.push(request.clone());
         requests.len() - 1
     };
     let reply = (state.script)(index, &request);
+    write_reply(&mut socket, &state, &reply).await
+}
+
+async fn write_reply(socket: &mut TcpStream, state: &State, reply: &Reply) -> std::io::Result<()> {
     let mut head = format!("HTTP/1.1 {} X\r\nconnection: close\r\n", reply.status);
     for (name, value) in &reply.headers {
         head.push_str(&format!("{name}: {value}\r\n"));

@@ -13,7 +13,7 @@ use strata::runtime::{CompressOutcome, CompressRequest, SummarizerArg, compress_
 pub fn compress(env: &Env, args: &CompressArgs) -> anyhow::Result<()> {
     let mut runtime = env.runtime()?;
     let session = runtime.find_session(&args.id)?;
-    let choice = env.choice_for(&session)?;
+    let (choice, _) = runtime.apply_served_window(env.choice_for(&session)?);
     let summarizer = match args.summarizer {
         None => SummarizerArg::Config,
         Some(SummarizerValue::Model) => SummarizerArg::Model,

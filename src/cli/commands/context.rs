@@ -8,7 +8,7 @@ use std::io::Write;
 pub fn context(env: &Env, args: &ContextArgs) -> anyhow::Result<()> {
     let mut runtime = env.runtime()?;
     let session = runtime.find_session(&args.id)?;
-    let choice = env.choice_for(&session)?;
+    let (choice, _) = runtime.apply_served_window(env.choice_for(&session)?);
     // The MCP servers' tools are part of the next request: count them from
     // the servers themselves.
     let workspace = std::path::PathBuf::from(&session.workspace);

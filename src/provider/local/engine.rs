@@ -140,6 +140,7 @@ impl<'m> Engine<'m> {
                     tokens.len(),
                     self.n_ctx
                 ),
+                window: u64::try_from(self.n_ctx).ok(),
             });
         }
         let mut stats = LocalStats {

@@ -87,6 +87,8 @@ pub struct SessionService {
     /// Notified by the client to send without the servers still starting
     /// (the app's Esc while the phase says so).
     skip: Arc<tokio::sync::Notify>,
+    /// Whether the config-over-server window note was said.
+    window_said: std::sync::atomic::AtomicBool,
     /// Approval answers from the client, read by the turn.
     approvals: (
         tokio::sync::mpsc::UnboundedSender<crate::runtime::ApprovalAnswer>,
@@ -192,6 +194,7 @@ impl SessionService {
             mcp_launch: None,
             mcp: None,
             skip: Arc::new(tokio::sync::Notify::new()),
+            window_said: std::sync::atomic::AtomicBool::new(false),
             approvals: tokio::sync::mpsc::unbounded_channel(),
         })
     }
@@ -240,12 +243,55 @@ impl SessionService {
 
     fn select(&self, provider: Option<&str>, model: Option<&str>) -> anyhow::Result<ModelChoice> {
         let env = |name: &str| (self.env)(name);
-        Ok(select_model(&SelectionRequest {
+        let choice = select_model(&SelectionRequest {
             provider,
             model,
             config: &self.runtime.config,
             env: &env,
-        })?)
+        })?;
+        let (choice, note) = self.runtime.apply_served_window(choice);
+        if let Some(note) = note
+            && !self.window_said.swap(true, std::sync::atomic::Ordering::Relaxed)
+        {
+            self.emit(ServiceEvent::Notice(note.sentence()));
+        }
+        Ok(choice)
+    }
+
+    /// Asks a local server what window it serves (once per base URL and
+    /// model; the answer is remembered), and when it answers, sizes the
+    /// current choice and conversation to it and says so. Called before the
+    /// first request and by the app once it has started, so the gauge,
+    /// threshold and output reserve are right before anything is sent.
+    pub async fn discover_window(&mut self) {
+        let Ok(choice) = self.choice() else {
+            return;
+        };
+        let Some(found) = self.runtime.discover_served_window(&choice).await else {
+            return;
+        };
+        let (sized, _) = self.runtime.apply_served_window(choice.clone());
+        if sized.context_window == choice.context_window && sized.window_source == choice.window_source {
+            return;
+        }
+        self.emit(ServiceEvent::Notice(format!(
+            "The server serves a context window of {} tokens ({} {}); strata sizes requests to it.",
+            crate::text::group_digits(found.tokens),
+            found.server.label(),
+            found.detail
+        )));
+        self.resize(sized);
+    }
+
+    /// Makes `choice` (the same model with another window) the current one:
+    /// the conversation is opened again under it on the next request and
+    /// the client gets the new context.
+    fn resize(&mut self, choice: ModelChoice) {
+        self.choice = Some(choice);
+        self.conversation = None;
+        if let Err(e) = self.refresh() {
+            self.emit(ServiceEvent::Error(e.to_string()));
+        }
     }
 
     fn mode(&self, choice: &ModelChoice) -> PromptMode {

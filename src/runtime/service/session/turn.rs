@@ -29,6 +29,8 @@ impl SessionService {
             });
             anyhow::bail!("cancelled while the MCP servers started; nothing was sent");
         }
+        // A local server's served window sizes the first request.
+        self.discover_window().await;
         if let Err(e) = self.ready_for_turn(&text) {
             // Nothing was stored: the text goes back to the composer.
             self.emit(ServiceEvent::Unsent(text));
@@ -66,6 +68,26 @@ impl SessionService {
         }
         self.emit(ServiceEvent::TurnDone { status });
         result.map(|_| ())
+    }
+
+    /// An overflow error stated the server's window (the conversation was
+    /// fitted to it during the turn): it is remembered, wins for the rest
+    /// of the process, and is said once.
+    fn keep_stated_window(&mut self, window: u64) {
+        let Some(choice) = self.choice.clone() else {
+            return;
+        };
+        if self.runtime.note_overflow_window(&choice, window).is_none() {
+            return;
+        }
+        self.emit(ServiceEvent::Notice(format!(
+            "The server says its context window is {} tokens, not the {} assumed; strata sizes requests to it from now on.",
+            crate::text::group_digits(window),
+            crate::text::group_digits(choice.context_window)
+        )));
+        let max_tokens = self.runtime.config.model.max_tokens;
+        self.choice =
+            Some(choice.with_window(window, crate::config::WindowSource::OverflowError, max_tokens));
     }
 
     /// Connects, creates the session (titled after `text`) when there is
@@ -135,6 +157,7 @@ impl SessionService {
         let rows = &mut self.rows;
         let tool_env = self.tool_env.clone();
         let mut compacted = false;
+        let mut stated = None;
         let mut out = |o: ChatOutput<'_>| {
             let e = match o {
                 ChatOutput::Sent(conversation) => {
@@ -181,6 +204,10 @@ impl SessionService {
                 }
                 ChatOutput::Error(m) => ServiceEvent::Error(m.to_owned()),
                 ChatOutput::Notice(m) => ServiceEvent::Notice(m.to_owned()),
+                ChatOutput::WindowStated(window) => {
+                    stated = Some(window);
+                    return;
+                }
                 ChatOutput::Compressed(c) => ServiceEvent::Compressed(Box::new(c.clone())),
                 ChatOutput::Compacted { compaction, plan } => {
                     compacted = true;
@@ -228,6 +255,9 @@ impl SessionService {
                 &mut out,
             )
             .await;
+        if let Some(window) = stated {
+            self.keep_stated_window(window);
+        }
         Ok((outcome?.status, compacted))
     }
 }
