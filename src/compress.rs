@@ -39,7 +39,9 @@ pub mod redact;
 mod view;
 
 pub use assemble::{END_MARKER, NOTICE, split_summary};
-pub use boundary::{Boundaries, find_boundaries, find_boundaries_with, min_tail_messages};
+pub use boundary::{
+    Boundaries, Cut, cut_boundaries, find_boundaries, find_boundaries_with, min_tail_messages,
+};
 pub use engine::{
     CompressError, CompressionEngine, CompressionInput, Decision, DefaultEngine, EngineConfig, EngineState,
     EngineStatus, MAX_PREFLIGHT_PASSES, Pending, Reading, SkipReason, SummarizerChoice, SummaryFailure,

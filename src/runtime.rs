@@ -11,6 +11,7 @@ mod chat;
 mod compress;
 mod context;
 pub mod doctor;
+mod edit_message;
 mod import;
 pub mod input_history;
 mod lookup;
@@ -32,9 +33,11 @@ mod wording;
 
 pub use chat::{ChatOutput, TurnOutcome};
 pub use compress::{
-    CompressOutcome, CompressRequest, MAX_TOPIC_CHARS, Snapshot, SummarizerArg, UndoOutcome, compress_topic,
+    CompressOutcome, CompressRequest, KeptMessage, MAX_TOPIC_CHARS, PREVIEW_CHARS, Snapshot, SummarizerArg,
+    UndoOutcome, compress_topic,
 };
 pub use context::ContextReport;
+pub use edit_message::{EditOutcome, EditUndoOutcome};
 pub use import::{ImportError, ImportOutcome, parse_openai_messages};
 pub use mcp_session::{McpSession, ServerState};
 pub use mcp_trust::{McpJsonServer, McpSource, PendingMcpJson, WorkspaceMcp};

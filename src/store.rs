@@ -22,6 +22,7 @@
 mod changes;
 mod codec;
 mod compaction;
+mod edits;
 mod error;
 mod files;
 mod handle;
@@ -37,6 +38,7 @@ mod sessions;
 
 pub use changes::{SessionTools, StoredChange};
 pub use compaction::CompactionWrite;
+pub use edits::EditWrite;
 pub use error::{AMBIGUOUS_CANDIDATES, Candidate, StoreError};
 pub use handle::StoreHandle;
 pub use mcp_trust::{McpDecision, McpTrust};

@@ -57,6 +57,11 @@ pub enum Command {
     /// previous system prompt come back.
     #[command(name = "undo-compress")]
     UndoCompress(UndoCompressArgs),
+    /// Undo a session's latest edit and resend (`strata chat --edit`): the
+    /// messages sent after the edit are archived and the history before it
+    /// comes back exactly.
+    #[command(name = "undo-edit-message")]
+    UndoEditMessage(UndoEditMessageArgs),
     /// Undo the latest file change a tool (`write_file`, `edit_file`) made in
     /// a session: the file gets its previous content back when it is
     /// unchanged since.
@@ -158,6 +163,7 @@ impl Command {
             Self::Context(a) => a.json,
             Self::Compress(a) => a.json,
             Self::UndoCompress(a) => a.json,
+            Self::UndoEditMessage(a) => a.json,
             Self::Chat(a) => a.json,
             Self::Doctor(a) => a.json,
             Self::Mcp(McpCommand::List(a)) => a.json,
@@ -262,8 +268,25 @@ pub struct CompressArgs {
     #[arg(long, value_enum, value_name = "WHO")]
     pub summarizer: Option<SummarizerValue>,
     /// Show what would happen without changing anything or calling a model.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "preview")]
     pub dry_run: bool,
+    /// Run the summariser and print what would be stored (the summary,
+    /// before and after, the messages kept verbatim), changing nothing.
+    #[arg(long)]
+    pub preview: bool,
+    /// Keep exactly the last N exchanges (a request and everything up to
+    /// the next one) verbatim; everything before them is summarised.
+    #[arg(long, value_name = "N", conflicts_with = "up_to")]
+    pub keep_last: Option<usize>,
+    /// Summarise up to this message (its position from 1 as `strata show`
+    /// numbers them, its id, or a unique id prefix) and keep what follows
+    /// its exchange verbatim.
+    #[arg(long, value_name = "MSG")]
+    pub up_to: Option<String>,
+    /// Store the summary in this file (`-`: standard input) instead of
+    /// calling a summariser: an edited `summary` of `--preview --json`.
+    #[arg(long, value_name = "FILE")]
+    pub summary_file: Option<PathBuf>,
     /// Apply the compression even when the summary makes the request
     /// bigger (without, such a compression changes nothing).
     #[arg(long)]
@@ -286,6 +309,15 @@ pub enum SummarizerValue {
 pub struct UndoEditArgs {
     /// Session id (or a unique prefix).
     pub id: String,
+}
+
+#[derive(Debug, Args)]
+pub struct UndoEditMessageArgs {
+    /// Session id (or a unique prefix).
+    pub id: String,
+    /// Print JSON instead of text.
+    #[arg(long)]
+    pub json: bool,
 }
 
 #[derive(Debug, Args)]
@@ -331,6 +363,12 @@ pub struct ChatArgs {
     /// Start a new session.
     #[arg(long)]
     pub new: bool,
+    /// Edit this earlier user message of the --session and resend: it and
+    /// everything after it are archived (`undo-edit-message` brings them
+    /// back) and MESSAGE is sent in its place. MSG: its position from 1 as
+    /// `strata show` numbers them, its id, or a unique id prefix.
+    #[arg(long, value_name = "MSG", requires = "session")]
+    pub edit: Option<String>,
     /// Workspace directory (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,

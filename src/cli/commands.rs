@@ -6,12 +6,13 @@ mod context;
 mod doctor;
 mod import;
 mod mcp;
+mod message_arg;
 mod model;
 mod prompt;
 mod sessions;
 
 pub use chat::chat;
-pub use compress::{compress, undo_compress, undo_edit};
+pub use compress::{compress, undo_compress, undo_edit, undo_edit_message};
 pub use context::context;
 pub use doctor::doctor;
 pub use import::import;

@@ -14,11 +14,18 @@
 //! reply are pulled in, and the start moves back until it neither begins
 //! with a tool result nor separates a user message from its reply.
 //!
+//! [`cut`]: a tail the user chose instead of the budget (keep the last N
+//! exchanges, or summarise up to a selected message).
+//!
 //! Works on indexes into the caller's history; pure.
 
 use super::{is_real_user, is_visible_assistant};
 use crate::domain::{Message, MessageKind, Role};
 use std::ops::Range;
+
+pub mod cut;
+
+pub use cut::{Cut, cut_boundaries};
 
 /// Non-system messages protected at the head before a first compaction.
 pub const HEAD_MESSAGES: usize = 3;

@@ -9,6 +9,10 @@
 //! hands the [`SummaryOutcome`] to [`finish`], which assembles the
 //! [`CompressionPlan`]. Authentication and network failures abort with
 //! nothing changed; other failures give a labelled extractive fallback.
+//! [`prepare_cut`] lets the user choose where the summarised range ends
+//! ([`Cut`]: keep the last N exchanges, or up to a message) instead of the
+//! tail budget; a summary the user gave ([`SummaryOutcome::Given`]) is
+//! used as it is (redacted and framed), never refused for its size.
 //!
 //! An earlier summary is always folded into the new one (exactly one active
 //! summary afterwards): a standalone one is summarised wherever it sits; one
@@ -23,10 +27,11 @@
 //! are unix milliseconds passed in.
 //!
 //! [`prepare`]: CompressionEngine::prepare
+//! [`prepare_cut`]: CompressionEngine::prepare_cut
 //! [`finish`]: CompressionEngine::finish
 
 use super::assemble::split_summary;
-use super::boundary::{Boundaries, find_boundaries, find_boundaries_with};
+use super::boundary::{Boundaries, Cut, cut_boundaries, find_boundaries, find_boundaries_with};
 use super::extractive::{self, ExtractiveInput, Options, Summary, extractive_summary};
 use super::input::{SummaryRequest, summary_input, summary_request, target_summary_tokens};
 use super::notices::{CompressWarning, LockReason};
@@ -83,6 +88,8 @@ pub struct Pending {
     target_tokens: u32,
     fixed_tokens: u64,
     tokens_before: u64,
+    /// Warnings found while preparing (a chosen cut that moved).
+    notes: Vec<CompressWarning>,
 }
 
 impl Pending {
@@ -121,7 +128,18 @@ pub trait CompressionEngine {
     fn should_compress(&mut self, trigger: Trigger, estimate: u64, now_ms: i64) -> Decision;
     /// Phases 1–3: pruning, boundaries, summariser input. Errors when there
     /// is nothing worth compressing (a strike for automatic triggers).
-    fn prepare(&mut self, trigger: Trigger, input: &CompressionInput<'_>) -> Result<Pending, CompressError>;
+    fn prepare(&mut self, trigger: Trigger, input: &CompressionInput<'_>) -> Result<Pending, CompressError> {
+        self.prepare_cut(trigger, input, None)
+    }
+    /// [`prepare`](Self::prepare) with the end of the summarised range
+    /// chosen by the user ([`Cut`]) instead of the tail budget; `None` is
+    /// `prepare`. Pinned turns still stay after the summary.
+    fn prepare_cut(
+        &mut self,
+        trigger: Trigger,
+        input: &CompressionInput<'_>,
+        cut: Option<Cut>,
+    ) -> Result<Pending, CompressError>;
     /// Phases 3–5 with the summariser's outcome (`None` when no request was
     /// made): the plan to persist, or an abort with nothing changed.
     fn finish(
@@ -311,19 +329,36 @@ impl CompressionEngine for DefaultEngine {
         }
     }
 
-    fn prepare(&mut self, trigger: Trigger, input: &CompressionInput<'_>) -> Result<Pending, CompressError> {
+    fn prepare_cut(
+        &mut self,
+        trigger: Trigger,
+        input: &CompressionInput<'_>,
+        cut: Option<Cut>,
+    ) -> Result<Pending, CompressError> {
         let history = input.messages;
         let tokens: Vec<u32> = history.iter().map(|m| tokens_of(input.counter, m)).collect();
         let tokens_before = input.fixed_tokens + tokens.iter().map(|t| u64::from(*t)).sum::<u64>();
         let tail_budget = self.threshold() / 5;
-        let mut boundaries = find_boundaries(history, &tokens, tail_budget, self.config.protect_last_n);
-        // A manual request, or a provider that refused the request as too
-        // long (its window is smaller than strata's numbers say), compresses
-        // even when the threshold's tail budget covers everything.
-        if boundaries.is_empty() && matches!(trigger, Trigger::Manual | Trigger::Overflow) {
-            boundaries =
-                find_boundaries_with(history, &tokens, tail_budget, self.config.protect_last_n, true);
-        }
+        let mut notes = Vec::new();
+        let boundaries = match cut {
+            Some(cut) => {
+                let (boundaries, moved) = cut_boundaries(history, &tokens, tail_budget, cut)?;
+                notes.extend(moved);
+                boundaries
+            }
+            None => {
+                let found = find_boundaries(history, &tokens, tail_budget, self.config.protect_last_n);
+                // A manual request, or a provider that refused the request
+                // as too long (its window is smaller than strata's numbers
+                // say), compresses even when the threshold's tail budget
+                // covers everything.
+                if found.is_empty() && matches!(trigger, Trigger::Manual | Trigger::Overflow) {
+                    find_boundaries_with(history, &tokens, tail_budget, self.config.protect_last_n, true)
+                } else {
+                    found
+                }
+            }
+        };
         let summarised: Vec<usize> = turns(history, boundaries.middle())
             .into_iter()
             .flat_map(|turn| {
@@ -457,6 +492,7 @@ impl CompressionEngine for DefaultEngine {
             target_tokens,
             fixed_tokens: input.fixed_tokens,
             tokens_before,
+            notes,
         })
     }
 
@@ -467,7 +503,7 @@ impl CompressionEngine for DefaultEngine {
         counter: &dyn TokenCounter,
         now_ms: i64,
     ) -> Result<CompressionPlan, CompressError> {
-        let mut warnings = Vec::new();
+        let mut warnings = pending.notes.clone();
         let extract = |max_chars: Option<usize>, budget: u32| match &pending.source {
             Source::Transcript(messages) => {
                 let refs: Vec<&Message> = messages.iter().collect();
@@ -516,6 +552,10 @@ impl CompressionEngine for DefaultEngine {
                 ))),
             },
             Some(SummaryOutcome::Failed(f)) => Some(Err(f)),
+            Some(SummaryOutcome::Given(text)) => match usable_summary(&text) {
+                Some(body) => Some(Ok(body)),
+                None => return Err(CompressError::EmptySummary),
+            },
         };
         let (body, summarizer) = match failure {
             None => (extract(None, pending.target_tokens), Summarizer::Extractive),

@@ -142,6 +142,15 @@ pub enum CompressWarning {
     /// A model summary was asked for a session on the embedded model,
     /// which cannot summarise; the extractive summariser wrote it.
     EmbeddedExtractive,
+    /// A chosen cut ([`Cut`](super::Cut)) moved to a turn boundary: the
+    /// summary covers the messages up to position `landed` instead of
+    /// `asked` (positions count from 1 among the active messages).
+    CutMoved {
+        /// Position of the last message asked to be summarised.
+        asked: usize,
+        /// Position of the last message the summary covers.
+        landed: usize,
+    },
 }
 
 #[cfg(test)]

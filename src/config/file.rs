@@ -96,6 +96,10 @@ pub struct CompressionConfig {
     /// summariser on the embedded model), `extractive`, or a model name of
     /// the session's provider.
     pub summarizer: String,
+    /// Whether the app's `/compress` shows the summary first (to accept,
+    /// edit or cancel) instead of storing it at once. Automatic
+    /// compression never waits for a person.
+    pub preview: bool,
 }
 
 impl Default for CompressionConfig {
@@ -106,6 +110,7 @@ impl Default for CompressionConfig {
             threshold_tokens: 256_000,
             protect_last_n: 6,
             summarizer: "auto".to_owned(),
+            preview: true,
         }
     }
 }
@@ -190,6 +195,14 @@ mod tests {
         assert!(loaded.warnings.is_empty());
         assert!(loaded.config.compression.enabled);
         assert!((loaded.config.compression.threshold - 0.75).abs() < f64::EPSILON);
+    }
+
+    #[test]
+    fn the_app_previews_a_summary_unless_told_not_to() {
+        assert!(Config::parse("").unwrap().config.compression.preview);
+        let loaded = Config::parse("[compression]\npreview = false\n").unwrap();
+        assert!(loaded.warnings.is_empty(), "{:?}", loaded.warnings);
+        assert!(!loaded.config.compression.preview);
     }
 
     #[test]

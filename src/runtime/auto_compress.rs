@@ -61,6 +61,11 @@ impl Runtime {
             dry_run: false,
             choice: &choice,
             provider: Some(provider),
+            keep_last: None,
+            up_to: None,
+            summary: None,
+            summary_edited: false,
+            preview: false,
         };
         let result = self
             .compress_planned(&session, conversation.engine_mut(), &snapshot, &request)

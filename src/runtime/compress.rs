@@ -1,6 +1,10 @@
 //! Running a compression against the store and, when the summariser is a
 //! model, a provider: the engine's plan (pure, `crate::compress`), the
 //! summariser call, and the one-transaction persistence of DESIGN §7; undo.
+//! A request may choose the end of the summarised range (keep the last N
+//! exchanges, or up to a message), give the summary itself (a previewed
+//! one, edited or not: no summariser runs), or ask for a preview (the
+//! summariser runs, nothing is stored and no engine state is saved).
 //!
 //! Every path that estimates a request (`strata context`, the triggers, the
 //! engine's tail walk) goes through [`Runtime::snapshot`], so the numbers
@@ -8,22 +12,24 @@
 
 use super::{Runtime, RuntimeError};
 use crate::compress::{
-    self, CompressError, CompressWarning, CompressionEngine, CompressionInput, CompressionPlan,
-    DefaultEngine, EngineConfig, EngineState, SummarizerChoice, SummaryFailure, SummaryOutcome, Trigger,
+    self, CompressError, CompressWarning, CompressionEngine, CompressionInput, CompressionPlan, Cut,
+    DefaultEngine, EngineConfig, EngineState, SummarizerChoice, SummaryOutcome, Trigger,
 };
 use crate::config::{ModelChoice, ProviderKind};
-use crate::domain::{
-    ChatRequest, Compaction, CompactionId, Message, MessageId, RequestMessage, RequestSystem, Role, Session,
-    StreamEvent, Summarizer, SystemPrompt,
-};
+use crate::domain::{Compaction, CompactionId, Message, MessageId, Session, Summarizer, SystemPrompt};
 use crate::prompt::EnvFacts;
-use crate::provider::{Provider, ProviderError};
+use crate::provider::Provider;
 use crate::store::CompactionWrite;
 use crate::tokens::{Budget, BudgetInput, Threshold, ThresholdSettings, TokenCounter};
-use futures::StreamExt;
-use serde::Serialize;
 use std::path::Path;
 use std::sync::Arc;
+
+mod outcome;
+mod summarise;
+
+pub use outcome::{CompressOutcome, KeptMessage, PREVIEW_CHARS, UndoOutcome};
+use outcome::{Made, kept_verbatim, noop};
+use summarise::summarise;
 
 /// A session's next request as estimated now: the frozen prompt, the
 /// counter, the active messages with their cached counts, and the budget.
@@ -148,52 +154,30 @@ pub struct CompressRequest<'a> {
     /// Apply a manual compression even when it makes the request bigger
     /// (`--force`); without, such a compression changes nothing.
     pub force: bool,
-}
-
-/// `strata compress --json`: what a compression did (or would do).
-#[derive(Clone, Debug, Serialize)]
-pub struct CompressOutcome {
-    /// Nothing was compressed (`reason` says why).
-    pub noop: bool,
-    /// Active messages before.
-    pub messages_before: usize,
-    /// Active messages after.
-    pub messages_after: usize,
-    /// Request input estimate before, tokens.
-    pub tokens_before: u64,
-    /// Request input estimate after, tokens.
-    pub tokens_after: u64,
-    /// Who wrote the summary (JSON: the model's name, `extractive` or
-    /// `fallback`); `None` for a no-op.
-    pub summarizer: Option<Summarizer>,
-    /// The focus given.
-    pub topic: Option<String>,
-    /// The stored compaction; `None` for a no-op or a dry run.
-    pub compaction_id: Option<CompactionId>,
-    /// The summary message's text.
+    /// Keep exactly the last N exchanges verbatim (an exchange: a real user
+    /// message and everything up to the next one); the boundary is set
+    /// there instead of by the tail budget. At least 1.
+    pub keep_last: Option<usize>,
+    /// Summarise this active message and everything before it (after the
+    /// protected head); the boundary moves forward to the end of its
+    /// exchange, and the outcome says where it landed.
+    pub up_to: Option<MessageId>,
+    /// Store this summary body instead of calling a summariser (redacted
+    /// and framed like any other; never generated twice).
     pub summary: Option<String>,
-    /// Problems that did not stop it (a fallback summary, a dry-run
-    /// stand-in), worded for the runtime's client.
-    pub warnings: Vec<String>,
-    /// Why nothing was compressed, for a no-op (worded for the client).
-    pub reason: Option<String>,
-    /// Whether the token numbers are exact for the model.
-    pub exact: bool,
-    /// The line of DESIGN §7 for people.
-    pub feedback: String,
-    /// Whether this was a dry run.
-    pub dry_run: bool,
+    /// Whether the user changed `summary` (the compaction row's `edited`).
+    pub summary_edited: bool,
+    /// Run the summariser and say what would be stored, changing nothing:
+    /// no store write, no engine state saved.
+    pub preview: bool,
 }
 
-/// What `strata undo-compress` restored.
-#[derive(Clone, Debug, Serialize)]
-pub struct UndoOutcome {
-    /// The compaction undone.
-    pub compaction_id: CompactionId,
-    /// Active messages now.
-    pub messages: usize,
-    /// Version of the prompt now current.
-    pub prompt_version: u32,
+impl CompressRequest<'_> {
+    /// Whether nothing is to be stored (a dry run or a preview).
+    #[must_use]
+    pub fn stores_nothing(&self) -> bool {
+        self.dry_run || self.preview
+    }
 }
 
 impl Runtime {
@@ -373,7 +357,14 @@ impl Runtime {
         use tracing::Instrument as _;
         let span = tracing::info_span!("compress", session = %session.id, trigger = ?req.trigger);
         let started = std::time::Instant::now();
-        span.in_scope(|| tracing::info!(dry_run = req.dry_run, "compression started"));
+        span.in_scope(|| {
+            tracing::info!(
+                dry_run = req.dry_run,
+                preview = req.preview,
+                given_summary = req.summary.is_some(),
+                "compression started"
+            );
+        });
         let result = self
             .plan_and_persist(session, engine, snapshot, req)
             .instrument(span.clone())
@@ -418,14 +409,30 @@ impl Runtime {
             topic: topic.as_deref(),
         };
         let now = super::now_ms();
-        let pending = match engine.prepare(req.trigger, &input) {
+        let cut = match (req.keep_last, req.up_to) {
+            (Some(_), Some(_)) => {
+                return Err(RuntimeError::Compress(
+                    "Give either the number of exchanges to keep or the message to compress up to, not both."
+                        .to_owned(),
+                ));
+            }
+            (Some(keep), None) => Some(Cut::KeepLast(keep)),
+            (None, Some(id)) => Some(Cut::UpTo(id)),
+            (None, None) => None,
+        };
+        let pending = match engine.prepare_cut(req.trigger, &input, cut) {
             Ok(p) => p,
-            Err(e @ (CompressError::NothingToCompress | CompressError::NotWorthIt { .. })) => {
+            Err(
+                e @ (CompressError::NothingToCompress
+                | CompressError::NotWorthIt { .. }
+                | CompressError::NothingBeforeCut),
+            ) => {
                 let reason = self.client().compress_error(&e);
-                return Ok((noop(snapshot, req.dry_run, topic, reason), None));
+                return Ok((noop(snapshot, req, topic, reason), None));
             }
             Err(e) => return Err(RuntimeError::Compress(e.to_string())),
         };
+        let tail_from = pending.boundaries().tail_start + 1;
         let mut warnings = Vec::new();
         let asked_model = match req.summarizer {
             SummarizerArg::Model => true,
@@ -438,13 +445,14 @@ impl Runtime {
         if asked_model && session.provider == ProviderKind::Local {
             warnings.push(CompressWarning::EmbeddedExtractive);
         }
-        let outcome = match (&pending.request, req.dry_run) {
-            (None, _) => None,
-            (Some(_), true) => {
+        let outcome = match (&req.summary, &pending.request, req.dry_run) {
+            (Some(given), _, _) => Some(SummaryOutcome::Given(given.clone())),
+            (None, None, _) => None,
+            (None, Some(_), true) => {
                 warnings.push(CompressWarning::DryRunStandIn);
                 None
             }
-            (Some(request), false) => Some(
+            (None, Some(request), false) => Some(
                 summarise(
                     req.provider,
                     pending.summarizer.as_str(),
@@ -458,24 +466,31 @@ impl Runtime {
             Ok(plan) => plan,
             Err(e @ CompressError::NoSaving { .. }) => {
                 let reason = self.client().compress_error(&e);
-                return Ok((noop(snapshot, req.dry_run, topic, reason), None));
+                return Ok((noop(snapshot, req, topic, reason), None));
             }
             Err(e) => return Err(RuntimeError::Compress(e.to_string())),
         };
         plan.warnings.extend(warnings);
-        if req.dry_run {
-            return Ok((self.outcome_of(&plan, None, true), None));
+        let made = |compaction_id| Made {
+            compaction_id,
+            kept_verbatim: kept_verbatim(snapshot, &plan),
+            tail_from,
+        };
+        // A preview shows a summary that makes the request bigger too: the
+        // client asks again before applying it.
+        if req.stores_nothing() {
+            return Ok((self.outcome_of(&plan, req, made(None)), None));
         }
         if req.trigger == Trigger::Manual && !req.force && plan.tokens_after > plan.tokens_before {
             let reason = self
                 .client()
                 .compress_grows(plan.tokens_before, plan.tokens_after);
-            let mut outcome = noop(snapshot, false, topic, reason);
+            let mut outcome = noop(snapshot, req, topic, reason);
             outcome.tokens_after = plan.tokens_after;
             return Ok((outcome, None));
         }
         let (compaction, prompt) = self.persist(session, snapshot, &plan, req, now)?;
-        let outcome = self.outcome_of(&plan, Some(compaction.id), false);
+        let outcome = self.outcome_of(&plan, req, made(Some(compaction.id)));
         Ok((
             outcome,
             Some(StoredCompaction {
@@ -486,8 +501,9 @@ impl Runtime {
         ))
     }
 
-    /// `strata compress`: a manual compression with the session's engine,
-    /// whose state is saved afterwards.
+    /// `strata compress` and `/compress`: a compression with the session's
+    /// engine, whose state is saved afterwards (not after a dry run or a
+    /// preview, which change nothing).
     ///
     /// # Errors
     /// As [`Runtime::compress_planned`].
@@ -499,7 +515,7 @@ impl Runtime {
         let mut engine = self.compression_engine(session, req.choice, req.summarizer)?;
         let snapshot = self.snapshot(session, req.choice)?;
         let outcome = self.compress_planned(session, &mut engine, &snapshot, req).await;
-        if !req.dry_run {
+        if !req.stores_nothing() {
             self.save_compression_state(session, &engine)?;
         }
         outcome.map(|(outcome, _)| outcome)
@@ -556,7 +572,7 @@ impl Runtime {
             undone_at: None,
             created_at: now,
             kind: crate::domain::CompactionKind::Summary,
-            edited: false,
+            edited: req.summary.is_some() && req.summary_edited,
         };
         let mut inserted = vec![plan.summary.clone()];
         inserted.extend(plan.rewritten.iter().map(|(_, copy)| copy.clone()));
@@ -606,121 +622,5 @@ impl Runtime {
             current.fingerprint.clone(),
             now.timestamp().as_millisecond(),
         ))
-    }
-}
-
-fn noop(snapshot: &Snapshot, dry_run: bool, topic: Option<String>, reason: String) -> CompressOutcome {
-    let tokens = snapshot.input_tokens();
-    CompressOutcome {
-        noop: true,
-        messages_before: snapshot.messages.len(),
-        messages_after: snapshot.messages.len(),
-        tokens_before: tokens,
-        tokens_after: tokens,
-        summarizer: None,
-        topic,
-        compaction_id: None,
-        summary: None,
-        warnings: Vec::new(),
-        feedback: reason.clone(),
-        reason: Some(reason),
-        exact: snapshot.counter.exact(),
-        dry_run,
-    }
-}
-
-impl Runtime {
-    /// What `plan` did, its warnings worded for the runtime's client.
-    fn outcome_of(
-        &self,
-        plan: &CompressionPlan,
-        compaction_id: Option<CompactionId>,
-        dry_run: bool,
-    ) -> CompressOutcome {
-        CompressOutcome {
-            noop: false,
-            messages_before: plan.messages_before,
-            messages_after: plan.messages_after,
-            tokens_before: plan.tokens_before,
-            tokens_after: plan.tokens_after,
-            summarizer: Some(plan.summarizer.clone()),
-            topic: plan.topic.clone(),
-            compaction_id,
-            // A summary merged into the next message: the summary's part only.
-            summary: Some(match plan.merged_into {
-                Some(_) => {
-                    compress::assemble::summary_block(compress::split_summary(&plan.summary.content).0)
-                }
-                None => plan.summary.content.clone(),
-            }),
-            warnings: plan
-                .warnings
-                .iter()
-                .map(|w| self.client().compress_warning(w))
-                .collect(),
-            reason: None,
-            exact: plan.exact,
-            // A dry run says what would happen, not what did.
-            feedback: if dry_run {
-                compress::feedback_line(plan).replacen("Compressed", "Would compress", 1)
-            } else {
-                compress::feedback_line(plan)
-            },
-            dry_run,
-        }
-    }
-}
-
-/// Asks `provider` for the summary (one user message holding the whole
-/// summary prompt, at most twice the target as output) and maps failures to
-/// the engine's policy: authentication and network failures abort, the rest
-/// fall back.
-async fn summarise(
-    provider: Option<&dyn Provider>,
-    model: &str,
-    prompt: &str,
-    target_tokens: u32,
-) -> SummaryOutcome {
-    let Some(provider) = provider else {
-        return SummaryOutcome::Failed(SummaryFailure::NoModel(format!(
-            "no connection to {model} is open"
-        )));
-    };
-    let request = ChatRequest {
-        model: model.to_owned(),
-        system: RequestSystem {
-            text: String::new(),
-            boundary_offset: None,
-        },
-        messages: vec![RequestMessage {
-            role: Role::User,
-            content: prompt.to_owned(),
-            tool_calls: Vec::new(),
-            tool_call_id: None,
-        }],
-        max_tokens: u64::from(target_tokens) * 2,
-        tools: Vec::new(),
-        temperature: None,
-    };
-    let mut stream = provider.stream(request);
-    let mut text = String::new();
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(StreamEvent::TextDelta { text: t }) => text.push_str(&t),
-            Ok(_) => {}
-            Err(e) => return SummaryOutcome::Failed(failure_of(e)),
-        }
-    }
-    SummaryOutcome::Summary(text)
-}
-
-fn failure_of(e: ProviderError) -> SummaryFailure {
-    let why = e.to_string();
-    match e {
-        ProviderError::Auth { .. } | ProviderError::NoKey { .. } => SummaryFailure::Auth(why),
-        ProviderError::Network { .. } => SummaryFailure::Network(why),
-        ProviderError::EmptyResponse | ProviderError::Protocol { .. } => SummaryFailure::Malformed(why),
-        ProviderError::Local { .. } => SummaryFailure::NoModel(why),
-        _ => SummaryFailure::Other(why),
     }
 }

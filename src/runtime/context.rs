@@ -165,7 +165,8 @@ pub struct CompressionStatus {
     pub blocked: Option<String>,
     /// End of a summariser-failure cooldown, unix milliseconds.
     pub cooldown_until_ms: Option<i64>,
-    /// The latest compaction still in force.
+    /// The latest compression still in force (kind `summary`; edit and
+    /// resend records are not compressions).
     pub last_compaction: Option<Compaction>,
 }
 
@@ -406,7 +407,7 @@ impl Runtime {
                 .compactions(session.id)?
                 .into_iter()
                 .rev()
-                .find(|c| c.undone_at.is_none()),
+                .find(|c| c.undone_at.is_none() && c.kind == crate::domain::CompactionKind::Summary),
         })
     }
 }

@@ -44,6 +44,10 @@ pub enum RuntimeError {
     /// A file change could not be undone; nothing changed.
     #[error("{0}")]
     Undo(String),
+    /// An edit and resend was refused (one sentence saying why and what to
+    /// do); nothing changed.
+    #[error("{0}")]
+    Edit(String),
     /// A config value is invalid (one sentence naming it).
     #[error("{0}; fix it in config.toml")]
     Config(String),

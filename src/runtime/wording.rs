@@ -117,6 +117,12 @@ impl Client {
                 "The embedded model cannot write summaries, so the extractive summariser wrote this one."
                     .to_owned()
             }
+            CompressWarning::CutMoved { asked, landed } if landed > asked => format!(
+                "The summary ends at message {landed}, the end of the exchange of message {asked}, so that no request is parted from its reply or tool calls."
+            ),
+            CompressWarning::CutMoved { asked, landed } => format!(
+                "The summary ends at message {landed} instead of {asked}: the last request and the last reply always stay verbatim."
+            ),
         }
     }
 

@@ -13,7 +13,7 @@ use super::messages::insert;
 use super::prompts::{insert_prompt, next_prompt_version};
 use super::records::insert_compaction;
 use super::{Store, StoreError, now_ms};
-use crate::domain::{Compaction, CompactionId, Message, MessageId, SessionId, SystemPrompt};
+use crate::domain::{Compaction, CompactionId, CompactionKind, Message, MessageId, SessionId, SystemPrompt};
 use rusqlite::{OptionalExtension, params};
 
 /// What [`Store::apply_compaction`] writes.
@@ -80,23 +80,28 @@ impl Store {
     /// transaction: deletes the rows it inserted, un-archives the rows it
     /// archived, makes its `prompt_before_id` current again and stamps
     /// `undone_at`. Messages appended after it stay. Returns the compaction.
+    /// Only a compression (kind `summary`) is undone here; records of
+    /// undone edits (`edit_undo`) are passed over.
     ///
     /// # Errors
-    /// [`StoreError::NothingToUndo`]; [`StoreError::Busy`];
-    /// [`StoreError::Sqlite`].
+    /// [`StoreError::NothingToUndo`]; [`StoreError::LatestIsEdit`] when the
+    /// latest change is an edit and resend that is not undone (nothing
+    /// changed); [`StoreError::Busy`]; [`StoreError::Sqlite`].
     pub fn undo_compaction(&mut self, session: SessionId) -> Result<Compaction, StoreError> {
         let tx = self.conn.transaction()?;
-        let latest: Option<String> = tx
-            .prepare_cached(
-                "SELECT id FROM compactions WHERE session_id = ?1 AND undone_at IS NULL
-                  ORDER BY created_at DESC, num DESC LIMIT 1",
-            )?
-            .query_row([session.to_string()], |r| r.get(0))
-            .optional()?;
-        let Some(id) = latest else {
-            return Err(StoreError::NothingToUndo {
-                id: session.to_string(),
-            });
+        let latest = latest_undoable(&tx, session)?;
+        let id = match latest {
+            None => {
+                return Err(StoreError::NothingToUndo {
+                    id: session.to_string(),
+                });
+            }
+            Some((_, CompactionKind::Edit)) => {
+                return Err(StoreError::LatestIsEdit {
+                    id: session.to_string(),
+                });
+            }
+            Some((id, _)) => id,
         };
         let now = now_ms();
         tx.prepare_cached("DELETE FROM messages WHERE created_by = ?1")?
@@ -152,4 +157,29 @@ impl Store {
             .execute(params![session.to_string(), state, now_ms()])?;
         Ok(())
     }
+}
+
+/// The id and kind of the session's latest record that is not undone and
+/// can be undone: a compression or an edit (the record of an undone edit,
+/// `edit_undo`, is not itself undone).
+pub(super) fn latest_undoable(
+    conn: &rusqlite::Connection,
+    session: SessionId,
+) -> Result<Option<(String, CompactionKind)>, StoreError> {
+    let row: Option<(String, String)> = conn
+        .prepare_cached(
+            "SELECT id, kind FROM compactions
+              WHERE session_id = ?1 AND undone_at IS NULL AND kind != 'edit_undo'
+              ORDER BY created_at DESC, num DESC LIMIT 1",
+        )?
+        .query_row([session.to_string()], |r| Ok((r.get(0)?, r.get(1)?)))
+        .optional()?;
+    row.map(|(id, kind)| {
+        CompactionKind::parse(&kind)
+            .map(|k| (id, k))
+            .ok_or(StoreError::Decode {
+                what: format!("compaction kind '{kind}'"),
+            })
+    })
+    .transpose()
 }

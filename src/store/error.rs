@@ -216,6 +216,35 @@ pub enum StoreError {
         id: String,
     },
 
+    /// `undo-compress` when the latest change of the session is an edit
+    /// and resend: that edit is undone first. Not retryable as asked.
+    #[error(
+        "the latest change of session {id} is an edited message, not a compression; undo the edit first (`strata undo-edit-message {id}`), then the compression"
+    )]
+    LatestIsEdit {
+        /// The session id.
+        id: String,
+    },
+
+    /// `undo-edit-message` on a session with no edit left to undo.
+    #[error(
+        "session {id} has no edited message to undo (every edit of it is undone already, or there was none)"
+    )]
+    NothingToUndoEdit {
+        /// The session id.
+        id: String,
+    },
+
+    /// `undo-edit-message` when the session was compressed after its
+    /// latest edit: the compression is undone first. Not retryable as asked.
+    #[error(
+        "session {id} was compressed after its latest edit; undo that compression first (`strata undo-compress {id}`), then the edit"
+    )]
+    CompressedAfterEdit {
+        /// The session id.
+        id: String,
+    },
+
     /// The thread that owns the database has stopped. Not retryable in this
     /// process; restart strata.
     #[error("the database thread has stopped; restart strata")]

@@ -144,3 +144,52 @@ pub async fn stalled_summariser(sb: &Sandbox, args: &[&str]) -> (Server, std::pr
 pub fn write_config(sb: &Sandbox, toml: &str) {
     std::fs::write(sb.home.path().join("config.toml"), toml).unwrap();
 }
+
+/// A SHA-256 over every row of every table of the store (virtual tables
+/// left out; their shadow tables are included), in table and row order:
+/// equal before and after a command that changes nothing.
+pub fn store_checksum(sb: &Sandbox) -> String {
+    use sha2::{Digest, Sha256};
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    let tables: Vec<String> = conn
+        .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'table'
+              AND coalesce(sql, '') NOT LIKE 'CREATE VIRTUAL%' ORDER BY name",
+        )
+        .unwrap()
+        .query_map([], |r| r.get(0))
+        .unwrap()
+        .map(Result::unwrap)
+        .collect();
+    let mut hash = Sha256::new();
+    for table in tables {
+        hash.update(table.as_bytes());
+        let mut stmt = conn.prepare(&format!("SELECT * FROM \"{table}\"")).unwrap();
+        let columns = stmt.column_count();
+        let mut rows = stmt.query([]).unwrap();
+        while let Some(row) = rows.next().unwrap() {
+            for i in 0..columns {
+                hash.update(format!("{:?}\u{1f}", row.get_ref(i).unwrap()).as_bytes());
+            }
+            hash.update(b"\x1e");
+        }
+    }
+    format!("{:x}", hash.finalize())
+}
+
+/// The active messages as `show --json` prints them: (id, role, kind, content).
+pub fn active(sb: &Sandbox, id: &str) -> Vec<(String, String, String, String)> {
+    sb.json(&["show", id, "--json"])["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| {
+            (
+                m["id"].as_str().unwrap().to_owned(),
+                m["role"].as_str().unwrap().to_owned(),
+                m["kind"].as_str().unwrap().to_owned(),
+                m["content"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}

@@ -1,4 +1,6 @@
-//! `strata chat MESSAGE`: one turn, streamed to stdout, persisted.
+//! `strata chat MESSAGE`: one turn, streamed to stdout, persisted; with
+//! `--edit MSG`, an earlier user message is edited and the turn resent from
+//! there (the edit is undone again when the text could not be sent).
 
 use super::{Env, workspace_dir};
 use crate::cli::args::ChatArgs;
@@ -6,8 +8,9 @@ use anyhow::Context as _;
 use serde_json::json;
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
-use strata::domain::{Message, MessageStatus, Role, SessionId};
+use strata::domain::{Message, MessageStatus, Role, Session, SessionId};
 use strata::runtime::service::{Launch, Opening, ServiceEvent, SessionService, Sink, ToolEvent};
+use strata::runtime::{EditOutcome, Runtime};
 
 pub fn chat(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     let result = turn(env, args);
@@ -34,6 +37,11 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
         (None, true) => Opening::New,
         (None, false) => Opening::Continue,
     };
+    // The edit archives before the service reads the session.
+    let mut edit = match (&args.edit, &args.session) {
+        (Some(msg), Some(id)) => Some(Edit::apply(env, id, msg, &text)?),
+        _ => None,
+    };
     let printer = Arc::new(Mutex::new(Printer {
         out: std::io::stdout(),
         json: args.json,
@@ -42,6 +50,8 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
         session: None,
         status: None,
         error: None,
+        edited: edit.as_ref().map(|e| e.line()),
+        unsent: false,
     }));
     let shown = Arc::clone(&printer);
     let sink: Sink = Arc::new(move |event| {
@@ -76,19 +86,36 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
         .context("cannot start the async runtime")?;
     // Connect first: a provider that cannot be used leaves no empty
     // session behind (the session is created when the message is sent).
-    let mut service = SessionService::open(launch, sink, None)?;
-    {
-        // MCP servers are spawned on this runtime while the provider
-        // connects.
-        let _runtime = rt.enter();
-        service.start(opening)?;
-    }
-    rt.block_on(async {
+    let started = SessionService::open(launch, sink, None)
+        .map_err(anyhow::Error::from)
+        .and_then(|mut service| {
+            // MCP servers are spawned on this runtime while the provider
+            // connects.
+            let _runtime = rt.enter();
+            service.start(opening)?;
+            Ok(service)
+        });
+    let mut service = match started {
+        Ok(service) => service,
+        Err(e) => {
+            if let Some(edit) = edit.take() {
+                edit.undo();
+            }
+            return Err(e);
+        }
+    };
+    let sent = rt.block_on(async {
         let cancel = async {
             let _ = tokio::signal::ctrl_c().await;
         };
         service.send(text, cancel).await
-    })?;
+    });
+    // Nothing was stored: the edit is undone so no history is lost.
+    let unsent = printer.lock().is_ok_and(|p| p.unsent);
+    if let (Some(edit), true) = (edit.take(), unsent) {
+        edit.undo();
+    }
+    sent?;
     let mut p = printer
         .lock()
         .map_err(|_| anyhow::anyhow!("the output was lost; the reply is kept in the session"))?;
@@ -122,6 +149,58 @@ fn mcp_json_notice(env: &Env, cwd: &std::path::Path) -> anyhow::Result<()> {
         eprintln!("strata: {}", printable(&pending.message));
     }
     Ok(())
+}
+
+/// An edit and resend in progress: the runtime that archived the edited
+/// message and what it did, kept to undo it when the text is not sent.
+struct Edit {
+    runtime: Runtime,
+    session: Session,
+    outcome: EditOutcome,
+}
+
+impl Edit {
+    /// Archives `msg` of session `id` and everything after it.
+    fn apply(env: &super::Env, id: &str, msg: &str, text: &str) -> anyhow::Result<Self> {
+        let mut runtime = env.runtime()?;
+        let session = runtime.find_session(id)?;
+        let message = super::message_arg::resolve(&runtime, &session, msg)?;
+        let outcome = runtime.edit_message(&session, message.id, text)?;
+        Ok(Self {
+            runtime,
+            session,
+            outcome,
+        })
+    }
+
+    /// The `edited` event of `--json`, and the line of text mode.
+    fn line(&self) -> (serde_json::Value, String) {
+        let o = &self.outcome;
+        let mut event = serde_json::to_value(o).unwrap_or_default();
+        event["type"] = json!("edited");
+        // The text is the turn's own message, sent next.
+        if let Some(map) = event.as_object_mut() {
+            map.remove("text");
+        }
+        let line = format!(
+            "edited message {}: it and the {} after it are archived (`strata undo-edit-message {}` brings them back)",
+            o.pos,
+            o.archived.saturating_sub(1),
+            self.session.id.short()
+        );
+        (event, line)
+    }
+
+    /// Undoes the edit, saying so on stderr.
+    fn undo(mut self) {
+        match self.runtime.undo_edit_message(&self.session) {
+            Ok(_) => eprintln!("strata: the edit was undone, since the new text was not sent"),
+            Err(e) => eprintln!(
+                "strata: the new text was not sent and the edit could not be undone ({e}); run `strata undo-edit-message {}`",
+                self.session.id.short()
+            ),
+        }
+    }
 }
 
 /// A turn that ended without a complete reply; its sentence is already in
@@ -161,6 +240,11 @@ struct Printer {
     status: Option<MessageStatus>,
     /// The last problem of the turn, one sentence.
     error: Option<String>,
+    /// An edit made before the turn: its `edited` event and its line, said
+    /// once the session is known.
+    edited: Option<(serde_json::Value, String)>,
+    /// The service gave the text back: nothing was stored.
+    unsent: bool,
 }
 
 impl Printer {
@@ -187,6 +271,13 @@ impl Printer {
                 if let (None, Some(session)) = (self.session, view.session.as_ref()) {
                     self.session = Some(session.id);
                     self.json_line(json!({"type": "start", "session_id": session.id}));
+                    if let Some((event, line)) = self.edited.take() {
+                        if self.json {
+                            self.json_line(event);
+                        } else {
+                            eprintln!("strata: {line}");
+                        }
+                    }
                 }
             }
             ServiceEvent::Delta { text, .. } => {
@@ -229,6 +320,7 @@ impl Printer {
                 }
             }
             ServiceEvent::TurnDone { status } => self.status = Some(status),
+            ServiceEvent::Unsent(_) => self.unsent = true,
             ServiceEvent::Message(m) => self.show_tool_message(&m),
             ServiceEvent::Tool(ToolEvent::Started { call, summary, .. }) if !self.json => {
                 eprintln!("strata: running {} {summary}", call.name);
@@ -239,7 +331,6 @@ impl Printer {
             | ServiceEvent::Context(_)
             | ServiceEvent::StreamStarted { .. }
             | ServiceEvent::Phase(_)
-            | ServiceEvent::Unsent(_)
             | ServiceEvent::DraftTokens { .. }
             | ServiceEvent::Sessions { .. }
             | ServiceEvent::Request(_)

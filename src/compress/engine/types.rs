@@ -127,6 +127,10 @@ pub enum SummaryOutcome {
     Summary(String),
     /// The call failed.
     Failed(SummaryFailure),
+    /// A summary body the user gave (a previewed summary, edited or not):
+    /// used instead of the summariser's, redacted and framed like any other,
+    /// never refused for its size and never replaced by a fallback.
+    Given(String),
 }
 
 /// Why a compression produced no plan. Messages are for the user.
@@ -156,6 +160,25 @@ pub enum CompressError {
         /// Request input the compression would leave, tokens.
         after: u64,
     },
+    /// Nothing outside the protected head lies before the chosen cut (fewer
+    /// exchanges than asked to keep, or a message inside the head).
+    #[error(
+        "Nothing to compress before that point: everything before it is inside the protected start of the session; choose a later message or keep fewer exchanges."
+    )]
+    NothingBeforeCut,
+    /// A cut that keeps no exchange; not retryable as asked.
+    #[error(
+        "Keep at least one exchange: the last request and its reply always stay verbatim after the summary."
+    )]
+    KeepNothing,
+    /// The message to compress up to is not among the active messages.
+    #[error(
+        "The message to compress up to is not an active message of the session; choose one that the session shows (strata show lists them)."
+    )]
+    CutNotFound,
+    /// A given summary holds no letter or digit once cleaned.
+    #[error("The given summary is empty; write the summary's text and apply it again.")]
+    EmptySummary,
     /// The summariser failed to authenticate or connect; nothing changed.
     /// Retry after fixing the credentials or the connection.
     #[error("Compression aborted and nothing changed, because the summariser failed: {0}")]

@@ -109,6 +109,11 @@ impl SessionService {
             dry_run: false,
             choice: &choice,
             provider: self.connected.as_ref().map(|c| c.provider.as_ref()),
+            keep_last: None,
+            up_to: None,
+            summary: None,
+            summary_edited: false,
+            preview: false,
         };
         let outcome = self.runtime.compress(&session, &request).await?;
         self.forget_history();
