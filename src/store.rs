@@ -24,6 +24,7 @@ mod codec;
 mod compaction;
 mod error;
 mod files;
+mod flags;
 mod handle;
 mod input_history;
 mod mcp_trust;

@@ -8,7 +8,10 @@ use serde_json::{Value, json};
 use std::fmt::Write as _;
 
 /// One message in the OpenAI chat-completions shape (`role`, `content`,
-/// `tool_calls[].function.{name, arguments}`, `tool_call_id`).
+/// `tool_calls[].function.{name, arguments}`, `tool_call_id`), plus strata's
+/// own `"pinned": true` and `"excluded": true` when the message has them
+/// (absent otherwise; `strata import` reads them back, other readers of the
+/// OpenAI shape ignore them).
 #[must_use]
 pub fn openai_message(m: &Message) -> Value {
     let mut v = json!({ "role": m.role.as_str() });
@@ -27,6 +30,12 @@ pub fn openai_message(m: &Message) -> Value {
     }
     if let Some(id) = &m.tool_call_id {
         v["tool_call_id"] = Value::String(id.clone());
+    }
+    if m.pinned {
+        v["pinned"] = Value::Bool(true);
+    }
+    if m.excluded {
+        v["excluded"] = Value::Bool(true);
     }
     v
 }
@@ -284,5 +293,10 @@ mod tests {
         let v = openai_message(&m);
         assert!(v["content"].is_null());
         assert_eq!(v["tool_calls"][0]["function"]["name"], "ls");
+        assert!(v.get("pinned").is_none() && v.get("excluded").is_none());
+        m.pinned = true;
+        m.excluded = true;
+        let v = openai_message(&m);
+        assert_eq!((&v["pinned"], &v["excluded"]), (&json!(true), &json!(true)));
     }
 }
