@@ -44,6 +44,12 @@ pub enum RuntimeError {
     /// A file change could not be undone; nothing changed.
     #[error("{0}")]
     Undo(String),
+    /// `MSG` names no single active message (a bad argument).
+    #[error(transparent)]
+    Message(#[from] super::message_ref::MessageRefError),
+    /// Pin, unpin, exclude or include was refused; nothing changed.
+    #[error(transparent)]
+    Control(#[from] super::context_control::ControlError),
     /// A config value is invalid (one sentence naming it).
     #[error("{0}; fix it in config.toml")]
     Config(String),
