@@ -234,6 +234,8 @@ fn context_rows() -> Vec<strata::pipeline::ContextRow> {
             };
             ContextRow {
                 pos: Some(i + 1),
+                seq: i as i64 + 1,
+                excluded: state == RowState::Excluded,
                 message_id: strata::domain::MessageId::new(),
                 role,
                 kind: strata::domain::MessageKind::Normal,

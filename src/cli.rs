@@ -11,6 +11,7 @@ use args::{Cli, Command};
 use clap::Parser;
 use std::io::Write as _;
 use std::process::ExitCode;
+use strata::runtime::ControlAction;
 
 /// Parses the command line, runs the command and maps the result to an exit code.
 pub fn main() -> ExitCode {
@@ -61,8 +62,8 @@ pub fn main() -> ExitCode {
     }
 }
 
-/// Bad arguments: a usage error, an unknown provider, or a session id too
-/// short or ambiguous to look up.
+/// Bad arguments: a usage error, an unknown provider, a session id too
+/// short or ambiguous to look up, or a `MSG` that names no single message.
 fn is_usage_error(e: &anyhow::Error) -> bool {
     use strata::runtime::RuntimeError;
     use strata::store::StoreError;
@@ -79,6 +80,7 @@ fn is_usage_error(e: &anyhow::Error) -> bool {
         )
         || e.downcast_ref::<StoreError>().is_some_and(bad_id)
         || matches!(e.downcast_ref::<RuntimeError>(), Some(RuntimeError::Store(s)) if bad_id(s))
+        || matches!(e.downcast_ref::<RuntimeError>(), Some(RuntimeError::Message(_)))
 }
 
 /// The subcommand's name for the log (never its arguments: they may hold
@@ -96,6 +98,10 @@ fn command_name(command: Option<&Command>) -> &'static str {
         Some(Command::UndoCompress(_)) => "undo-compress",
         Some(Command::UndoEditMessage(_)) => "undo-edit-message",
         Some(Command::UndoEdit(_)) => "undo-edit",
+        Some(Command::Pin(_)) => "pin",
+        Some(Command::Unpin(_)) => "unpin",
+        Some(Command::Exclude(_)) => "exclude",
+        Some(Command::Include(_)) => "include",
         Some(Command::Chat(_)) => "chat",
         Some(Command::Doctor(_)) => "doctor",
         Some(Command::Model(_)) => "model",
@@ -122,6 +128,10 @@ fn run(cli: Cli, logging: Option<&log::Logging>) -> anyhow::Result<()> {
         Some(Command::UndoCompress(a)) => commands::undo_compress(&env, &a),
         Some(Command::UndoEditMessage(a)) => commands::undo_edit_message(&env, &a),
         Some(Command::UndoEdit(a)) => commands::undo_edit(&env, &a),
+        Some(Command::Pin(a)) => commands::control(&env, &a, ControlAction::Pin),
+        Some(Command::Unpin(a)) => commands::control(&env, &a, ControlAction::Unpin),
+        Some(Command::Exclude(a)) => commands::control(&env, &a, ControlAction::Exclude),
+        Some(Command::Include(a)) => commands::control(&env, &a, ControlAction::Include),
         Some(Command::Chat(a)) => commands::chat(&env, &a),
         Some(Command::Doctor(_)) => Ok(()),
         Some(Command::Model(c)) => commands::model(&env, &c),

@@ -13,7 +13,14 @@
 //! its session's memo; `strata context` calls [`prepare`] to show the
 //! report.
 //!
-//! Stages, in the order of DESIGN §6:
+//! Stages, in the order of DESIGN §6, after the user's exclusions
+//! (DESIGN §17, [`exclude`]): an excluded message (with the tool call unit
+//! it stands for: an excluded call message takes its results, an excluded
+//! result takes its call only) is never sent, never must-keep, costs 0 in
+//! `prepared_tokens` and in the pre-limit estimate, and is reported
+//! [`Action::Excluded`] whatever else would apply. A call message sent
+//! without some of its calls is counted without them. The request is
+//! validated like any other.
 //!
 //! 1. **enrich** ([`enrich`]) — `@path` attachments and the per-turn
 //!    `<system-reminder>`: the runtime reads the files and runs the command
@@ -70,6 +77,7 @@
 //! cached prefix never change.
 
 pub mod enrich;
+pub mod exclude;
 mod limit;
 mod memo;
 mod repair;
@@ -82,8 +90,9 @@ use crate::domain::{ChatRequest, Message, MessageId, RequestSystem};
 use crate::tokens::TokenCounter;
 use serde::{Deserialize, Serialize};
 
+pub use exclude::{Exclusions, excluded_units, exclusions};
 pub use memo::CutMemo;
-pub use rows::{ContextRow, RowState};
+pub use rows::{ContextRow, RowState, context_rows, keep_tool_outputs, sort_by_cost, sort_by_position};
 
 /// Soft limit as a share of the effective window when the tokenizer is
 /// exact for the model.
@@ -156,7 +165,7 @@ pub struct Prepared {
     /// one huge new message that the pipeline cuts does not fire it.
     pub prelimit_tokens: u64,
     /// Per input message, its tokens in the pre-limit estimate (0 when
-    /// pruned), in input order.
+    /// pruned or excluded), in input order.
     pub prelimit_counts: Vec<u32>,
 }
 
@@ -178,10 +187,14 @@ pub struct ReportEntry {
 }
 
 /// The per-message outcome, most significant first when several apply:
-/// `dropped`, `pruned`, `repaired`, `truncated`, `merged`, `kept`.
+/// `excluded`, `dropped`, `pruned`, `repaired`, `truncated`, `merged`,
+/// `kept`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Action {
+    /// Not sent: the user excluded it, or the tool call unit it belongs to
+    /// (see [`exclude`]). Nothing else applies to it.
+    Excluded,
     /// Sent as stored.
     Kept,
     /// Sent with the middle of code blocks, `<details>` blocks or a long
@@ -283,6 +296,7 @@ fn run(input: &PrepareInput<'_>, memo: &mut CutMemo, report_only: bool) -> Resul
     }
     let budget = limit::Budgets::new(input)?;
     let mut work = work::Work::new(input.messages, input.counts);
+    work.count_partial_calls(input.counter);
     // Stage 1, enrich: see the module doc (needs attachment text from an adapter).
     work.prune();
     memo.use_tokenizer(input.counter.id());

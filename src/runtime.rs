@@ -10,6 +10,7 @@ mod auto_compress;
 mod chat;
 mod compress;
 mod context;
+mod context_control;
 pub mod doctor;
 mod edit_message;
 mod import;
@@ -18,6 +19,7 @@ mod lookup;
 mod mcp_session;
 pub mod mcp_setup;
 mod mcp_trust;
+pub mod message_ref;
 mod prompt_build;
 mod providers;
 pub mod served_window;
@@ -37,10 +39,12 @@ pub use compress::{
     UndoOutcome, compress_topic,
 };
 pub use context::ContextReport;
+pub use context_control::{ControlAction, ControlError, ControlMessage, ControlOutcome};
 pub use edit_message::{EditOutcome, EditUndoOutcome};
 pub use import::{ImportError, ImportOutcome, parse_openai_messages};
 pub use mcp_session::{McpSession, ServerState};
 pub use mcp_trust::{McpJsonServer, McpSource, PendingMcpJson, WorkspaceMcp};
+pub use message_ref::MessageRefError;
 pub use prompt_build::{PromptPreview, fingerprint, recent_entry, resolve_mode, to_system_prompt};
 pub use providers::{
     Connected, connect, counters_built, ensure_local_model, local_model_file, session_counter,

@@ -25,6 +25,7 @@ mod compaction;
 mod edits;
 mod error;
 mod files;
+mod flags;
 mod handle;
 mod input_history;
 mod mcp_trust;

@@ -1,12 +1,14 @@
 //! Invariants of the per-turn pipeline over generated histories: all roles,
 //! assistant messages with 1–4 parallel tool calls and their results,
-//! pinned messages, TTLs, reminders, imported system messages, messages of
+//! pinned and excluded messages, TTLs, reminders, imported system messages, messages of
 //! 4 to 500,000 tokens (synthetic counts: the counter only measures
 //! truncated copies), windows of 4,096 to 1,000,000 tokens.
 //!
 //! Whatever the input, the prepared request fits its budget, pairs every
 //! tool call with its result, keeps every pinned message and the last user
-//! message, and passes validation; the only refusals are the two "does not
+//! message that is not excluded, leaves out every excluded message (with
+//! the unit it stands for) at no cost, and passes validation; the only
+//! refusals are the two "does not
 //! fit" errors, and only when the fixed part, the pinned messages and a
 //! minimal last user message really cannot fit.
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -16,7 +18,7 @@ mod pipeline_support;
 use pipeline_support::{Hist, input, system};
 use proptest::prelude::*;
 use strata::domain::{MessageKind, RequestMessage, Role};
-use strata::pipeline::{Action, CutMemo, PrepareError, prepare, prepare_with, report_with};
+use strata::pipeline::{Action, CutMemo, PrepareError, exclusions, prepare, prepare_with, report_with};
 
 /// What a generated message holds.
 #[derive(Clone, Copy, Debug)]
@@ -32,6 +34,7 @@ enum Body {
 struct Spec {
     tokens: u32,
     pinned: bool,
+    excluded: bool,
     ttl: Option<u32>,
     body: Body,
 }
@@ -62,12 +65,14 @@ fn spec() -> impl Strategy<Value = Spec> {
     (
         tokens(),
         prop::bool::weighted(0.06),
+        prop::bool::weighted(0.07),
         prop::option::weighted(0.1, 0u32..3),
         prop_oneof![6 => Just(Body::Plain), 2 => Just(Body::Code), 1 => Just(Body::Log)],
     )
-        .prop_map(|(tokens, pinned, ttl, body)| Spec {
+        .prop_map(|(tokens, pinned, excluded, ttl, body)| Spec {
             tokens,
             pinned,
+            excluded,
             ttl,
             body,
         })
@@ -107,39 +112,61 @@ fn text(body: Body, label: &str) -> String {
     }
 }
 
-/// A built history and, for the checks, which messages must survive.
+/// A built history and, for the checks, the tool call unit of each message.
 struct Built {
     hist: Hist,
-    /// Messages that are pinned or in a tool call unit with a pinned one.
-    pinned_units: Vec<bool>,
+    /// Per message: the index of its tool call unit (a call message and its
+    /// results), `None` outside one.
+    unit: Vec<Option<usize>>,
+}
+
+impl Built {
+    /// Messages that are pinned or in a tool call unit with a pinned one,
+    /// except those the exclusions leave out (`out`), whose pins do not
+    /// count either.
+    fn pinned_units(&self, out: &[bool]) -> Vec<bool> {
+        let msgs = &self.hist.msgs;
+        let pins = |i: usize| msgs[i].pinned && !out[i];
+        let pinned_unit: std::collections::HashSet<usize> = (0..msgs.len())
+            .filter(|&i| pins(i))
+            .filter_map(|i| self.unit[i])
+            .collect();
+        (0..msgs.len())
+            .map(|i| !out[i] && (pins(i) || self.unit[i].is_some_and(|u| pinned_unit.contains(&u))))
+            .collect()
+    }
 }
 
 fn build(turns: &[Turn]) -> Built {
     let mut h = Hist::new();
-    let mut pinned_units = Vec::new();
-    let add = |h: &mut Hist, i: usize, s: &Spec, unit_pinned: bool, pinned_units: &mut Vec<bool>| {
+    let mut unit = Vec::new();
+    let add = |h: &mut Hist, i: usize, s: &Spec| {
         h.msgs[i].pinned = s.pinned;
+        h.msgs[i].excluded = s.excluded;
         h.msgs[i].ephemeral_ttl = s.ttl;
         h.counts[i] = h.counts[i].max(s.tokens);
-        pinned_units.push(s.pinned || unit_pinned);
     };
     let mut call_id = 0;
+    let mut units = 0;
     for (t, turn) in turns.iter().enumerate() {
         if let Some(s) = &turn.system {
             let i = h.system(&text(s.body, "imported"), None);
-            add(&mut h, i, s, false, &mut pinned_units);
+            add(&mut h, i, s);
+            unit.push(None);
         }
         let i = h.user(&text(turn.user.body, &format!("user {t}")), None);
-        add(&mut h, i, &turn.user, false, &mut pinned_units);
+        add(&mut h, i, &turn.user);
+        unit.push(None);
         if turn.reminder {
             h.reminder("<system-reminder>\ngit status: clean\n</system-reminder>");
-            pinned_units.push(false);
+            unit.push(None);
         }
         for step in &turn.steps {
             match step {
                 Step::Reply(s) => {
                     let i = h.assistant(&text(s.body, "reply"), None);
-                    add(&mut h, i, s, false, &mut pinned_units);
+                    add(&mut h, i, s);
+                    unit.push(None);
                 }
                 Step::Calls { call, results } => {
                     let ids: Vec<String> = (0..results.len())
@@ -147,21 +174,20 @@ fn build(turns: &[Turn]) -> Built {
                         .collect();
                     call_id += results.len();
                     let refs: Vec<&str> = ids.iter().map(String::as_str).collect();
-                    let unit = call.pinned || results.iter().any(|r| r.pinned);
                     let i = h.calls(&text(call.body, "calling"), &refs, None);
-                    add(&mut h, i, call, unit, &mut pinned_units);
+                    add(&mut h, i, call);
+                    unit.push(Some(units));
                     for (id, r) in ids.iter().zip(results) {
                         let i = h.result(id, &text(r.body, id), None);
-                        add(&mut h, i, r, unit, &mut pinned_units);
+                        add(&mut h, i, r);
+                        unit.push(Some(units));
                     }
+                    units += 1;
                 }
             }
         }
     }
-    Built {
-        hist: h,
-        pinned_units,
-    }
+    Built { hist: h, unit }
 }
 
 /// Independent pairing check: every tool message answers an open call of
@@ -241,12 +267,13 @@ proptest! {
         inp.single_system = s.single_system;
         inp.max_messages = s.max_messages;
         let fixed = u64::from(s.system_tokens) + s.tool_tokens + s.reserved;
+        let out = exclusions(&h.msgs).out;
+        let pinned_units = built.pinned_units(&out);
         let last_user = (0..h.msgs.len())
             .rev()
-            .find(|&i| h.msgs[i].role == Role::User && h.msgs[i].kind != MessageKind::Synthetic)
-            .unwrap();
+            .find(|&i| h.msgs[i].role == Role::User && h.msgs[i].kind != MessageKind::Synthetic && !out[i]);
         let must_tokens: u64 = (0..h.msgs.len())
-            .filter(|&i| built.pinned_units[i])
+            .filter(|&i| pinned_units[i])
             .map(|i| u64::from(h.counts[i]))
             .sum();
         let prepared = prepare(&inp);
@@ -282,20 +309,33 @@ proptest! {
                 for (i, e) in p.report.iter().enumerate() {
                     prop_assert_eq!(e.message_id, h.msgs[i].id);
                     prop_assert_eq!(e.tokens_before, h.counts[i]);
-                    let gone = matches!(e.action, Action::Dropped | Action::Pruned);
+                    let gone = matches!(e.action, Action::Dropped | Action::Pruned | Action::Excluded);
                     prop_assert!(!gone || e.tokens_after == 0);
-                    if built.pinned_units[i] {
+                    prop_assert_eq!(e.action == Action::Excluded, out[i], "message {} was {:?}", i, e.action);
+                    if h.msgs[i].excluded {
+                        prop_assert_eq!(e.action, Action::Excluded);
+                        prop_assert_eq!(p.prelimit_counts[i], 0);
+                        if let Some(id) = &h.msgs[i].tool_call_id {
+                            prop_assert!(p.request.messages.iter().all(|m| m.tool_call_id.as_ref() != Some(id)));
+                        }
+                        for call in &h.msgs[i].tool_calls {
+                            prop_assert!(p.request.messages.iter().all(|m| m.tool_calls.iter().all(|c| c.id != call.id)));
+                        }
+                    }
+                    if pinned_units[i] {
                         prop_assert!(!gone, "message {i} of a pinned unit was {:?}", e.action);
                     }
-                    if h.msgs[i].pinned {
+                    if h.msgs[i].pinned && !out[i] {
                         prop_assert!(e.action != Action::Truncated, "pinned message {i} was truncated");
                     }
                 }
-                let last = p.report[last_user].action;
-                prop_assert!(
-                    matches!(last, Action::Kept | Action::Truncated | Action::Merged),
-                    "last user message was {last:?}"
-                );
+                if let Some(last_user) = last_user {
+                    let last = p.report[last_user].action;
+                    prop_assert!(
+                        matches!(last, Action::Kept | Action::Truncated | Action::Merged),
+                        "last user message was {last:?}"
+                    );
+                }
                 let after: u64 = p.report.iter().map(|e| u64::from(e.tokens_after)).sum();
                 prop_assert!(after <= p.prepared_tokens);
                 prop_assert!(

@@ -175,3 +175,69 @@ fn a_schema_five_database_gains_the_input_history_and_keeps_its_data() {
     assert_eq!(store.input_history("/w", 10).unwrap(), ["hello"]);
     assert_eq!(store.integrity_check().unwrap(), "ok");
 }
+
+/// Migration 7 adds `excluded`: a schema-3 database (a pinned row among its
+/// messages) keeps its pin, and pinning and excluding then work and
+/// survive reopening.
+#[test]
+fn a_schema_three_database_keeps_its_pin_and_takes_pin_and_exclude() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("strata.db");
+    schema_one(&path);
+    {
+        let conn = Connection::open(&path).unwrap();
+        for sql in [
+            include_str!("../migrations/0002_stream_writer.sql"),
+            include_str!("../migrations/0003_compaction.sql"),
+        ] {
+            conn.execute_batch(sql).unwrap();
+        }
+        conn.execute_batch(
+            "PRAGMA user_version = 3;
+             INSERT INTO messages (id, session_id, seq, role, content, kind, status, created_at, pinned)
+               VALUES ('0190c3a0-0000-7000-8000-0000000000a3', '0190c3a0-0000-7000-8000-000000000001', 3, 'user', 'keep this', 'normal', 'complete', 3, 1);",
+        )
+        .unwrap();
+        let columns: Vec<String> = conn
+            .prepare("SELECT name FROM pragma_table_info('messages')")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert!(
+            !columns.iter().any(|c| c == "excluded"),
+            "schema 3 has no excluded column"
+        );
+    }
+    let id = |s: &str| s.parse::<strata::domain::MessageId>().unwrap();
+    let session = {
+        let mut store = Store::open(&path).unwrap();
+        assert_eq!(store.schema_version().unwrap(), KNOWN_VERSION);
+        let session = store
+            .find_session("0190c3a0-0000-7000-8000-000000000001")
+            .unwrap();
+        let messages = store.messages(session.id, false).unwrap();
+        let flags: Vec<(bool, bool)> = messages.iter().map(|m| (m.pinned, m.excluded)).collect();
+        assert_eq!(flags, [(false, false), (false, false), (true, false)]);
+        store
+            .set_pinned(session.id, &[id("0190c3a0-0000-7000-8000-0000000000a1")], true)
+            .unwrap();
+        store
+            .set_excluded(session.id, &[id("0190c3a0-0000-7000-8000-0000000000a2")], true)
+            .unwrap();
+        store
+            .set_pinned(session.id, &[id("0190c3a0-0000-7000-8000-0000000000a3")], false)
+            .unwrap();
+        session
+    };
+    let store = Store::open(&path).unwrap();
+    let flags: Vec<(bool, bool)> = store
+        .messages(session.id, false)
+        .unwrap()
+        .iter()
+        .map(|m| (m.pinned, m.excluded))
+        .collect();
+    assert_eq!(flags, [(true, false), (false, true), (false, false)]);
+    assert_eq!(store.integrity_check().unwrap(), "ok");
+}

@@ -135,6 +135,8 @@ fn row(pos: Option<usize>, role: Role, tokens: u32, state: RowState, preview: &s
     };
     ContextRow {
         pos,
+        seq: pos.map_or(0, |p| p as i64),
+        excluded: state == RowState::Excluded,
         message_id: MessageId::new(),
         role,
         kind: MessageKind::Normal,

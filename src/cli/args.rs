@@ -67,6 +67,17 @@ pub enum Command {
     /// unchanged since.
     #[command(name = "undo-edit")]
     UndoEdit(UndoEditArgs),
+    /// Pin a message: it is sent whole in every request and kept verbatim by
+    /// every compression (MSG: its position in `strata show`, its id, or a
+    /// unique id prefix).
+    Pin(ControlArgs),
+    /// Unpin a message (and every pin of its tool call).
+    Unpin(ControlArgs),
+    /// Leave a message, or one tool call with all its results, out of every
+    /// request until it is included again; nothing is deleted.
+    Exclude(ControlArgs),
+    /// Include an excluded message (with its whole tool call) again.
+    Include(ControlArgs),
     /// Send one message and stream the reply to stdout (continues the latest
     /// session of the workspace unless --session or --new says otherwise).
     Chat(ChatArgs),
@@ -164,6 +175,7 @@ impl Command {
             Self::Compress(a) => a.json,
             Self::UndoCompress(a) => a.json,
             Self::UndoEditMessage(a) => a.json,
+            Self::Pin(a) | Self::Unpin(a) | Self::Exclude(a) | Self::Include(a) => a.json,
             Self::Chat(a) => a.json,
             Self::Doctor(a) => a.json,
             Self::Mcp(McpCommand::List(a)) => a.json,
@@ -330,12 +342,36 @@ pub struct UndoCompressArgs {
 }
 
 #[derive(Debug, Args)]
+pub struct ControlArgs {
+    /// Session id (or a unique prefix).
+    pub id: String,
+    /// The message: its position among the active messages (the `pos`
+    /// `strata show` prints, from 1), its id, or a unique prefix of at
+    /// least 4 hex characters of the id or of its last 8.
+    #[arg(value_name = "MSG")]
+    pub msg: String,
+    /// Print JSON (what changed) instead of a line of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
 pub struct ContextArgs {
     /// Session id (or a unique prefix).
     pub id: String,
     /// Print JSON instead of text.
     #[arg(long)]
     pub json: bool,
+    /// List every message (archived ones too) with its state in the next
+    /// request and its tokens, instead of the budget.
+    #[arg(long)]
+    pub list: bool,
+    /// With --list: the most expensive messages first.
+    #[arg(long, requires = "list")]
+    pub by_cost: bool,
+    /// With --list: tool outputs only.
+    #[arg(long, requires = "list")]
+    pub tools: bool,
     /// Do not start the config's MCP servers to count their tools (their
     /// tools are then left out of the figures).
     #[arg(long)]

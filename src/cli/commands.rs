@@ -3,6 +3,7 @@
 mod chat;
 mod compress;
 mod context;
+mod control;
 mod doctor;
 mod import;
 mod mcp;
@@ -14,6 +15,7 @@ mod sessions;
 pub use chat::chat;
 pub use compress::{compress, undo_compress, undo_edit, undo_edit_message};
 pub use context::context;
+pub use control::control;
 pub use doctor::doctor;
 pub use import::import;
 pub use mcp::mcp;

@@ -18,7 +18,10 @@
 //! summary afterwards): a standalone one is summarised wherever it sits; one
 //! that is pinned or carries a merged message outside the middle makes the
 //! pass a no-op. Turns (a user message and what follows it) that hold a
-//! pinned message stay, whole, after the summary.
+//! pinned message stay, whole, after the summary. An excluded message, with
+//! the tool call unit it belongs to, is neither summarised nor rewritten:
+//! it stays in the active history, excluded, in its place, and costs
+//! nothing in the figures (it is not sent).
 //!
 //! State: strikes (a no-op pass, or a reading still at or over the
 //! threshold after a compaction), a lockout after two strikes or two
@@ -85,6 +88,11 @@ pub struct Pending {
     /// Tokens of `previous` (0 without one).
     previous_tokens: u64,
     source: Source,
+    /// Per message of the history: left out of requests by an exclusion.
+    left_out: Vec<bool>,
+    /// Per message of the history: excluded or in a tool call unit with an
+    /// excluded message (never summarised, rewritten or merged into).
+    held: Vec<bool>,
     target_tokens: u32,
     fixed_tokens: u64,
     tokens_before: u64,
@@ -336,7 +344,15 @@ impl CompressionEngine for DefaultEngine {
         cut: Option<Cut>,
     ) -> Result<Pending, CompressError> {
         let history = input.messages;
-        let tokens: Vec<u32> = history.iter().map(|m| tokens_of(input.counter, m)).collect();
+        // Excluded messages are not sent (they cost nothing) and, with the
+        // tool call unit they belong to, never summarised or rewritten.
+        let left_out = crate::pipeline::exclusions(history).out;
+        let held = crate::pipeline::excluded_units(history);
+        let tokens: Vec<u32> = history
+            .iter()
+            .zip(&left_out)
+            .map(|(m, &out)| if out { 0 } else { tokens_of(input.counter, m) })
+            .collect();
         let tokens_before = input.fixed_tokens + tokens.iter().map(|t| u64::from(*t)).sum::<u64>();
         let tail_budget = self.threshold() / 5;
         let mut notes = Vec::new();
@@ -363,8 +379,9 @@ impl CompressionEngine for DefaultEngine {
             .into_iter()
             .flat_map(|turn| {
                 let pinned = history[turn.clone()].iter().any(|m| m.pinned);
+                let held = &held;
                 turn.filter(move |&i| {
-                    !pinned || (history[i].kind == MessageKind::Summary && !history[i].pinned)
+                    !held[i] && (!pinned || (history[i].kind == MessageKind::Summary && !history[i].pinned))
                 })
             })
             .collect();
@@ -374,7 +391,7 @@ impl CompressionEngine for DefaultEngine {
             if m.kind != MessageKind::Summary || summarised.contains(&i) {
                 continue;
             }
-            if m.pinned || split_summary(&m.content).1.is_some() {
+            if m.pinned || held[i] || split_summary(&m.content).1.is_some() {
                 stranded_summary = true;
             } else {
                 summarised.push(i);
@@ -489,6 +506,8 @@ impl CompressionEngine for DefaultEngine {
             previous,
             previous_tokens,
             source,
+            left_out,
+            held,
             target_tokens,
             fixed_tokens: input.fixed_tokens,
             tokens_before,

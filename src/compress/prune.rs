@@ -6,7 +6,10 @@
 //! parsed JSON so they stay valid. Across the whole history, every image but
 //! the newest becomes a placeholder.
 //!
-//! Pinned messages are never rewritten. Nothing is changed in place:
+//! Pinned messages are never rewritten, nor excluded ones with the tool call
+//! unit they belong to (they stay as the user left them, to be included
+//! again); an excluded result is not the newest copy of an output, and an
+//! excluded message does not hold the newest image. Nothing is changed in place:
 //! [`Pruner::message`] lends the original when pruning leaves it alone and
 //! gives a copy (new id, the original's `seq`) when it rewrites it.
 
@@ -57,6 +60,8 @@ pub struct Pruner<'a> {
     /// Per message: how many of its image matches become placeholders
     /// (`None`: leave its images alone).
     strip_images: Vec<Option<usize>>,
+    /// Per message: excluded, or in a tool call unit with an excluded one.
+    held: Vec<bool>,
 }
 
 impl<'a> Pruner<'a> {
@@ -69,10 +74,11 @@ impl<'a> Pruner<'a> {
             .flat_map(|m| m.tool_calls.iter())
             .map(|c| (c.id.as_str(), (c.name.as_str(), c.arguments.as_str())))
             .collect();
+        let held = crate::pipeline::excluded_units(history);
         let mut duplicate = vec![false; history.len()];
         let mut seen = SeenTexts::default();
         for (i, m) in history.iter().enumerate().rev() {
-            if m.role == Role::Tool && at_least_chars(&m.content, DEDUPE_MIN_CHARS) {
+            if !held[i] && m.role == Role::Tool && at_least_chars(&m.content, DEDUPE_MIN_CHARS) {
                 duplicate[i] = !seen.insert(m.content.as_str());
             }
         }
@@ -82,6 +88,7 @@ impl<'a> Pruner<'a> {
             calls,
             duplicate,
             strip_images: Vec::new(),
+            held,
         };
         pruner.strip_images = pruner.image_plan();
         pruner
@@ -135,7 +142,7 @@ impl<'a> Pruner<'a> {
             };
             return Some(rewrite(m, line));
         }
-        if i >= self.tail_start || m.pinned {
+        if i >= self.tail_start || m.pinned || self.held[i] {
             return None;
         }
         if !m
@@ -168,6 +175,7 @@ impl<'a> Pruner<'a> {
         let m = &self.history[i];
         i < self.tail_start
             && !m.pinned
+            && !self.held[i]
             && m.role == Role::Tool
             && (self.duplicate[i] || at_least_chars(&m.content, TOOL_RESULT_MAX_CHARS + 1))
     }
@@ -184,7 +192,7 @@ impl<'a> Pruner<'a> {
         };
         let mut newest_seen = false;
         for (i, m) in self.history.iter().enumerate().rev() {
-            if self.rewrites_tool_result(i) || !has_image_literal(&m.content) {
+            if self.held[i] || self.rewrites_tool_result(i) || !has_image_literal(&m.content) {
                 continue;
             }
             let matches: Vec<_> = re.find_iter(&m.content).collect();

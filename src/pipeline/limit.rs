@@ -146,6 +146,7 @@ fn candidate(work: &Work<'_>, i: usize) -> bool {
     work.live(i)
         && !m.pinned
         && !work.truncated[i]
+        && work.calls_out[i].is_none()
         && match m.role {
             Role::Tool => m.content.len() > super::truncate::TOOL_RESULT_LONG_BYTES,
             _ => may_have_blocks(&m.content),

@@ -1,5 +1,9 @@
 //! Stage 5, repair, and the assembly of the request and the report.
 //!
+//! Exclusions come first: what they leave out is not live here, and calls
+//! whose results they left out are not looked for (their message was
+//! counted without them when the working copy was made).
+//!
 //! A tool call and its result are one unit: a result is sent only in the
 //! run of `tool` messages right after the assistant message holding its
 //! call, and a call only with its result. Results whose call is gone are
@@ -51,20 +55,29 @@ impl Framing {
 }
 
 /// Pairs calls and results. Returns, per message, the calls it keeps when
-/// some were removed (`None`: all kept), and drops unpaired messages.
-fn pair(work: &mut Work<'_>, counter: &dyn TokenCounter) -> Vec<Option<Vec<bool>>> {
+/// some are not sent (`None`: all sent) and whether repair removed any (as
+/// opposed to the exclusions alone), and drops unpaired messages. Calls the
+/// exclusions left out (`calls_out`) are not looked for; a message left
+/// with no call and no text by repair is dropped.
+fn pair(work: &mut Work<'_>, counter: &dyn TokenCounter) -> (Vec<Option<Vec<bool>>>, Vec<bool>) {
     let msgs = work.msgs;
     let n = msgs.len();
     let mut claimed = vec![false; n];
     let mut kept: Vec<Option<Vec<bool>>> = vec![None; n];
+    let mut repaired = vec![false; n];
     for i in 0..n {
         let m = &msgs[i];
         if !work.live(i) || m.role != Role::Assistant || m.tool_calls.is_empty() {
             continue;
         }
         let run = result_run(msgs, i);
+        let excluded = work.calls_out[i].take();
         let mut mask = Vec::with_capacity(m.tool_calls.len());
-        for call in &m.tool_calls {
+        for (k, call) in m.tool_calls.iter().enumerate() {
+            if excluded.as_ref().is_some_and(|e| !e[k]) {
+                mask.push(false);
+                continue;
+            }
             let found = run.clone().find(|&r| {
                 work.live(r) && !claimed[r] && msgs[r].tool_call_id.as_deref() == Some(call.id.as_str())
             });
@@ -73,7 +86,14 @@ fn pair(work: &mut Work<'_>, counter: &dyn TokenCounter) -> Vec<Option<Vec<bool>
             }
             mask.push(found.is_some());
         }
+        let by_exclusion = excluded.as_ref() == Some(&mask);
+        work.calls_out[i] = excluded;
         if mask.iter().all(|&k| k) {
+            continue;
+        }
+        if by_exclusion {
+            // Counted without those calls when the copy was made.
+            kept[i] = Some(mask);
             continue;
         }
         let calls: Vec<ToolCall> = kept_calls(m, Some(&mask));
@@ -88,6 +108,7 @@ fn pair(work: &mut Work<'_>, counter: &dyn TokenCounter) -> Vec<Option<Vec<bool>
         };
         work.tokens[i] = message_tokens(counter, &copy);
         kept[i] = Some(mask);
+        repaired[i] = true;
     }
     for i in 0..n {
         let empty_reply =
@@ -97,7 +118,7 @@ fn pair(work: &mut Work<'_>, counter: &dyn TokenCounter) -> Vec<Option<Vec<bool>
             work.fate[i] = Fate::Dropped;
         }
     }
-    kept
+    (kept, repaired)
 }
 
 /// The calls of `m` that `mask` keeps (all when `None`).
@@ -140,7 +161,7 @@ pub(crate) fn assemble(work: &mut Work<'_>, input: &PrepareInput<'_>, report_onl
         }
     };
     let counter = input.counter;
-    let kept = pair(work, counter);
+    let (kept, repaired) = pair(work, counter);
     let msgs = work.msgs;
     let n = msgs.len();
     let sep_tokens = counter.count(SEPARATOR) as u32;
@@ -187,7 +208,7 @@ pub(crate) fn assemble(work: &mut Work<'_>, input: &PrepareInput<'_>, report_onl
     let report = (0..n)
         .map(|i| ReportEntry {
             message_id: msgs[i].id,
-            action: action(work, &kept, &merged, i),
+            action: action(work, &repaired, &merged, i),
             tokens_before: work.before[i],
             tokens_after: if work.live(i) { after[i] } else { 0 },
         })
@@ -249,11 +270,12 @@ fn opening_note(
 }
 
 /// The most significant action for message `i`.
-fn action(work: &Work<'_>, kept: &[Option<Vec<bool>>], merged: &[bool], i: usize) -> Action {
+fn action(work: &Work<'_>, repaired: &[bool], merged: &[bool], i: usize) -> Action {
     match work.fate[i] {
+        Fate::Excluded => Action::Excluded,
         Fate::Dropped => Action::Dropped,
         Fate::Pruned => Action::Pruned,
-        Fate::Live if kept[i].is_some() => Action::Repaired,
+        Fate::Live if repaired[i] => Action::Repaired,
         Fate::Live if work.truncated[i] => Action::Truncated,
         Fate::Live if merged[i] => Action::Merged,
         Fate::Live => Action::Kept,

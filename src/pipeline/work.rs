@@ -2,6 +2,11 @@
 //! truncated content, fate and flags, plus the structure the stages share
 //! (turns, tool call units, the messages that must be kept) and the prune
 //! stage. Indices are positions in the input slice.
+//!
+//! Exclusions are applied first, when the copy is made: a message the
+//! user's exclusions leave out ([`super::exclude`]) is never live, never
+//! must-keep and costs nothing; an assistant message sent without some of
+//! its calls carries their mask and is counted without them.
 
 use crate::domain::{Message, MessageKind, Role};
 use std::ops::Range;
@@ -15,6 +20,8 @@ pub(crate) enum Fate {
     Pruned,
     /// Left out by the limit or by repair.
     Dropped,
+    /// Left out by the user's exclusions (see [`super::exclude`]).
+    Excluded,
 }
 
 /// The working copy. Stages mutate it; the input messages are untouched.
@@ -34,8 +41,11 @@ pub(crate) struct Work<'a> {
     /// Kept whatever the budget: pinned messages, their tool call units and
     /// the last user message.
     pub must: Vec<bool>,
-    /// The last user message, if any.
+    /// The last user message that is not excluded, if any.
     pub last_user: Option<usize>,
+    /// Per assistant message sent without some of its calls because their
+    /// results are excluded: which calls are sent.
+    pub calls_out: Vec<Option<Vec<bool>>>,
     /// Turns over the live messages, oldest first (see `compute_turns`).
     pub turns: Vec<Range<usize>>,
     /// The index in `turns` of each message's turn.
@@ -67,15 +77,25 @@ impl<'a> Work<'a> {
     /// `last_user` computed.
     pub fn new(msgs: &'a [Message], counts: &'a [u32]) -> Self {
         let n = msgs.len();
+        let excl = super::exclude::exclusions(msgs);
+        let mut tokens = counts.to_vec();
+        let mut fate = vec![Fate::Live; n];
+        for (i, &out) in excl.out.iter().enumerate() {
+            if out {
+                fate[i] = Fate::Excluded;
+                tokens[i] = 0;
+            }
+        }
         let mut work = Self {
             msgs,
             before: counts,
-            tokens: counts.to_vec(),
+            tokens,
             content: vec![None; n],
-            fate: vec![Fate::Live; n],
+            fate,
             truncated: vec![false; n],
             must: vec![false; n],
-            last_user: last_user(msgs),
+            last_user: last_user(msgs, &excl.out),
+            calls_out: excl.calls,
             turns: Vec::new(),
             turn_of: vec![0; n],
             prelimit: Vec::new(),
@@ -84,7 +104,9 @@ impl<'a> Work<'a> {
         // record of everything it replaced), are never dropped; when too
         // large they are cut in the middle like the last user message.
         for i in (0..n).filter(|&i| msgs[i].pinned || msgs[i].kind == MessageKind::Summary) {
-            work.keep_unit(i);
+            if work.live(i) {
+                work.keep_unit(i);
+            }
         }
         if let Some(i) = work.last_user {
             work.must[i] = true;
@@ -106,7 +128,7 @@ impl<'a> Work<'a> {
     /// Marks `i` and, when it belongs to a tool call unit (an assistant
     /// message with calls and their results), the whole unit as must-keep.
     fn keep_unit(&mut self, i: usize) {
-        self.must[i] = true;
+        self.must[i] = self.live(i);
         let owner = match self.msgs[i].role {
             Role::Assistant => Some(i),
             Role::Tool => call_owner(self.msgs, i),
@@ -115,9 +137,31 @@ impl<'a> Work<'a> {
         let Some(owner) = owner.filter(|&o| !self.msgs[o].tool_calls.is_empty()) else {
             return;
         };
-        self.must[owner] = true;
+        self.must[owner] = self.live(owner);
         for r in result_run(self.msgs, owner) {
-            self.must[r] = true;
+            self.must[r] = self.live(r);
+        }
+    }
+
+    /// Counts every assistant message that is sent without some of its
+    /// calls (their results are excluded) as it will be sent.
+    pub fn count_partial_calls(&mut self, counter: &dyn crate::tokens::TokenCounter) {
+        for i in 0..self.msgs.len() {
+            let Some(mask) = self.calls_out[i].as_ref() else {
+                continue;
+            };
+            let m = &self.msgs[i];
+            let copy = Message {
+                tool_calls: m
+                    .tool_calls
+                    .iter()
+                    .zip(mask)
+                    .filter(|(_, keep)| **keep)
+                    .map(|(c, _)| c.clone())
+                    .collect(),
+                ..m.clone()
+            };
+            self.tokens[i] = crate::tokens::message_tokens(counter, &copy);
         }
     }
 
@@ -164,7 +208,10 @@ impl<'a> Work<'a> {
         let ages = assistant_turns_after(self.msgs);
         let mut any = false;
         for (i, m) in self.msgs.iter().enumerate() {
-            if !self.must[i] && m.ephemeral_ttl.is_some_and(|ttl| ages[i] >= ttl) {
+            if self.fate[i] == Fate::Live
+                && !self.must[i]
+                && m.ephemeral_ttl.is_some_and(|ttl| ages[i] >= ttl)
+            {
                 self.fate[i] = Fate::Pruned;
                 any = true;
             }
@@ -176,9 +223,14 @@ impl<'a> Work<'a> {
 }
 
 /// The last user message the user wrote (not a synthetic one such as a
-/// reminder), else the last user message of any kind.
-fn last_user(msgs: &[Message]) -> Option<usize> {
-    let users = || (0..msgs.len()).rev().filter(|&i| msgs[i].role == Role::User);
+/// reminder), else the last user message of any kind; excluded ones
+/// (`out`) are not candidates.
+fn last_user(msgs: &[Message], out: &[bool]) -> Option<usize> {
+    let users = || {
+        (0..msgs.len())
+            .rev()
+            .filter(|&i| msgs[i].role == Role::User && !out[i])
+    };
     users()
         .find(|&i| msgs[i].kind != MessageKind::Synthetic)
         .or_else(|| users().next())

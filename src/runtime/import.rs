@@ -7,7 +7,9 @@
 //! (`text` parts are joined, images become a placeholder); assistant
 //! `tool_calls` with `function.arguments` as a string (or an object, which is
 //! re-serialised). System messages are kept as pinned messages so nothing
-//! imported is lost. Real transcripts are untidy, so a tool result whose call
+//! imported is lost. strata's own `"pinned": true` and `"excluded": true`
+//! (what `strata export --format json` writes for such messages) are read
+//! back; any other value of them is ignored. Real transcripts are untidy, so a tool result whose call
 //! is missing, or a huge message, is accepted with a warning naming it; the
 //! per-turn pipeline repairs pairing later.
 
@@ -106,7 +108,9 @@ pub fn parse_openai_messages(
         }
         let mut message = Message::new(session_id, role, content.unwrap_or_default(), now_ms);
         message.tool_calls = tool_calls;
-        message.pinned = role == Role::System;
+        let flag = |name: &str| obj.get(name).and_then(Value::as_bool).unwrap_or(false);
+        message.pinned = role == Role::System || flag("pinned");
+        message.excluded = flag("excluded");
         if role == Role::Tool {
             let id = obj
                 .get("tool_call_id")
@@ -232,6 +236,18 @@ mod tests {
         assert_eq!(out.messages[2].tool_calls[0].arguments, r#"{"dir":"."}"#);
         assert_eq!(out.messages[3].tool_call_id.as_deref(), Some("c1"));
         assert_eq!(out.messages[4].content, "One file.");
+    }
+
+    #[test]
+    fn pinned_and_excluded_flags_are_read_back() {
+        let out = parse(
+            r#"[{"role":"user","content":"a","pinned":true},
+                {"role":"assistant","content":"b","excluded":true},
+                {"role":"user","content":"c","pinned":"yes","excluded":false}]"#,
+        )
+        .unwrap();
+        let flags: Vec<(bool, bool)> = out.messages.iter().map(|m| (m.pinned, m.excluded)).collect();
+        assert_eq!(flags, [(true, false), (false, true), (false, false)]);
     }
 
     #[test]

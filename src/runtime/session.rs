@@ -48,6 +48,12 @@ pub enum RuntimeError {
     /// do); nothing changed.
     #[error("{0}")]
     Edit(String),
+    /// `MSG` names no single active message (a bad argument).
+    #[error(transparent)]
+    Message(#[from] super::message_ref::MessageRefError),
+    /// Pin, unpin, exclude or include was refused; nothing changed.
+    #[error(transparent)]
+    Control(#[from] super::context_control::ControlError),
     /// A config value is invalid (one sentence naming it).
     #[error("{0}; fix it in config.toml")]
     Config(String),

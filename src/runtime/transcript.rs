@@ -8,7 +8,10 @@ use serde_json::{Value, json};
 use std::fmt::Write as _;
 
 /// One message in the OpenAI chat-completions shape (`role`, `content`,
-/// `tool_calls[].function.{name, arguments}`, `tool_call_id`).
+/// `tool_calls[].function.{name, arguments}`, `tool_call_id`), plus strata's
+/// own `"pinned": true` and `"excluded": true` when the message has them
+/// (absent otherwise; `strata import` reads them back, other readers of the
+/// OpenAI shape ignore them).
 #[must_use]
 pub fn openai_message(m: &Message) -> Value {
     let mut v = json!({ "role": m.role.as_str() });
@@ -27,6 +30,12 @@ pub fn openai_message(m: &Message) -> Value {
     }
     if let Some(id) = &m.tool_call_id {
         v["tool_call_id"] = Value::String(id.clone());
+    }
+    if m.pinned {
+        v["pinned"] = Value::Bool(true);
+    }
+    if m.excluded {
+        v["excluded"] = Value::Bool(true);
     }
     v
 }
@@ -52,10 +61,13 @@ pub fn export_markdown(session: &Session, prompt: Option<&SystemPrompt>, message
     markdown(session, prompt, messages, false)
 }
 
-/// What `strata show` prints: [`export_markdown`] with each message's
-/// token count in its heading (`## User · 24 tokens`, from
-/// [`Message::tokens`]; nothing for a message without a count) and their
-/// sum in the header.
+/// What `strata show` prints: [`export_markdown`] with each active
+/// message's position (`pos`, counting from 1 among the active messages,
+/// what `strata pin|exclude ID MSG` take) and token count in its heading
+/// (`## 3 · User · 24 tokens`, the count from [`Message::tokens`]; none for
+/// a message without one), `archived` instead of a position for an
+/// archived one, `pinned` and `excluded` when set, and the counts' sum in
+/// the header.
 #[must_use]
 pub fn show_markdown(session: &Session, prompt: Option<&SystemPrompt>, messages: &[Message]) -> String {
     markdown(session, prompt, messages, true)
@@ -96,6 +108,7 @@ fn markdown(session: &Session, prompt: Option<&SystemPrompt>, messages: &[Messag
             fenced("text", &p.text)
         );
     }
+    let mut pos = 0;
     for m in messages {
         let heading = match m.role {
             Role::System => "System",
@@ -103,7 +116,16 @@ fn markdown(session: &Session, prompt: Option<&SystemPrompt>, messages: &[Messag
             Role::Assistant => "Assistant",
             Role::Tool => "Tool result",
         };
-        let _ = write!(out, "## {heading}");
+        out.push_str("## ");
+        if tokens {
+            if m.archived_by.is_some() {
+                out.push_str("archived · ");
+            } else {
+                pos += 1;
+                let _ = write!(out, "{pos} · ");
+            }
+        }
+        out.push_str(heading);
         if let Some(id) = &m.tool_call_id {
             let _ = write!(out, " (`{id}`)");
         }
@@ -119,6 +141,12 @@ fn markdown(session: &Session, prompt: Option<&SystemPrompt>, messages: &[Messag
         if let Some(count) = m.tokens.as_ref().filter(|_| tokens) {
             let unit = if count.tokens == 1 { "token" } else { "tokens" };
             let _ = write!(out, " · {} {unit}", group_digits(u64::from(count.tokens)));
+        }
+        if tokens && m.pinned {
+            out.push_str(" · pinned");
+        }
+        if tokens && m.excluded {
+            out.push_str(" · excluded");
         }
         out.push_str("\n\n");
         if m.role == Role::Tool {
@@ -261,16 +289,24 @@ mod tests {
             });
             m
         };
-        let messages = [
-            counted(Role::User, "hi", 1),
-            counted(Role::Assistant, "hello there", 1_204),
-        ];
+        let mut archived = counted(Role::User, "old", 3);
+        archived.archived_by = Some(crate::domain::CompactionId::new());
+        let mut pinned = counted(Role::User, "hi", 1);
+        pinned.pinned = true;
+        let messages = [archived, pinned, counted(Role::Assistant, "hello there", 1_204)];
         let md = show_markdown(&session, None, &messages);
+        assert!(md.contains("## archived · User · 3 tokens\n"), "{md}");
+        assert!(md.contains("## 1 · User · 1 token · pinned\n"), "{md}");
+        let messages = &messages[1..];
+        let md = show_markdown(&session, None, messages);
         assert!(md.contains("- messages: 2 · 1,205 tokens\n"), "{md}");
-        assert!(md.contains("## User · 1 token\n"), "{md}");
-        assert!(md.contains("## Assistant · 1,204 tokens\n"), "{md}");
-        let export = export_markdown(&session, None, &messages);
-        assert!(!export.contains("tokens"), "{export}");
+        assert!(md.contains("## 1 · User · 1 token · pinned\n"), "{md}");
+        assert!(md.contains("## 2 · Assistant · 1,204 tokens\n"), "{md}");
+        let export = export_markdown(&session, None, messages);
+        assert!(
+            !export.contains("tokens") && !export.contains("pinned"),
+            "{export}"
+        );
     }
 
     #[test]
@@ -284,5 +320,10 @@ mod tests {
         let v = openai_message(&m);
         assert!(v["content"].is_null());
         assert_eq!(v["tool_calls"][0]["function"]["name"], "ls");
+        assert!(v.get("pinned").is_none() && v.get("excluded").is_none());
+        m.pinned = true;
+        m.excluded = true;
+        let v = openai_message(&m);
+        assert_eq!((&v["pinned"], &v["excluded"]), (&json!(true), &json!(true)));
     }
 }

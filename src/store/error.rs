@@ -207,6 +207,20 @@ pub enum StoreError {
     #[error("the session changed while it was being compressed; nothing was changed, try again")]
     SessionChanged,
 
+    /// A message to pin, unpin, exclude or include is not an active message
+    /// of the session (archived by a compression or an edit, deleted, or of
+    /// another session). Nothing was changed; not retryable with the same
+    /// id.
+    #[error(
+        "message {id} is not an active message of session {session}, so nothing was changed; pick one of the messages `strata show` lists"
+    )]
+    NotActive {
+        /// The message id.
+        id: String,
+        /// The session id.
+        session: String,
+    },
+
     /// `undo-compress` on a session with no compaction left to undo.
     #[error(
         "session {id} has no compression to undo (every compression of it is undone already, or there was none)"

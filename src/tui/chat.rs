@@ -130,6 +130,7 @@ pub fn report_badge(r: &ReportEntry) -> Option<String> {
             fmt::tokens(u64::from(r.tokens_before)),
             fmt::tokens(u64::from(r.tokens_after))
         ),
+        Action::Excluded => format!("excluded −{}", fmt::tokens(u64::from(r.tokens_before))),
         Action::Pruned => "pruned".to_owned(),
         Action::Dropped => "dropped".to_owned(),
         Action::Repaired => "repaired".to_owned(),

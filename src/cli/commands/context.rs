@@ -1,4 +1,5 @@
-//! `strata context ID`: the token budget of a session's next request.
+//! `strata context ID`: the token budget of a session's next request
+//! (`--list`: the context list's rows, see `control`).
 
 use super::{Env, print_json};
 use crate::cli::args::ContextArgs;
@@ -25,14 +26,27 @@ pub fn context(env: &Env, args: &ContextArgs) -> anyhow::Result<()> {
             servers.servers.values().filter(|s| s.enabled).count()
         );
         let mcp = rt.block_on(runtime.start_mcp(&servers, &workspace, &lookup));
-        let report = runtime.context_report(&session, &choice, mcp.as_ref());
+        let result = if args.list {
+            super::control::context_list(&mut runtime, &session, &choice, mcp.as_ref(), args).map(|()| None)
+        } else {
+            runtime
+                .context_report(&session, &choice, mcp.as_ref())
+                .map(Some)
+                .map_err(Into::into)
+        };
         if let Some(mcp) = &mcp {
             rt.block_on(mcp.shutdown());
         }
-        Some(report?)
+        match result? {
+            Some(report) => Some(report),
+            None => return Ok(()),
+        }
     } else {
         None
     };
+    if args.list && mcp.is_none() {
+        return super::control::context_list(&mut runtime, &session, &choice, None, args);
+    }
     let report = match mcp {
         Some(report) => report,
         None => runtime.context_report(&session, &choice, None)?,

@@ -106,13 +106,20 @@ pub fn show(env: &Env, args: &ShowArgs) -> anyhow::Result<()> {
     let prompt = runtime.current_prompt(session.id)?;
     let messages = runtime.counted_messages(&session, args.archived)?;
     if args.json {
+        let mut pos = 0;
         let messages: Vec<_> = messages
             .iter()
             .map(|m| {
+                // Position among the active messages, as MSG arguments take it.
+                let here = m.archived_by.is_none().then(|| {
+                    pos += 1;
+                    pos
+                });
                 json!({
-                    "id": m.id, "seq": m.seq, "role": m.role, "content": m.content,
+                    "id": m.id, "pos": here, "seq": m.seq, "role": m.role, "content": m.content,
                     "tool_calls": m.tool_calls, "tool_call_id": m.tool_call_id, "kind": m.kind,
                     "status": m.status, "archived_by": m.archived_by, "pinned": m.pinned,
+                    "excluded": m.excluded,
                     "tokens": m.tokens.as_ref().map(|t| t.tokens),
                     "tool": m.tool,
                 })

@@ -44,11 +44,15 @@ pub(super) fn assemble_plan(
         v
     };
     let first = p.summarised[0];
+    // The summary's neighbours are the messages sent next to it: excluded
+    // ones are not; a message of an excluded unit is never merged into (it
+    // stays as it is), so the summary then stands alone.
+    let sent = |i: usize| !is_summarised[i] && !p.left_out[i];
     let prev = (0..first)
         .rev()
-        .find(|&i| !is_summarised[i])
+        .find(|&i| sent(i))
         .and_then(|i| p.view[i].as_ref());
-    let next_index = (first + 1..n).find(|&i| !is_summarised[i]);
+    let next_index = (first + 1..n).find(|&i| sent(i)).filter(|&i| !p.held[i]);
     let next = next_index.and_then(|i| p.view[i].as_ref());
     let (summary, merged) = summary_message(body, prev, next, p.first_seq, now_ms, p.session_id);
     let merged_index = merged.and(next_index);

@@ -403,6 +403,8 @@ mod tests {
     fn row(pos: usize, role: Role, tokens: u32, state: RowState) -> ContextRow {
         ContextRow {
             pos: Some(pos),
+            seq: pos as i64,
+            excluded: state == RowState::Excluded,
             message_id: MessageId::new(),
             role,
             kind: MessageKind::Normal,

@@ -1,0 +1,231 @@
+//! `strata pin|unpin|exclude|include ID MSG` and `strata context ID --list`:
+//! the user's pins and exclusions, and the context list's rows.
+
+use super::{Env, print_json};
+use crate::cli::args::{ContextArgs, ControlArgs};
+use crate::cli::output::{pad, printable, thousands, width};
+use std::io::{BufWriter, Write};
+use strata::domain::Role;
+use strata::pipeline::{ContextRow, RowState, keep_tool_outputs, sort_by_cost};
+use strata::runtime::{ControlAction, ControlMessage, ControlOutcome};
+
+pub fn control(env: &Env, args: &ControlArgs, action: ControlAction) -> anyhow::Result<()> {
+    let mut runtime = env.runtime()?;
+    let session = runtime.find_session(&args.id)?;
+    let outcome = match action {
+        ControlAction::Pin | ControlAction::Unpin => {
+            let choice = env.choice_for(&session)?;
+            runtime.set_pin(&session, &choice, &args.msg, action == ControlAction::Pin)?
+        }
+        ControlAction::Exclude | ControlAction::Include => {
+            runtime.set_excluded(&session, &args.msg, action == ControlAction::Exclude)?
+        }
+    };
+    if args.json {
+        return print_json(&outcome);
+    }
+    writeln!(std::io::stdout(), "{}", line(&outcome))?;
+    Ok(())
+}
+
+/// `1.2k` for 1,234 tokens, `850` under a thousand.
+fn short(tokens: u64) -> String {
+    if tokens < 1_000 {
+        tokens.to_string()
+    } else {
+        format!("{:.1}k", tokens as f64 / 1_000.0)
+    }
+}
+
+/// `user`, `tool read_file`, `calls read_file, grep`.
+fn what(m: &ControlMessage) -> String {
+    match (m.role, m.tools.is_empty()) {
+        (Role::Tool, false) => format!("tool {}", m.tools.join(", ")),
+        (Role::Assistant, false) => format!("calls {}", m.tools.join(", ")),
+        (role, _) => role.as_str().to_owned(),
+    }
+}
+
+/// The outcome as one line: `Excluded message 7 (tool read_file, −1.2k tokens).`
+fn line(o: &ControlOutcome) -> String {
+    let pos = o.target.pos;
+    let what = what(&o.target);
+    let pinned = match (o.pinned_tokens, o.pinned_limit) {
+        (Some(t), Some(l)) => format!(
+            "; pinned messages take {} of at most {} tokens",
+            short(t),
+            short(l)
+        ),
+        _ => String::new(),
+    };
+    if o.changed.is_empty() {
+        let state = match o.action {
+            ControlAction::Pin => "already pinned",
+            ControlAction::Unpin => "not pinned",
+            ControlAction::Exclude => "already excluded",
+            ControlAction::Include => "not excluded",
+        };
+        return format!("Message {pos} ({what}) is {state}; nothing changed.");
+    }
+    let others = o.changed.iter().filter(|c| c.pos != pos).count();
+    let with = match others {
+        0 => String::new(),
+        1 => " with 1 other message of its tool call".to_owned(),
+        n => format!(" with {n} other messages of its tool call"),
+    };
+    let tokens = short(o.tokens);
+    match o.action {
+        ControlAction::Exclude => format!("Excluded message {pos}{with} ({what}, −{tokens} tokens)."),
+        ControlAction::Include => format!("Included message {pos}{with} ({what}, +{tokens} tokens)."),
+        ControlAction::Pin => format!("Pinned message {pos} ({what}, {tokens} tokens){pinned}."),
+        ControlAction::Unpin => format!("Unpinned message {pos}{with} ({what}){pinned}."),
+    }
+}
+
+/// `strata context ID --list [--by-cost] [--tools] [--json]`.
+pub fn context_list(
+    runtime: &mut strata::runtime::Runtime,
+    session: &strata::domain::Session,
+    choice: &strata::config::ModelChoice,
+    mcp: Option<&strata::runtime::McpSession>,
+    args: &ContextArgs,
+) -> anyhow::Result<()> {
+    let mut rows = runtime.context_rows(session, choice, mcp)?;
+    if args.tools {
+        keep_tool_outputs(&mut rows);
+    }
+    if args.by_cost {
+        sort_by_cost(&mut rows);
+    }
+    if args.json {
+        return print_json(&rows);
+    }
+    print_rows(&rows)
+}
+
+/// The state column: `kept`, `truncated 1,200→300`, `summarised`, ….
+fn state(row: &ContextRow) -> String {
+    match row.state {
+        RowState::Kept => "kept".to_owned(),
+        RowState::Truncated { from, to } => {
+            format!(
+                "truncated {}→{}",
+                thousands(u64::from(from)),
+                thousands(u64::from(to))
+            )
+        }
+        RowState::Pruned => "pruned".to_owned(),
+        RowState::Dropped => "dropped".to_owned(),
+        RowState::Excluded => "excluded".to_owned(),
+        RowState::Pinned => "pinned".to_owned(),
+        RowState::Summarised { .. } => "summarised".to_owned(),
+        RowState::Archived { .. } => "archived".to_owned(),
+    }
+}
+
+/// The aligned table: pos · role · state · tokens · preview.
+fn print_rows(rows: &[ContextRow]) -> anyhow::Result<()> {
+    let mut out = BufWriter::with_capacity(64 * 1024, std::io::stdout().lock());
+    if rows.is_empty() {
+        writeln!(out, "No messages.")?;
+        out.flush()?;
+        return Ok(());
+    }
+    let cells: Vec<[String; 5]> = rows
+        .iter()
+        .map(|r| {
+            let role = match (r.role, r.tools.first()) {
+                (Role::Tool, Some(name)) => format!("tool {name}"),
+                (role, _) => role.as_str().to_owned(),
+            };
+            [
+                r.pos.map_or_else(|| "–".to_owned(), |p| p.to_string()),
+                printable(&role).into_owned(),
+                state(r),
+                thousands(u64::from(r.tokens)),
+                printable(&r.preview).into_owned(),
+            ]
+        })
+        .collect();
+    let header = ["pos", "role", "state", "tokens", "preview"];
+    let widths: Vec<usize> = (0..4)
+        .map(|c| {
+            cells
+                .iter()
+                .map(|row| width(&row[c]))
+                .max()
+                .unwrap_or(0)
+                .max(header[c].len())
+        })
+        .collect();
+    let right = |text: &str, w: usize| format!("{}{text}", " ".repeat(w.saturating_sub(width(text))));
+    writeln!(
+        out,
+        "{}  {}  {}  {}  {}",
+        right(header[0], widths[0]),
+        pad(header[1], widths[1]),
+        pad(header[2], widths[2]),
+        right(header[3], widths[3]),
+        header[4]
+    )?;
+    for row in &cells {
+        writeln!(
+            out,
+            "{}  {}  {}  {}  {}",
+            right(&row[0], widths[0]),
+            pad(&row[1], widths[1]),
+            pad(&row[2], widths[2]),
+            right(&row[3], widths[3]),
+            row[4]
+        )?;
+    }
+    out.flush()?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use strata::domain::{MessageId, SessionId};
+
+    fn outcome(action: ControlAction, changed: usize) -> ControlOutcome {
+        let target = ControlMessage {
+            pos: 7,
+            message_id: MessageId::new(),
+            role: Role::Tool,
+            tools: vec!["read_file".into()],
+        };
+        ControlOutcome {
+            action,
+            session_id: SessionId::new(),
+            target: target.clone(),
+            changed: vec![target; changed],
+            tokens: 1_234,
+            pinned_tokens: None,
+            pinned_limit: None,
+        }
+    }
+
+    #[test]
+    fn outcomes_read_as_one_line() {
+        assert_eq!(
+            line(&outcome(ControlAction::Exclude, 1)),
+            "Excluded message 7 (tool read_file, −1.2k tokens)."
+        );
+        assert_eq!(
+            line(&outcome(ControlAction::Include, 1)),
+            "Included message 7 (tool read_file, +1.2k tokens)."
+        );
+        assert_eq!(
+            line(&outcome(ControlAction::Exclude, 0)),
+            "Message 7 (tool read_file) is already excluded; nothing changed."
+        );
+        let mut pinned = outcome(ControlAction::Pin, 1);
+        pinned.pinned_tokens = Some(3_400);
+        pinned.pinned_limit = Some(64_000);
+        assert_eq!(
+            line(&pinned),
+            "Pinned message 7 (tool read_file, 1.2k tokens); pinned messages take 3.4k of at most 64.0k tokens."
+        );
+    }
+}
