@@ -11,6 +11,7 @@ mod chat;
 mod compress;
 mod context;
 mod context_control;
+mod control_wording;
 pub mod doctor;
 mod edit_message;
 mod import;
