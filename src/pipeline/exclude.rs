@@ -216,7 +216,7 @@ mod tests {
         h[0].excluded = true;
         let ex = exclusions(&h);
         assert_eq!(ex.out, [true, false, true, true, false, false, false]);
-        assert_eq!(excluded_units(&h)[0], true);
-        assert_eq!(excluded_units(&h)[5], false);
+        assert!(excluded_units(&h)[0]);
+        assert!(!excluded_units(&h)[5]);
     }
 }

@@ -39,8 +39,8 @@ pub struct ContextReport {
     /// expected to count.
     pub calibrated_input_tokens: u64,
     /// What the per-turn pipeline would do to each stored message in the
-    /// next request (`kept`, `truncated`, `pruned`, `dropped`, `repaired`,
-    /// `merged`); empty when the request cannot be prepared.
+    /// next request (`kept`, `truncated`, `pruned`, `dropped`, `excluded`,
+    /// `repaired`, `merged`); empty when the request cannot be prepared.
     pub report: Vec<ReportEntry>,
     /// Input tokens of the prepared request (after the pipeline), or `None`
     /// when it cannot be prepared (`prepare_error` says why).

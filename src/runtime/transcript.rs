@@ -64,10 +64,10 @@ pub fn export_markdown(session: &Session, prompt: Option<&SystemPrompt>, message
 /// What `strata show` prints: [`export_markdown`] with each active
 /// message's position (`pos`, counting from 1 among the active messages,
 /// what `strata pin|exclude ID MSG` take) and token count in its heading
-/// (`## 3 · User · 24 tokens`, the count from [`Message::tokens`]; none for
-/// a message without one), `archived` instead of a position for an
-/// archived one, `pinned` and `excluded` when set, and the counts' sum in
-/// the header.
+/// (`## 3 · User · pinned · 24 tokens`, the count from [`Message::tokens`];
+/// none for a message without one), `archived` instead of a position for
+/// an archived one, `pinned` and `excluded` when set, and the counts' sum
+/// in the header.
 #[must_use]
 pub fn show_markdown(session: &Session, prompt: Option<&SystemPrompt>, messages: &[Message]) -> String {
     markdown(session, prompt, messages, true)
@@ -138,15 +138,15 @@ fn markdown(session: &Session, prompt: Option<&SystemPrompt>, messages: &[Messag
                 let _ = write!(out, " · whole output in `{path}`");
             }
         }
-        if let Some(count) = m.tokens.as_ref().filter(|_| tokens) {
-            let unit = if count.tokens == 1 { "token" } else { "tokens" };
-            let _ = write!(out, " · {} {unit}", group_digits(u64::from(count.tokens)));
-        }
         if tokens && m.pinned {
             out.push_str(" · pinned");
         }
         if tokens && m.excluded {
             out.push_str(" · excluded");
+        }
+        if let Some(count) = m.tokens.as_ref().filter(|_| tokens) {
+            let unit = if count.tokens == 1 { "token" } else { "tokens" };
+            let _ = write!(out, " · {} {unit}", group_digits(u64::from(count.tokens)));
         }
         out.push_str("\n\n");
         if m.role == Role::Tool {
@@ -296,11 +296,11 @@ mod tests {
         let messages = [archived, pinned, counted(Role::Assistant, "hello there", 1_204)];
         let md = show_markdown(&session, None, &messages);
         assert!(md.contains("## archived · User · 3 tokens\n"), "{md}");
-        assert!(md.contains("## 1 · User · 1 token · pinned\n"), "{md}");
+        assert!(md.contains("## 1 · User · pinned · 1 token\n"), "{md}");
         let messages = &messages[1..];
         let md = show_markdown(&session, None, messages);
         assert!(md.contains("- messages: 2 · 1,205 tokens\n"), "{md}");
-        assert!(md.contains("## 1 · User · 1 token · pinned\n"), "{md}");
+        assert!(md.contains("## 1 · User · pinned · 1 token\n"), "{md}");
         assert!(md.contains("## 2 · Assistant · 1,204 tokens\n"), "{md}");
         let export = export_markdown(&session, None, messages);
         assert!(
