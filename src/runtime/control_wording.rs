@@ -67,3 +67,49 @@ fn line(o: &ControlOutcome) -> String {
     }
 }
 
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::domain::{MessageId, SessionId};
+
+    fn outcome(action: ControlAction, changed: usize) -> ControlOutcome {
+        let target = ControlMessage {
+            pos: 7,
+            message_id: MessageId::new(),
+            role: Role::Tool,
+            tools: vec!["read_file".into()],
+        };
+        ControlOutcome {
+            action,
+            session_id: SessionId::new(),
+            target: target.clone(),
+            changed: vec![target; changed],
+            tokens: 1_234,
+            pinned_tokens: None,
+            pinned_limit: None,
+        }
+    }
+
+    #[test]
+    fn outcomes_read_as_one_line() {
+        assert_eq!(
+            line(&outcome(ControlAction::Exclude, 1)),
+            "Excluded message 7 (tool read_file, −1.2k tokens)."
+        );
+        assert_eq!(
+            line(&outcome(ControlAction::Include, 1)),
+            "Included message 7 (tool read_file, +1.2k tokens)."
+        );
+        assert_eq!(
+            line(&outcome(ControlAction::Exclude, 0)),
+            "Message 7 (tool read_file) is already excluded; nothing changed."
+        );
+        let mut pinned = outcome(ControlAction::Pin, 1);
+        pinned.pinned_tokens = Some(3_400);
+        pinned.pinned_limit = Some(64_000);
+        assert_eq!(
+            line(&pinned),
+            "Pinned message 7 (tool read_file, 1.2k tokens); pinned messages take 3.4k of at most 64.0k tokens."
+        );
+    }
+}

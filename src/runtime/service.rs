@@ -17,7 +17,7 @@ mod snapshot;
 pub mod view;
 pub mod watch;
 
-pub use session::{Command, EnvLookup, Launch, McpAction, SessionService};
+pub use session::{Command, CompressAsk, EnvLookup, Launch, McpAction, SessionService};
 pub use view::{ContextSnapshot, ExportFormat, Opening, RequestView, SessionView, short_id};
 
 use crate::conversation::Phase;
@@ -94,6 +94,13 @@ pub enum ServiceEvent {
     /// An automatic compression ran inside a turn, or found nothing to do
     /// (its feedback line is for people; the rest for scripts).
     Compressed(Box<crate::runtime::CompressOutcome>),
+    /// A previewed compression: what would be stored (`preview` set,
+    /// `summary` the body alone), waiting for `Command::ApplyPreview` or
+    /// `Command::CancelPreview`.
+    CompressPreview(Box<crate::runtime::CompressOutcome>),
+    /// The context list's rows (every message, its state in the next
+    /// request and its tokens).
+    ContextList(Vec<crate::pipeline::ContextRow>),
     /// A tool call started, printed, finished or waits for approval.
     Tool(ToolEvent),
     /// A one-line notice (feedback of a command).

@@ -147,6 +147,7 @@ async fn event_loop(
 ) -> anyhow::Result<Option<SessionId>> {
     let size = terminal.size()?;
     let mut app = App::new(keymap, size.width, size.height);
+    app.set_compress_preview(launch.config.compression.preview);
     if let Some(w) = warnings.first() {
         app.handle(AppEvent::Error(w.clone()));
     }

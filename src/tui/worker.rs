@@ -28,6 +28,8 @@ enum Job {
     /// A turn with its cancel signal (made when the effect is queued, so a
     /// cancel that arrives before the turn starts is not lost).
     Send(String, oneshot::Receiver<()>),
+    /// Edit and resend: a turn too.
+    EditSend(crate::domain::MessageId, String, oneshot::Receiver<()>),
     Run(Command),
 }
 
@@ -78,10 +80,41 @@ impl From<ServiceEvent> for AppEvent {
             ServiceEvent::Request(r) => Self::Request(r),
             ServiceEvent::Stale(layers) => Self::Stale(layers),
             ServiceEvent::Compressed(outcome) => Self::Notice(outcome.feedback),
+            ServiceEvent::CompressPreview(outcome) => Self::CompressPreview(Box::new(preview_view(&outcome))),
+            ServiceEvent::ContextList(rows) => Self::ContextList(rows),
             ServiceEvent::Tool(t) => Self::Tool(t),
             ServiceEvent::Notice(n) => Self::Notice(n),
             ServiceEvent::Error(e) => Self::Error(e),
         }
+    }
+}
+
+/// What the preview overlay shows of a previewed compression.
+fn preview_view(o: &crate::runtime::CompressOutcome) -> super::event::CompressPreviewView {
+    super::event::CompressPreviewView {
+        summary: o.summary.clone().unwrap_or_default(),
+        messages_before: o.messages_before,
+        messages_after: o.messages_after,
+        tokens_before: o.tokens_before,
+        tokens_after: o.tokens_after,
+        kept_verbatim: o
+            .kept_verbatim
+            .iter()
+            .map(|k| super::event::KeptRow {
+                pos: k.pos,
+                role: k.role,
+                tokens: k.tokens,
+                preview: k.preview.clone(),
+            })
+            .collect(),
+        topic: o.topic.clone(),
+        summarizer: o
+            .summarizer
+            .as_ref()
+            .map(|s| s.as_str().to_owned())
+            .unwrap_or_default(),
+        warnings: o.warnings.clone(),
+        grows: o.tokens_after > o.tokens_before,
     }
 }
 
@@ -186,15 +219,36 @@ impl Driver {
             Effect::Resume(id) => Command::Resume(id),
             Effect::Rename(title) => Command::Rename(title),
             Effect::Fork => Command::Fork,
-            Effect::Compress(ask) => Command::Compress(ask.topic),
-            Effect::LoadContextList
-            | Effect::SetPinned { .. }
-            | Effect::SetExcluded { .. }
-            | Effect::ApplyPreview { .. }
-            | Effect::CancelPreview
-            | Effect::EditResend { .. }
-            | Effect::UndoEditMessage
-            | Effect::EditInEditor(_) => return true,
+            Effect::Compress(ask) => Command::Compress(crate::runtime::service::CompressAsk {
+                topic: ask.topic,
+                keep_last: ask.keep_last,
+                up_to: ask.up_to,
+                preview: ask.preview,
+            }),
+            Effect::LoadContextList => Command::ContextList,
+            Effect::SetPinned { message, on } => Command::Pin { message, on },
+            Effect::SetExcluded { message, on } => Command::Exclude { message, on },
+            Effect::ApplyPreview {
+                summary,
+                edited,
+                force,
+            } => Command::ApplyPreview {
+                summary,
+                edited,
+                force,
+            },
+            Effect::CancelPreview => Command::CancelPreview,
+            Effect::UndoEditMessage => Command::UndoEditMessage,
+            Effect::EditResend { message, text } => {
+                let (tx, rx) = oneshot::channel();
+                if let Ok(mut slot) = self.cancel.lock() {
+                    *slot = Some(tx);
+                }
+                let _ = self.jobs.send(Job::EditSend(message, text, rx));
+                return true;
+            }
+            // Run by the terminal loop itself (it owns the screen).
+            Effect::EditInEditor(_) => return true,
             Effect::UndoCompress => Command::UndoCompress,
             Effect::Reload => Command::Reload,
             Effect::Model(name) => Command::Model(name),
@@ -263,6 +317,14 @@ async fn run_service(
                     }
                 };
                 service.send(text, cancel).await
+            }
+            Job::EditSend(message, text, rx) => {
+                let cancel = async move {
+                    if rx.await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                };
+                service.edit_and_send(message, text, cancel).await
             }
             Job::Run(command) => service.run(command).await,
         };

@@ -334,7 +334,9 @@ impl Printer {
             | ServiceEvent::DraftTokens { .. }
             | ServiceEvent::Sessions { .. }
             | ServiceEvent::Request(_)
-            | ServiceEvent::Stale(_) => {}
+            | ServiceEvent::Stale(_)
+            | ServiceEvent::CompressPreview(_)
+            | ServiceEvent::ContextList(_) => {}
         }
     }
 

@@ -17,11 +17,13 @@ use std::path::PathBuf;
 use std::sync::{Arc, mpsc as std_mpsc};
 
 mod commands;
+mod control;
 mod mcp;
 mod tools;
 mod turn;
 
 pub use commands::Command;
+pub use control::CompressAsk;
 pub use mcp::McpAction;
 
 /// Reads an environment variable (injected so tests need not touch the
@@ -87,6 +89,8 @@ pub struct SessionService {
     /// Notified by the client to send without the servers still starting
     /// (the app's Esc while the phase says so).
     skip: Arc<tokio::sync::Notify>,
+    /// A previewed compression waiting for the user's answer.
+    preview: Option<control::PendingPreview>,
     /// Whether the config-over-server window note was said.
     window_said: std::sync::atomic::AtomicBool,
     /// Approval answers from the client, read by the turn.
@@ -194,6 +198,7 @@ impl SessionService {
             mcp_launch: None,
             mcp: None,
             skip: Arc::new(tokio::sync::Notify::new()),
+            preview: None,
             window_said: std::sync::atomic::AtomicBool::new(false),
             approvals: tokio::sync::mpsc::unbounded_channel(),
         })
@@ -232,7 +237,12 @@ impl SessionService {
     /// One sentence saying what went wrong and what to do; nothing changed.
     pub async fn run(&mut self, command: Command) -> anyhow::Result<()> {
         match command {
-            Command::Compress(topic) => self.compress(topic).await,
+            Command::Compress(ask) => self.compress_with(ask).await,
+            Command::ApplyPreview {
+                summary,
+                edited,
+                force,
+            } => self.apply_preview(summary, edited, force).await,
             other => self.command(other),
         }
     }

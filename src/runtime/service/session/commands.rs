@@ -20,8 +20,38 @@ pub enum Command {
     Rename(String),
     /// Fork the current session.
     Fork,
-    /// Compress the history, with an optional focus topic.
-    Compress(Option<String>),
+    /// Compress the history (`/compress [topic]`, `/compress here N`,
+    /// "compress up to here"), with or without a preview first.
+    Compress(super::CompressAsk),
+    /// Store the previewed compression with this summary.
+    ApplyPreview {
+        /// The summary, as shown or as the user edited it.
+        summary: String,
+        /// Whether the user changed it.
+        edited: bool,
+        /// Apply it even though it makes the request bigger.
+        force: bool,
+    },
+    /// Drop the waiting preview.
+    CancelPreview,
+    /// Send the context list's rows.
+    ContextList,
+    /// Pin or unpin a message.
+    Pin {
+        /// The message.
+        message: crate::domain::MessageId,
+        /// Pin or unpin.
+        on: bool,
+    },
+    /// Exclude or include a message (with its tool call unit).
+    Exclude {
+        /// The message.
+        message: crate::domain::MessageId,
+        /// Exclude or include.
+        on: bool,
+    },
+    /// Undo the latest edit and resend.
+    UndoEditMessage,
     /// Undo the last compression.
     UndoCompress,
     /// Apply changed instruction files, memory and skills.
@@ -93,40 +123,6 @@ fn hosted_provider(model: &str) -> Option<ProviderKind> {
 }
 
 impl SessionService {
-    /// `/compress [topic]`: a manual compression with the session's
-    /// summariser (the connected provider when it is a model); the feedback
-    /// line goes to the status bar and the summary appears in the chat.
-    pub(super) async fn compress(&mut self, topic: Option<String>) -> anyhow::Result<()> {
-        let Some(session) = self.session.clone() else {
-            anyhow::bail!("this session is empty; there is nothing to compress yet");
-        };
-        let choice = self.choice()?;
-        let request = crate::runtime::CompressRequest {
-            force: false,
-            trigger: crate::compress::Trigger::Manual,
-            topic,
-            summarizer: crate::runtime::SummarizerArg::Config,
-            dry_run: false,
-            choice: &choice,
-            provider: self.connected.as_ref().map(|c| c.provider.as_ref()),
-            keep_last: None,
-            up_to: None,
-            summary: None,
-            summary_edited: false,
-            preview: false,
-        };
-        let outcome = self.runtime.compress(&session, &request).await?;
-        self.forget_history();
-        self.refresh()?;
-        let line = if outcome.noop {
-            outcome.reason.unwrap_or(outcome.feedback)
-        } else {
-            outcome.feedback
-        };
-        self.emit(ServiceEvent::Notice(line));
-        Ok(())
-    }
-
     pub(super) fn command(&mut self, command: Command) -> anyhow::Result<()> {
         match command {
             Command::NewSession => {
@@ -309,7 +305,12 @@ impl SessionService {
                     }
                 }
             }
-            Command::Compress(_) => {}
+            Command::ContextList => self.context_list()?,
+            Command::Pin { message, on } => self.set_flag(message, true, on)?,
+            Command::Exclude { message, on } => self.set_flag(message, false, on)?,
+            Command::CancelPreview => self.cancel_preview(),
+            Command::UndoEditMessage => self.undo_edit_message()?,
+            Command::Compress(_) | Command::ApplyPreview { .. } => {}
         }
         Ok(())
     }
