@@ -224,7 +224,10 @@ pub fn gather_with_stats(request: &GatherRequest) -> (PromptInputs, ReadStats) {
     } else {
         Vec::new()
     };
-    let skills = if full {
+    // Minimal mode includes none of these, but says which it leaves out:
+    // they are looked for (not sent) so the warning can name them.
+    let minimal = mode == PromptMode::Minimal;
+    let skills = if full || minimal {
         skills::gather_skills(
             &request.config_dir,
             &root,
@@ -235,9 +238,15 @@ pub fn gather_with_stats(request: &GatherRequest) -> (PromptInputs, ReadStats) {
     } else {
         Vec::new()
     };
-    let memory_file = full.then(|| reader.read(&config("MEMORY.md"), None, cap));
-    let user_file = full.then(|| reader.read(&config("USER.md"), None, cap));
-    let bootstrap = (full && request.first_session).then(|| reader.read(&config("BOOTSTRAP.md"), None, cap));
+    let memory_file = (full || minimal).then(|| reader.read(&config("MEMORY.md"), None, cap));
+    let user_file = (full || minimal).then(|| reader.read(&config("USER.md"), None, cap));
+    let bootstrap =
+        ((full || minimal) && request.first_session).then(|| reader.read(&config("BOOTSTRAP.md"), None, cap));
+    let left_out_instructions = if minimal {
+        instructions::other_families(&dirs, &root)
+    } else {
+        Vec::new()
+    };
     let computed = match request.settings.context_cmd.as_deref().map(str::trim) {
         Some(cmd) if full && !cmd.is_empty() => {
             let (out, cmd_warnings) = run_context_cmd("prompt.context_cmd", cmd, &root, CONTEXT_CMD_TIMEOUT);
@@ -261,6 +270,7 @@ pub fn gather_with_stats(request: &GatherRequest) -> (PromptInputs, ReadStats) {
             cwd: shown(&cwd),
         },
         instruction_files,
+        left_out_instructions,
         memory_file,
         user_file,
         bootstrap,

@@ -65,6 +65,29 @@ fn prompt_json_is_deterministic_dated_and_tiled() {
 }
 
 #[test]
+fn minimal_mode_names_the_claude_md_and_memory_it_leaves_out() {
+    let sb = Sandbox::new();
+    std::fs::write(sb.ws().join("CLAUDE.md"), "# Rules\n\nAlways run make test.\n").unwrap();
+    std::fs::write(sb.home.path().join("MEMORY.md"), "- the build uses make\n").unwrap();
+    let json = sb.json(&["prompt", "--mode", "minimal", "--json"]);
+    let said = json["warnings"].to_string();
+    assert!(
+        said.contains("leaves out") && said.contains("CLAUDE.md") && said.contains("MEMORY.md"),
+        "{said}"
+    );
+    let full = sb.json(&["prompt", "--mode", "full", "--json"]);
+    assert!(
+        !full["warnings"].to_string().contains("leaves out"),
+        "{}",
+        full["warnings"]
+    );
+    assert!(
+        full.to_string().contains("Always run make test."),
+        "full mode reads CLAUDE.md"
+    );
+}
+
+#[test]
 fn prompt_text_shows_layer_table_and_warnings() {
     let sb = Sandbox::new();
     std::fs::write(sb.ws().join("AGENTS.md"), b"\x00\x01binary").unwrap();

@@ -43,6 +43,7 @@ fn inputs(mode: PromptMode) -> PromptInputs {
             cwd: "/w".to_owned(),
         },
         instruction_files: vec![SourceText::whole("/w/AGENTS.md", "Use tabs.")],
+        left_out_instructions: Vec::new(),
         memory_file: Some(SourceText::whole("/h/MEMORY.md", "Remember the milk.")),
         user_file: Some(SourceText::missing("/h/USER.md")),
         bootstrap: Some(SourceText::whole("/h/BOOTSTRAP.md", "Say hello.")),

@@ -221,6 +221,10 @@ pub struct PromptInputs {
     pub workspace: WorkspaceFacts,
     /// Instruction files of the chosen families, general to specific.
     pub instruction_files: Vec<SourceText>,
+    /// Minimal mode: instruction files of the families it does not read
+    /// (`.strata.md`, `CLAUDE.md`, Cursor rules) that the workspace has,
+    /// named in its warning; empty otherwise.
+    pub left_out_instructions: Vec<String>,
     /// `MEMORY.md` from the config directory.
     pub memory_file: Option<SourceText>,
     /// `USER.md` from the config directory.

@@ -66,18 +66,21 @@ pub(crate) fn build(inputs: &PromptInputs, warnings: &mut Vec<String>) -> Vec<La
         .collect()
 }
 
-/// Says what the minimal mode leaves out that the workspace has: memory,
-/// skills, the first-session bootstrap, the context command.
+/// Says what the minimal mode leaves out that the workspace has:
+/// instruction files other than `AGENTS.md`, memory, skills, the
+/// first-session bootstrap, the context command.
 fn left_out_in_minimal(inputs: &PromptInputs, warnings: &mut Vec<String>) {
     let found = |f: &Option<SourceText>| {
         f.as_ref()
             .filter(|f| f.status == SourceStatus::Found)
             .map(|f| f.path.clone())
     };
-    let mut left: Vec<String> = [&inputs.memory_file, &inputs.user_file, &inputs.bootstrap]
-        .into_iter()
-        .filter_map(found)
-        .collect();
+    let mut left: Vec<String> = inputs.left_out_instructions.clone();
+    left.extend(
+        [&inputs.memory_file, &inputs.user_file, &inputs.bootstrap]
+            .into_iter()
+            .filter_map(found),
+    );
     if !inputs.skills.is_empty() {
         left.push(format!("the index of {} skill(s)", inputs.skills.len()));
     }

@@ -147,6 +147,7 @@ pub(super) fn context_of(
         blocked_reason,
         tools_off: conversation.tools_off().map(str::to_owned),
         tool_servers: super::tool_costs::tool_servers(conversation, &[]),
+        prompt_warnings: Vec::new(),
     }
 }
 

@@ -224,6 +224,10 @@ pub fn lines(s: &ContextSnapshot, live: Live<'_>, width: u16) -> Vec<Line<'stati
         ));
         out.push(Line::styled("/reload or /new applies", theme::stale()));
     }
+    for w in &s.prompt_warnings {
+        let w = fmt::cut(w, usize::from(width).saturating_sub(2));
+        out.push(Line::styled(format!("⚠ {w}"), theme::stale()));
+    }
     if let Some(c) = &s.last_compaction {
         let how = match c.trigger {
             crate::domain::CompactionTrigger::Auto => "auto",
@@ -334,6 +338,7 @@ mod tests {
             blocked_reason: None,
             tools_off: tools_off.map(str::to_owned),
             tool_servers: None,
+            prompt_warnings: Vec::new(),
         }
     }
 
@@ -342,6 +347,25 @@ mod tests {
             .iter()
             .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
             .collect()
+    }
+
+    #[test]
+    fn what_the_prompt_leaves_out_is_shown_in_the_pane() {
+        let mut s = snapshot(None);
+        s.prompt_warnings =
+            vec!["The minimal prompt mode leaves out /w/CLAUDE.md; the model does not see them.".into()];
+        let shown = text(&lines(&s, Live::default(), 60));
+        assert!(
+            shown
+                .iter()
+                .any(|l| l.starts_with("⚠ The minimal prompt mode leaves out")),
+            "{shown:?}"
+        );
+        assert!(
+            !text(&lines(&snapshot(None), Live::default(), 60))
+                .iter()
+                .any(|l| l.starts_with('⚠'))
+        );
     }
 
     #[test]

@@ -128,6 +128,31 @@ fn read_family(
         .collect()
 }
 
+/// The instruction files of the families minimal mode does not read
+/// (`.strata.md`/`STRATA.md`, `CLAUDE.md`, Cursor rules) that exist along
+/// `dirs`, root first: minimal mode names them when it leaves them out.
+pub(crate) fn other_families(dirs: &[PathBuf], root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for dir in dirs {
+        for name in [".strata.md", "STRATA.md", "CLAUDE.md"] {
+            let path = dir.join(name);
+            if exists(&path) {
+                found.push(path.display().to_string());
+            }
+        }
+    }
+    let rules = root.join(".cursorrules");
+    if exists(&rules) {
+        found.push(rules.display().to_string());
+    }
+    found.extend(
+        mdc_rules(&root.join(".cursor").join("rules"))
+            .iter()
+            .map(|p| p.display().to_string()),
+    );
+    found
+}
+
 /// The instruction files to assemble, in order, with the skipped and blocked
 /// files of families tried on the way (so their warnings show). When no
 /// instruction file exists at all, `<root>/AGENTS.md` is listed as missing.

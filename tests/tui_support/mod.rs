@@ -131,6 +131,7 @@ pub fn context_in(messages: &[Message], window: u64, reserved: u64) -> ContextSn
         blocked_reason: None,
         tools_off: None,
         tool_servers: None,
+        prompt_warnings: Vec::new(),
     }
 }
 

@@ -583,6 +583,7 @@ impl SessionService {
         if let Some(mcp) = self.mcp.as_ref() {
             context.tool_servers = crate::runtime::tool_costs::tool_servers(conversation, &mcp.states());
         }
+        context.prompt_warnings.clone_from(&self.prompt_warnings);
         Some(context)
     }
 

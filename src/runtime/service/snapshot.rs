@@ -60,6 +60,7 @@ pub fn pending_view(
             blocked_reason: None,
             tools_off: crate::runtime::tools_state(&runtime.config, choice).why_off,
             tool_servers: None,
+            prompt_warnings: warnings.clone(),
         }),
     };
     Ok((view, warnings))

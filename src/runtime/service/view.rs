@@ -60,6 +60,10 @@ pub struct ContextSnapshot {
     /// Each server's tools and their tokens (the built-in tools as
     /// `builtin`), when tools are on.
     pub tool_servers: Option<crate::runtime::tool_costs::ToolServers>,
+    /// What the prompt leaves out or refused (an instruction file refused
+    /// as a prompt injection, what the minimal mode drops), one sentence
+    /// each; the pane shows them, the notices log has them whole.
+    pub prompt_warnings: Vec<String>,
 }
 
 /// The request inspector's content.

@@ -113,6 +113,8 @@ impl SessionService {
             for w in warnings.iter().filter(|w| !self.prompt_warnings.contains(w)) {
                 self.emit(ServiceEvent::Notice(format!("warning: {w}")));
             }
+            // The pane keeps showing what the session's prompt left out.
+            self.prompt_warnings = warnings;
             self.session = Some(session);
             self.forget_history();
             // The client learns the session (title, id) and the watch starts.
