@@ -1,0 +1,352 @@
+//! strata against llama.cpp's own `llama-server` serving the test GGUF on
+//! 127.0.0.1: a chat streams with usage and cached tokens; the served
+//! window is discovered (`-c 3072`); a history too long for `-c 512` is
+//! compressed before the first request; an overflow the server reports is
+//! recovered (the stated window wins, compress, retry); the Anthropic
+//! provider streams through the server's `POST /v1/messages`.
+//!
+//! The server is `$LLAMA_SERVER`, else `target/llama-server/bin/llama-server`
+//! (what `scripts/install-llama-server.sh` installs, as `.ci/run` does),
+//! else `llama-server` on `PATH`. Without one the tests say they skipped —
+//! except under `CI=true`, where a missing server is a failure. One server
+//! runs at a time.
+
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
+
+mod common;
+
+use common::{Sandbox, test_model};
+use serde_json::Value;
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+/// One llama-server at a time: the machine has two cores.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn llama_server() -> Option<PathBuf> {
+    if let Some(p) = std::env::var_os("LLAMA_SERVER") {
+        return Some(p.into());
+    }
+    let cached = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/llama-server/bin/llama-server");
+    if cached.is_file() {
+        return Some(cached);
+    }
+    std::env::var_os("PATH").and_then(|paths| {
+        std::env::split_paths(&paths)
+            .map(|d| d.join("llama-server"))
+            .find(|p| p.is_file())
+    })
+}
+
+/// The server binary, or `None` (after saying so) when it is missing
+/// outside CI.
+fn binary_or_skip() -> Option<PathBuf> {
+    let found = llama_server();
+    if found.is_none() {
+        assert!(
+            std::env::var("CI").as_deref() != Ok("true"),
+            "llama-server is missing: .ci/run installs it with scripts/install-llama-server.sh"
+        );
+        eprintln!("skipped: llama-server is not installed (scripts/install-llama-server.sh installs it)");
+    }
+    found
+}
+
+struct Server {
+    child: Child,
+    port: u16,
+}
+
+impl Server {
+    /// `llama-server` on the test model with a window of `ctx` tokens,
+    /// once it answers `GET /health`.
+    fn start(binary: &PathBuf, ctx: u32) -> Self {
+        let port = std::net::TcpListener::bind("127.0.0.1:0")
+            .unwrap()
+            .local_addr()
+            .unwrap()
+            .port();
+        let model = test_model();
+        let child = Command::new(binary)
+            .args([
+                "-m",
+                model.to_str().unwrap(),
+                "--host",
+                "127.0.0.1",
+                "--port",
+                &port.to_string(),
+            ])
+            .args([
+                "-c",
+                &ctx.to_string(),
+                "-np",
+                "1",
+                "-t",
+                "1",
+                "-tb",
+                "1",
+                "--no-webui",
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let server = Self { child, port };
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            assert!(Instant::now() < deadline, "llama-server did not become ready");
+            if server.healthy() {
+                return server;
+            }
+            std::thread::sleep(Duration::from_millis(200));
+        }
+    }
+
+    fn healthy(&self) -> bool {
+        use std::io::{Read, Write};
+        let Ok(mut s) = std::net::TcpStream::connect(("127.0.0.1", self.port)) else {
+            return false;
+        };
+        let _ = s.set_read_timeout(Some(Duration::from_secs(2)));
+        if s.write_all(b"GET /health HTTP/1.1\r\nhost: x\r\nconnection: close\r\n\r\n")
+            .is_err()
+        {
+            return false;
+        }
+        let mut answer = String::new();
+        let _ = s.read_to_string(&mut answer);
+        answer.starts_with("HTTP/1.1 200")
+    }
+
+    fn openai_base(&self) -> String {
+        format!("http://127.0.0.1:{}/v1", self.port)
+    }
+
+    fn root(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn events(out: &Output) -> Vec<Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| serde_json::from_str(l).ok())
+        .collect()
+}
+
+/// `strata ARGS` talking OpenAI to `server`.
+fn openai(sb: &Sandbox, server: &Server, args: &[&str]) -> Output {
+    sb.cmd(args)
+        .env("OPENAI_BASE_URL", server.openai_base())
+        .output()
+        .unwrap()
+}
+
+fn chat(sb: &Sandbox, server: &Server, extra: &[&str], text: &str) -> Vec<Value> {
+    let mut args = vec!["chat", "--json", "--provider", "openai", "--model", "smollm2"];
+    args.extend_from_slice(extra);
+    args.push(text);
+    let out = openai(sb, server, &args);
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    events(&out)
+}
+
+fn of<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
+    events.iter().filter(|e| e["type"] == kind).collect()
+}
+
+/// A history of `pairs` exchanges of about `words` words each, imported as
+/// an OpenAI session of `smollm2`; returns its id.
+fn import_history(sb: &Sandbox, server: &Server, pairs: usize, words: usize) -> String {
+    let filler = "the parser keeps its state in a small table and the tests cover it ";
+    let body = |i: usize| format!("{i}: {}", filler.repeat(words / 13 + 1));
+    let messages: Vec<Value> = (0..pairs)
+        .flat_map(|i| {
+            [
+                serde_json::json!({"role": "user", "content": format!("question {}", body(i))}),
+                serde_json::json!({"role": "assistant", "content": format!("answer {}", body(i))}),
+            ]
+        })
+        .collect();
+    let file = sb.home.path().join("history.json");
+    std::fs::write(&file, serde_json::to_string(&messages).unwrap()).unwrap();
+    let out = openai(
+        sb,
+        server,
+        &[
+            "import",
+            file.to_str().unwrap(),
+            "--provider",
+            "openai",
+            "--model",
+            "smollm2",
+            "--prompt-mode",
+            "none",
+        ],
+    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+}
+
+/// Short replies (the model runs on one thread) and the extractive
+/// summariser, plus `extra` TOML.
+fn config(sb: &Sandbox, extra: &str) {
+    let text = format!("[model]\nmax_tokens = 64\n{extra}[compression]\nsummarizer = \"extractive\"\n");
+    std::fs::write(sb.home.path().join("config.toml"), text).unwrap();
+}
+
+#[test]
+fn a_chat_streams_with_usage_and_the_frozen_prefix_is_cached() {
+    let Some(binary) = binary_or_skip() else { return };
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let server = Server::start(&binary, 2048);
+    let sb = Sandbox::new();
+    config(&sb, "");
+    let first = chat(&sb, &server, &[], "What is the capital of France?");
+    assert!(!of(&first, "delta").is_empty(), "{first:?}");
+    let second = chat(&sb, &server, &[], "And of Italy?");
+    let usage = of(&second, "usage")[0];
+    assert!(usage["prompt_tokens"].as_u64().unwrap() > 0, "{usage}");
+    assert!(
+        usage["cache_read_tokens"].as_u64().unwrap() > 0,
+        "the frozen prefix is cached: {usage}"
+    );
+}
+
+#[test]
+fn the_served_window_is_discovered_and_sizes_the_session() {
+    let Some(binary) = binary_or_skip() else { return };
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let server = Server::start(&binary, 3072);
+    let sb = Sandbox::new();
+    let said = chat(&sb, &server, &[], "Hi");
+    let notices: Vec<String> = of(&said, "notice")
+        .iter()
+        .map(|n| n["message"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(notices.iter().any(|n| n.contains("3,072 tokens")), "{notices:?}");
+    let id = said
+        .iter()
+        .find_map(|e| e["session_id"].as_str())
+        .unwrap()
+        .to_owned();
+    let out = openai(&sb, &server, &["context", &id, "--json", "--no-mcp"]);
+    let ctx: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(ctx["window"], 3072, "{ctx}");
+    assert_eq!(ctx["window_source"], "server");
+    assert_eq!(ctx["reserved_output"], 768, "a quarter of the served window");
+    assert!(ctx["threshold"]["effective"].as_u64().unwrap() < 3072 - 768);
+}
+
+#[test]
+fn a_history_too_long_for_the_served_window_is_compressed_before_the_first_request() {
+    let Some(binary) = binary_or_skip() else { return };
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let server = Server::start(&binary, 512);
+    let sb = Sandbox::new();
+    config(&sb, "");
+    let id = import_history(&sb, &server, 8, 120);
+    let said = chat(
+        &sb,
+        &server,
+        &["--session", &id, "--prompt-mode", "none"],
+        "Sum it up.",
+    );
+    let failed = |e: &&Value| {
+        e["message"]
+            .as_str()
+            .is_some_and(|m| m.contains("400") || m.contains("exceed"))
+    };
+    assert!(!of(&said, "error").iter().any(failed), "no HTTP 400: {said:?}");
+    assert!(!of(&said, "compressed").is_empty(), "compressed first: {said:?}");
+    assert!(!of(&said, "delta").is_empty(), "{said:?}");
+}
+
+#[test]
+fn an_overflow_the_server_reports_is_recovered_with_its_stated_window() {
+    let Some(binary) = binary_or_skip() else { return };
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let server = Server::start(&binary, 1024);
+    let sb = Sandbox::new();
+    // The config says 8,192, so strata sends what the server cannot take.
+    config(&sb, "context_window = 8192\n");
+    let id = import_history(&sb, &server, 10, 150);
+    let said = chat(
+        &sb,
+        &server,
+        &["--session", &id, "--prompt-mode", "none"],
+        "Sum it up.",
+    );
+    let notices: Vec<String> = of(&said, "notice")
+        .iter()
+        .map(|n| n["message"].as_str().unwrap_or_default().to_owned())
+        .collect();
+    assert!(notices.iter().any(|n| n.contains("1,024 tokens")), "{notices:?}");
+    assert!(
+        !of(&said, "delta").is_empty(),
+        "answered after compressing: {said:?}"
+    );
+    let out = openai(&sb, &server, &["context", &id, "--json", "--no-mcp"]);
+    let ctx: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        ctx["window"], 8192,
+        "a new process: the config wins again over a remembered window: {ctx}"
+    );
+}
+
+#[test]
+fn the_anthropic_provider_streams_through_the_server_s_messages_api() {
+    let Some(binary) = binary_or_skip() else { return };
+    let _one = ONE_AT_A_TIME
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let server = Server::start(&binary, 2048);
+    let sb = Sandbox::new();
+    config(&sb, "");
+    let out = sb
+        .cmd(&[
+            "chat",
+            "--json",
+            "--provider",
+            "anthropic",
+            "--model",
+            "smollm2",
+            "What is the capital of France?",
+        ])
+        .env("ANTHROPIC_BASE_URL", server.root())
+        .env("ANTHROPIC_API_KEY", "sk-ant-test-local")
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let said = events(&out);
+    assert!(!of(&said, "delta").is_empty(), "{said:?}");
+    let usage = of(&said, "usage")[0];
+    assert!(usage["prompt_tokens"].as_u64().unwrap() > 0, "{usage}");
+}
