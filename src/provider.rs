@@ -10,6 +10,7 @@ pub mod anthropic;
 mod error;
 mod http;
 pub mod local;
+pub mod models;
 pub mod openai;
 mod retry;
 pub mod served_window;

@@ -228,13 +228,19 @@ pub fn gather_with_stats(request: &GatherRequest) -> (PromptInputs, ReadStats) {
     // they are looked for (not sent) so the warning can name them.
     let minimal = mode == PromptMode::Minimal;
     let skills = if full || minimal {
-        skills::gather_skills(
+        // Minimal mode only counts them: what is wrong with one is not said.
+        let mut skill_warnings = Vec::new();
+        let found = skills::gather_skills(
             &request.config_dir,
             &root,
             &request.data_dir,
             &mut reader,
-            &mut warnings,
-        )
+            &mut skill_warnings,
+        );
+        if full {
+            warnings.extend(skill_warnings);
+        }
+        found
     } else {
         Vec::new()
     };

@@ -211,3 +211,32 @@ async fn edit_and_resend_sends_the_new_text_last_and_undo_restores_the_history()
     service.run(Command::UndoEditMessage).await.unwrap();
     assert_eq!(active(&dirs, id), before, "byte for byte");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_model_picker_lists_the_server_s_models_with_the_current_one_first() {
+    let server = Server::with(|_| Reply::sse(tool_sse::openai_text("ok"))).await;
+    server.answer_discovery(
+        "/v1/models",
+        Reply::json(
+            200,
+            r#"{"object":"list","data":[{"id":"qwen2.5:7b"},{"id":"gpt-4o-mini"},{"id":"llama3.2"}]}"#,
+        ),
+    );
+    let dirs = Dirs::new();
+    let (sink, events) = recorder();
+    let mut service = service_support::open_new(&dirs, config(&server), true, sink);
+    service
+        .run(Command::ListChoices(strata::runtime::service::ChoiceKind::Model))
+        .await
+        .unwrap();
+    let names: Vec<String> = events
+        .lock()
+        .unwrap()
+        .iter()
+        .find_map(|e| match e {
+            ServiceEvent::Choices { items, .. } => Some(items.iter().map(|c| c.name.clone()).collect()),
+            _ => None,
+        })
+        .expect("the items");
+    assert_eq!(names, ["gpt-4o-mini", "llama3.2", "qwen2.5:7b"]);
+}

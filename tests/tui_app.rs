@@ -359,3 +359,35 @@ fn a_bare_resume_opens_the_session_picker_and_one_with_an_id_resumes() {
         "{effects:?}"
     );
 }
+
+#[test]
+fn a_bare_model_or_skill_opens_a_picker_that_picks_by_enter() {
+    use strata::runtime::service::{Choice, ChoiceKind};
+    for (command, kind) in [("/model", ChoiceKind::Model), ("/skill", ChoiceKind::Skill)] {
+        let mut app = app_with(80, 24, Vec::new(), None);
+        type_text(&mut app, command);
+        let effects = app.handle(key(KeyCode::Enter));
+        assert!(
+            effects.contains(&Effect::ListChoices(kind)),
+            "{command}: {effects:?}"
+        );
+        let items = ["alpha", "beta", "gamma"]
+            .iter()
+            .map(|n| Choice {
+                name: (*n).to_owned(),
+                detail: String::new(),
+            })
+            .collect();
+        app.handle(AppEvent::Choices { kind, items });
+        let screen = draw(&app, 80, 24);
+        assert!(screen.contains("beta") && screen.contains("search:"), "{screen}");
+        type_text(&mut app, "am");
+        let picked = app.handle(key(KeyCode::Enter));
+        let want = match kind {
+            ChoiceKind::Model => Effect::Model("gamma".into()),
+            ChoiceKind::Skill => Effect::Skill("gamma".into()),
+        };
+        assert!(picked.contains(&want), "{command}: {picked:?}");
+        assert!(app.overlay().is_none());
+    }
+}

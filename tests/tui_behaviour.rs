@@ -309,6 +309,12 @@ async fn compress_shows_the_feedback_line_and_the_summary_and_undo_restores() {
         h.send(&format!("{q}{context}")).await;
     }
     h.command("/compress parser");
+    // The app previews a manual compression first; Enter stores it.
+    h.until("the preview", |a| {
+        matches!(a.overlay(), Some(strata::tui::Overlay::Preview(_)))
+    })
+    .await;
+    h.act(key(KeyCode::Enter));
     h.until("the feedback line", |a| {
         a.notice().is_some_and(|n| n.text.starts_with("Compressed"))
     })

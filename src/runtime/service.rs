@@ -18,7 +18,9 @@ pub mod view;
 pub mod watch;
 
 pub use session::{Command, CompressAsk, EnvLookup, Launch, McpAction, SessionService};
-pub use view::{ContextSnapshot, ExportFormat, Opening, RequestView, SessionView, short_id};
+pub use view::{
+    Choice, ChoiceKind, ContextSnapshot, ExportFormat, Opening, RequestView, SessionView, short_id,
+};
 
 use crate::conversation::Phase;
 use crate::domain::{LayerName, Message, MessageStatus, SessionSummary, Usage};
@@ -101,6 +103,13 @@ pub enum ServiceEvent {
     /// The context list's rows (every message, its state in the next
     /// request and its tokens).
     ContextList(Vec<crate::pipeline::ContextRow>),
+    /// The items of a picker (`Command::ListChoices`).
+    Choices {
+        /// What they are.
+        kind: ChoiceKind,
+        /// The items, in the order to show.
+        items: Vec<Choice>,
+    },
     /// A tool call started, printed, finished or waits for approval.
     Tool(ToolEvent),
     /// A one-line notice (feedback of a command).

@@ -420,6 +420,10 @@ impl App {
                 self.context_rows(rows);
                 Vec::new()
             }
+            AppEvent::Choices { kind, items } => {
+                self.choices(kind, items);
+                Vec::new()
+            }
             AppEvent::CompressPreview(view) => {
                 self.preview_arrived(*view);
                 Vec::new()

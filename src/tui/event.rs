@@ -103,6 +103,13 @@ pub enum AppEvent {
     /// the list is open). One row per message of the session, archived
     /// ones included, in position order.
     ContextList(Vec<crate::pipeline::ContextRow>),
+    /// The items of a picker (the answer to [`Effect::ListChoices`]).
+    Choices {
+        /// Models or skills.
+        kind: crate::runtime::service::ChoiceKind,
+        /// The items.
+        items: Vec<crate::runtime::service::Choice>,
+    },
     /// What a compression would store (the answer to [`Effect::Compress`]
     /// with `preview: true`); nothing was changed yet.
     CompressPreview(Box<CompressPreviewView>),
@@ -155,6 +162,8 @@ pub enum Effect {
     CancelPreview,
     /// Load the context list's rows (answered by [`AppEvent::ContextList`]).
     LoadContextList,
+    /// List the provider's models or the workspace's skills for a picker.
+    ListChoices(crate::runtime::service::ChoiceKind),
     /// Pin (`on`) or unpin a message of the active history.
     SetPinned {
         /// The message.

@@ -8,11 +8,13 @@
 //! scrolls at the cost of one screen.
 
 mod approval;
+mod choices;
 mod context_list;
 mod picker;
 mod preview;
 
 pub use approval::ApprovalPrompt;
+pub use choices::{Choices, Picked};
 pub use context_list::ContextList;
 pub use preview::{Accept, Preview};
 
@@ -80,6 +82,8 @@ pub enum Overlay {
     Approval(Box<ApprovalPrompt>),
     /// Every message with its state in the next request and its tokens.
     ContextList(Box<ContextList>),
+    /// A picker of models (`/model`) or skills (`/skill`).
+    Choices(Box<Choices>),
     /// What a compression would store, before it is stored.
     Preview(Box<Preview>),
     /// One message read whole.
@@ -227,6 +231,14 @@ impl Overlay {
             Self::Approval(a) => a.pager.scroll_by(i64::from(delta)),
             Self::ContextList(l) => l.step(i64::from(delta)),
             Self::Preview(p) => p.scroll(i64::from(delta)),
+            Self::Choices(c) => {
+                let code = if delta > 0 {
+                    crossterm::event::KeyCode::Up
+                } else {
+                    crossterm::event::KeyCode::Down
+                };
+                c.key(code);
+            }
         }
     }
 
@@ -244,6 +256,7 @@ impl Overlay {
             Self::Approval(a) => a.pager.to_top(),
             Self::ContextList(l) => l.home(),
             Self::Preview(p) => p.home(),
+            Self::Choices(_) => {}
         }
     }
 
@@ -261,6 +274,7 @@ impl Overlay {
             Self::Approval(a) => a.pager.to_end(),
             Self::ContextList(l) => l.end(),
             Self::Preview(p) => p.end(),
+            Self::Choices(_) => {}
         }
     }
 }
@@ -324,6 +338,7 @@ pub fn render(
         Overlay::Tools { .. } => " Tools ".to_owned(),
         Overlay::Approval(a) => format!(" Allow {}? ", a.request.call.name),
         Overlay::ContextList(_) => " Context list ".to_owned(),
+        Overlay::Choices(c) => c.title().to_owned(),
         Overlay::Preview(p) if p.editing() => " Compression preview · editing ".to_owned(),
         Overlay::Preview(_) => " Compression preview ".to_owned(),
         Overlay::Message { .. } => " Message ".to_owned(),
@@ -385,6 +400,7 @@ pub fn render(
         ),
         Overlay::Approval(a) => approval::render(a, inner, buf),
         Overlay::ContextList(l) => l.render(inner, buf),
+        Overlay::Choices(c) => c.render(inner, buf),
         Overlay::Preview(p) => p.render(inner, buf),
         Overlay::Message {
             head, text, pager, ..

@@ -82,6 +82,7 @@ impl From<ServiceEvent> for AppEvent {
             ServiceEvent::Compressed(outcome) => Self::Notice(outcome.feedback),
             ServiceEvent::CompressPreview(outcome) => Self::CompressPreview(Box::new(preview_view(&outcome))),
             ServiceEvent::ContextList(rows) => Self::ContextList(rows),
+            ServiceEvent::Choices { kind, items } => Self::Choices { kind, items },
             ServiceEvent::Tool(t) => Self::Tool(t),
             ServiceEvent::Notice(n) => Self::Notice(n),
             ServiceEvent::Error(e) => Self::Error(e),
@@ -226,6 +227,7 @@ impl Driver {
                 preview: ask.preview,
             }),
             Effect::LoadContextList => Command::ContextList,
+            Effect::ListChoices(kind) => Command::ListChoices(kind),
             Effect::SetPinned { message, on } => Command::Pin { message, on },
             Effect::SetExcluded { message, on } => Command::Exclude { message, on },
             Effect::ApplyPreview {

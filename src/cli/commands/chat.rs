@@ -336,7 +336,8 @@ impl Printer {
             | ServiceEvent::Request(_)
             | ServiceEvent::Stale(_)
             | ServiceEvent::CompressPreview(_)
-            | ServiceEvent::ContextList(_) => {}
+            | ServiceEvent::ContextList(_)
+            | ServiceEvent::Choices { .. } => {}
         }
     }
 

@@ -243,6 +243,7 @@ impl SessionService {
                 edited,
                 force,
             } => self.apply_preview(summary, edited, force).await,
+            Command::ListChoices(kind) => self.list_choices(kind).await,
             other => self.command(other),
         }
     }

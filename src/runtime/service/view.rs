@@ -98,3 +98,22 @@ pub enum Opening {
 pub fn short_id(id: SessionId) -> String {
     id.short()
 }
+
+/// What a picker of the app lists: the models of `/model`, the skills of
+/// `/skill`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ChoiceKind {
+    /// The models the provider serves (`/model` without a name).
+    Model,
+    /// The skills of the workspace (`/skill` without a name).
+    Skill,
+}
+
+/// One item of a picker.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Choice {
+    /// What is picked: a model name, a skill name.
+    pub name: String,
+    /// One line about it (a skill's description, `current`), may be empty.
+    pub detail: String,
+}

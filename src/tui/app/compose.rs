@@ -141,8 +141,14 @@ impl App {
                 vec![Effect::InspectRequest]
             }
             SlashCommand::Reload => vec![Effect::Reload],
+            SlashCommand::Model if arg.is_empty() => {
+                self.open_choices(crate::runtime::service::ChoiceKind::Model)
+            }
             SlashCommand::Model => vec![Effect::Model(arg)],
             SlashCommand::Memory => vec![Effect::Memory(arg)],
+            SlashCommand::Skill if arg.is_empty() => {
+                self.open_choices(crate::runtime::service::ChoiceKind::Skill)
+            }
             SlashCommand::Skill => vec![Effect::Skill(arg)],
             SlashCommand::Export => match arg.as_str() {
                 "" | "md" | "markdown" => vec![Effect::Export(ExportFormat::Markdown)],

@@ -43,6 +43,48 @@ impl App {
         vec![Effect::LoadContextList]
     }
 
+    /// Opens a picker of `kind` and asks for its items.
+    pub(super) fn open_choices(&mut self, kind: crate::runtime::service::ChoiceKind) -> Vec<Effect> {
+        self.overlay = Some(Overlay::Choices(Box::new(crate::tui::overlay::Choices::new(
+            kind,
+        ))));
+        vec![Effect::ListChoices(kind)]
+    }
+
+    /// The driver's items for the open picker of their kind.
+    pub(super) fn choices(
+        &mut self,
+        kind: crate::runtime::service::ChoiceKind,
+        items: Vec<crate::runtime::service::Choice>,
+    ) {
+        if let Some(Overlay::Choices(c)) = &mut self.overlay
+            && c.kind == kind
+        {
+            c.set_items(items);
+        }
+    }
+
+    fn choices_key(&mut self, key: KeyEvent, action: Option<Action>) -> Vec<Effect> {
+        if matches!(action, Some(Action::Close | Action::Interrupt)) || key.code == KeyCode::Esc {
+            self.overlay = None;
+            return Vec::new();
+        }
+        let Some(Overlay::Choices(c)) = self.overlay.as_mut() else {
+            return Vec::new();
+        };
+        let kind = c.kind;
+        match c.key(key.code) {
+            crate::tui::overlay::Picked::Stay => Vec::new(),
+            crate::tui::overlay::Picked::Name(name) => {
+                self.overlay = None;
+                match kind {
+                    crate::runtime::service::ChoiceKind::Model => vec![Effect::Model(name)],
+                    crate::runtime::service::ChoiceKind::Skill => vec![Effect::Skill(name)],
+                }
+            }
+        }
+    }
+
     /// The driver's rows: they fill the open list (also under a message
     /// opened from it); without one they are not needed.
     pub(super) fn context_rows(&mut self, rows: Vec<ContextRow>) {
@@ -95,6 +137,7 @@ impl App {
     ) -> Option<Vec<Effect>> {
         match self.overlay.as_ref()? {
             Overlay::ContextList(_) => Some(self.list_key(key, action)),
+            Overlay::Choices(_) => Some(self.choices_key(key, action)),
             Overlay::Preview(_) => Some(self.preview_key(key, action)),
             Overlay::Message { .. } => Some(self.message_key(key, action)),
             _ => None,

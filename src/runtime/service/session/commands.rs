@@ -52,6 +52,8 @@ pub enum Command {
     },
     /// Undo the latest edit and resend.
     UndoEditMessage,
+    /// List the items of a picker (the provider's models, the skills).
+    ListChoices(crate::runtime::service::ChoiceKind),
     /// Undo the last compression.
     UndoCompress,
     /// Apply changed instruction files, memory and skills.
@@ -310,7 +312,7 @@ impl SessionService {
             Command::Exclude { message, on } => self.set_flag(message, false, on)?,
             Command::CancelPreview => self.cancel_preview(),
             Command::UndoEditMessage => self.undo_edit_message()?,
-            Command::Compress(_) | Command::ApplyPreview { .. } => {}
+            Command::Compress(_) | Command::ApplyPreview { .. } | Command::ListChoices(_) => {}
         }
         Ok(())
     }

@@ -214,6 +214,83 @@ impl SessionService {
         result
     }
 
+    /// The items of a picker: the models the connected provider serves
+    /// (the current one first; the GGUF files of the models directory for
+    /// the embedded model), or the workspace's skills. A provider that
+    /// cannot list its models still gives the current one, and says why.
+    pub(super) async fn list_choices(
+        &mut self,
+        kind: crate::runtime::service::ChoiceKind,
+    ) -> anyhow::Result<()> {
+        use crate::runtime::service::{Choice, ChoiceKind};
+        let items = match kind {
+            ChoiceKind::Skill => {
+                let root = match &self.session {
+                    Some(s) => std::path::PathBuf::from(&s.workspace),
+                    None => crate::workspace::workspace_root(&self.cwd),
+                };
+                self.runtime
+                    .skills(&root)
+                    .into_iter()
+                    .map(|s| Choice {
+                        name: s.name,
+                        detail: s.description.unwrap_or_default(),
+                    })
+                    .collect()
+            }
+            ChoiceKind::Model => {
+                let choice = self.choice()?;
+                let mut names = self.model_names(&choice).await;
+                names.retain(|n| *n != choice.model);
+                std::iter::once(Choice {
+                    name: choice.model.clone(),
+                    detail: "current".to_owned(),
+                })
+                .chain(names.into_iter().map(|name| Choice {
+                    name,
+                    detail: String::new(),
+                }))
+                .collect()
+            }
+        };
+        self.emit(ServiceEvent::Choices { kind, items });
+        Ok(())
+    }
+
+    /// The models `choice`'s provider serves, or the GGUF files the
+    /// embedded model could run; an empty list (with the reason said) when
+    /// the provider cannot list them.
+    async fn model_names(&self, choice: &crate::config::ModelChoice) -> Vec<String> {
+        use crate::config::ProviderKind;
+        let wire = match choice.provider {
+            ProviderKind::Local => {
+                let dir = self.runtime.paths.models_dir();
+                let mut files: Vec<String> = std::fs::read_dir(&dir)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(Result::ok)
+                    .map(|e| e.path())
+                    .filter(|p| p.extension().is_some_and(|x| x.eq_ignore_ascii_case("gguf")))
+                    .map(|p| p.display().to_string())
+                    .collect();
+                files.sort();
+                return files;
+            }
+            ProviderKind::OpenAi => crate::provider::Wire::OpenAi,
+            ProviderKind::Anthropic => crate::provider::Wire::Anthropic,
+        };
+        let key = choice.api_key_env.as_deref().and_then(|k| (self.env)(k));
+        match crate::provider::models::list(wire, choice.base_url.as_deref(), key.as_deref()).await {
+            Ok(names) => names,
+            Err(why) => {
+                self.emit(ServiceEvent::Notice(format!(
+                    "The model list is not available: {why}; type /model NAME instead."
+                )));
+                Vec::new()
+            }
+        }
+    }
+
     /// `/undo-resend`: undoes the latest edit and resend.
     ///
     /// # Errors
