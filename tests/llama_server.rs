@@ -209,15 +209,27 @@ fn config(sb: &Sandbox, extra: &str) {
     std::fs::write(sb.home.path().join("config.toml"), text).unwrap();
 }
 
-#[test]
-fn a_chat_streams_with_usage_and_the_frozen_prefix_is_cached() {
-    let Some(binary) = binary_or_skip() else { return };
-    let _one = ONE_AT_A_TIME
+/// The one-at-a-time lock, a server with a window of `ctx` tokens and a
+/// sandbox (configured by [`config`] with `extra` unless `None`); `None`
+/// when the test is skipped.
+fn setup(ctx: u32, extra: Option<&str>) -> Option<(std::sync::MutexGuard<'static, ()>, Server, Sandbox)> {
+    let binary = binary_or_skip()?;
+    let one = ONE_AT_A_TIME
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let server = Server::start(&binary, 2048);
+    let server = Server::start(&binary, ctx);
     let sb = Sandbox::new();
-    config(&sb, "");
+    if let Some(extra) = extra {
+        config(&sb, extra);
+    }
+    Some((one, server, sb))
+}
+
+#[test]
+fn a_chat_streams_with_usage_and_the_frozen_prefix_is_cached() {
+    let Some((_one, server, sb)) = setup(2048, Some("")) else {
+        return;
+    };
     let first = chat(&sb, &server, &[], "What is the capital of France?");
     assert!(!of(&first, "delta").is_empty(), "{first:?}");
     let second = chat(&sb, &server, &[], "And of Italy?");
@@ -231,12 +243,9 @@ fn a_chat_streams_with_usage_and_the_frozen_prefix_is_cached() {
 
 #[test]
 fn the_served_window_is_discovered_and_sizes_the_session() {
-    let Some(binary) = binary_or_skip() else { return };
-    let _one = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let server = Server::start(&binary, 3072);
-    let sb = Sandbox::new();
+    let Some((_one, server, sb)) = setup(3072, None) else {
+        return;
+    };
     let said = chat(&sb, &server, &[], "Hi");
     let notices: Vec<String> = of(&said, "notice")
         .iter()
@@ -258,13 +267,9 @@ fn the_served_window_is_discovered_and_sizes_the_session() {
 
 #[test]
 fn a_history_too_long_for_the_served_window_is_compressed_before_the_first_request() {
-    let Some(binary) = binary_or_skip() else { return };
-    let _one = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let server = Server::start(&binary, 512);
-    let sb = Sandbox::new();
-    config(&sb, "");
+    let Some((_one, server, sb)) = setup(512, Some("")) else {
+        return;
+    };
     let id = import_history(&sb, &server, 8, 120);
     let said = chat(
         &sb,
@@ -284,12 +289,9 @@ fn a_history_too_long_for_the_served_window_is_compressed_before_the_first_reque
 
 #[test]
 fn an_overflow_the_server_reports_is_recovered_with_its_stated_window() {
-    let Some(binary) = binary_or_skip() else { return };
-    let _one = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let server = Server::start(&binary, 1024);
-    let sb = Sandbox::new();
+    let Some((_one, server, sb)) = setup(1024, None) else {
+        return;
+    };
     // The config says 8,192, so strata sends what the server cannot take.
     config(&sb, "context_window = 8192\n");
     let id = import_history(&sb, &server, 10, 150);
@@ -318,13 +320,9 @@ fn an_overflow_the_server_reports_is_recovered_with_its_stated_window() {
 
 #[test]
 fn the_anthropic_provider_streams_through_the_server_s_messages_api() {
-    let Some(binary) = binary_or_skip() else { return };
-    let _one = ONE_AT_A_TIME
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
-    let server = Server::start(&binary, 2048);
-    let sb = Sandbox::new();
-    config(&sb, "");
+    let Some((_one, server, sb)) = setup(2048, Some("")) else {
+        return;
+    };
     let out = sb
         .cmd(&[
             "chat",
