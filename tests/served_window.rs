@@ -100,10 +100,49 @@ async fn a_llama_cpp_window_is_discovered_once_and_sizes_reserve_and_threshold()
         "{}",
         ctx["threshold"]
     );
-    // Asked once: a second process uses what was remembered.
+    // The half-window rule of a pin uses the served window too.
+    let pin = json_of(&run(openai(&sb, &server.base_url(), &["pin", &id, "1", "--json"])).await);
+    assert_eq!(pin["pinned_limit"], (3072 - 768) / 2, "{pin}");
+    // A second process asks again (the server may have been restarted
+    // with another window) and, the answer being the same, says nothing.
     let asked = server.discovery_requests().len();
-    chat(&sb, &server, &["--session", &id]).await;
-    assert_eq!(server.discovery_requests().len(), asked, "not asked again");
+    let again = chat(&sb, &server, &["--session", &id]).await;
+    assert_eq!(
+        server.discovery_requests().len(),
+        asked + 1,
+        "one question: llama.cpp answers the first"
+    );
+    assert!(
+        !notices(&again).iter().any(|n| n.contains("3,072")),
+        "{:?}",
+        notices(&again)
+    );
+}
+
+#[tokio::test]
+async fn a_window_an_overflow_stated_gives_way_to_what_the_server_says_later() {
+    let sb = Sandbox::new();
+    write_config(&sb, "[compression]\nsummarizer = \"extractive\"\n");
+    let id = import_openai(&sb, &history(12, 3000));
+    let overflowing = Server::with(|i| match i {
+        0 => Reply::json(400, &fixture("llama_cpp_overflow.json")),
+        _ => Reply::sse(sse("Fixed.", Some(900))),
+    })
+    .await;
+    chat(&sb, &overflowing, &["--session", &id]).await;
+    assert_eq!(
+        context(&sb, &overflowing, &id).await["window_source"],
+        "overflow_error"
+    );
+    // The same address later serves a window it states: a new process asks.
+    overflowing.answer_discovery("/v1/models", Reply::json(200, &fixture("llama_cpp_models.json")));
+    chat(&sb, &overflowing, &["--session", &id]).await;
+    let ctx = context(&sb, &overflowing, &id).await;
+    assert_eq!(
+        (ctx["window"].as_u64(), ctx["window_source"].as_str()),
+        (Some(3072), Some("server")),
+        "{ctx}"
+    );
 }
 
 #[tokio::test]

@@ -188,7 +188,7 @@ async fn edit_and_resend_sends_the_new_text_last_and_undo_restores_the_history()
     let dirs = Dirs::new();
     let config = config(&server);
     let id = import(&dirs, &config, &history(6, "a question"));
-    let (sink, _events) = recorder();
+    let (sink, events) = recorder();
     let mut service = open(&dirs, config, id, true, sink);
     let before = active(&dirs, id);
     let third = before[2].id;
@@ -196,6 +196,14 @@ async fn edit_and_resend_sends_the_new_text_last_and_undo_restores_the_history()
         .edit_and_send(third, "the edited question".into(), std::future::pending())
         .await
         .unwrap();
+    let last_context = events.lock().unwrap().iter().rev().find_map(|e| match e {
+        ServiceEvent::Context(c) => Some(c.clone()),
+        _ => None,
+    });
+    assert!(
+        last_context.expect("a context").last_compaction.is_none(),
+        "an edit is not a compaction for the pane"
+    );
     let sent = contents(&server.requests().last().unwrap().json());
     assert_eq!(
         sent.last().map(String::as_str),

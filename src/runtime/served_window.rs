@@ -95,22 +95,31 @@ impl Runtime {
         }
     }
 
-    /// Asks the server of `choice` what window it serves, unless a window is
-    /// already remembered for it, and remembers the answer. `None` when
-    /// discovery does not apply, a window was known already, or no source
-    /// answered. Never an error: a server that says nothing keeps the
-    /// catalog's window.
+    /// Asks the server of `choice` what window it serves (once per
+    /// process: a server restarted with another window is seen by the next
+    /// app or `strata chat`) and remembers the answer, replacing what was
+    /// remembered, a window an earlier overflow error stated included.
+    /// `None` when discovery does not apply, this process asked already, no
+    /// source answered, or the answer is the one remembered. Never an
+    /// error: a server that says nothing keeps the window known before.
     pub async fn discover_served_window(&mut self, choice: &ModelChoice) -> Option<ServedWindow> {
         let (base, model) = window_key(choice)?;
-        if self.store.served_window(&base, &model).ok().flatten().is_some() {
+        if !self.asked_windows.insert((base.clone(), model.clone())) {
             return None;
         }
+        let before = self.store.served_window(&base, &model).ok().flatten();
         let key = choice
             .api_key_env
             .as_deref()
             .and_then(|name| std::env::var(name).ok())
             .filter(|k| !k.trim().is_empty());
         let found = served_window::discover(&base, &model, key.as_deref()).await?;
+        if before
+            .as_ref()
+            .is_some_and(|w| w.source == "server" && w.tokens == found.tokens)
+        {
+            return None;
+        }
         tracing::info!(base_url = %base, model = %model, tokens = found.tokens, server = found.server.as_str(), detail = %found.detail, "served window discovered");
         let stored = StoredWindow {
             tokens: found.tokens,

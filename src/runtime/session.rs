@@ -76,6 +76,8 @@ pub struct Runtime {
     /// Windows stated by overflow errors in this process, per base URL and
     /// model: they win over the config and discovery until it exits.
     pub(in crate::runtime) overflow_windows: std::collections::HashMap<(String, String), u64>,
+    /// The servers asked for their window in this process.
+    pub(in crate::runtime) asked_windows: std::collections::HashSet<(String, String)>,
 }
 
 /// What a new session starts from.
@@ -116,6 +118,7 @@ impl Runtime {
                 .ok()
                 .filter(|p| p.file_stem().is_some_and(|s| s == "strata")),
             overflow_windows: std::collections::HashMap::new(),
+            asked_windows: std::collections::HashSet::new(),
         })
     }
 

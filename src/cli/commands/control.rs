@@ -14,7 +14,8 @@ pub fn control(env: &Env, args: &ControlArgs, action: ControlAction) -> anyhow::
     let session = runtime.find_session(&args.id)?;
     let outcome = match action {
         ControlAction::Pin | ControlAction::Unpin => {
-            let choice = env.choice_for(&session)?;
+            // The half-window rule uses the window the server serves.
+            let (choice, _) = runtime.apply_served_window(env.choice_for(&session)?);
             runtime.set_pin(&session, &choice, &args.msg, action == ControlAction::Pin)?
         }
         ControlAction::Exclude | ControlAction::Include => {

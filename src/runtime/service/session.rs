@@ -514,7 +514,7 @@ impl SessionService {
                 .compactions(session.id)?
                 .into_iter()
                 .rev()
-                .find(|c| c.undone_at.is_none());
+                .find(|c| c.undone_at.is_none() && c.kind == crate::domain::CompactionKind::Summary);
             self.rows = Some(Rows {
                 session: session.id,
                 messages: store.messages(session.id, true)?,
