@@ -227,20 +227,16 @@ pub fn gather_with_stats(request: &GatherRequest) -> (PromptInputs, ReadStats) {
     // Minimal mode includes none of these, but says which it leaves out:
     // they are looked for (not sent) so the warning can name them.
     let minimal = mode == PromptMode::Minimal;
-    let skills = if full || minimal {
-        // Minimal mode only counts them: what is wrong with one is not said.
-        let mut skill_warnings = Vec::new();
-        let found = skills::gather_skills(
+    // Skills are gathered (and their cache written) in full mode only;
+    // minimal mode's warning names the files it leaves out, not skills.
+    let skills = if full {
+        skills::gather_skills(
             &request.config_dir,
             &root,
             &request.data_dir,
             &mut reader,
-            &mut skill_warnings,
-        );
-        if full {
-            warnings.extend(skill_warnings);
-        }
-        found
+            &mut warnings,
+        )
     } else {
         Vec::new()
     };
