@@ -22,8 +22,8 @@ pub enum MessageRefError {
     /// A position outside `1..=count`.
     #[error("there is no message at position {pos}: {}", positions(*count))]
     NoPosition {
-        /// The position given.
-        pos: u64,
+        /// The position given, as typed (digits only).
+        pos: String,
         /// Active messages in the session.
         count: usize,
     },
@@ -72,11 +72,15 @@ fn positions(count: usize) -> String {
 pub fn resolve(active: &[Message], given: &str) -> Result<usize, MessageRefError> {
     let wanted = given.trim().to_ascii_lowercase();
     if !wanted.is_empty() && wanted.bytes().all(|b| b.is_ascii_digit()) {
-        let pos: u64 = wanted.parse().unwrap_or(u64::MAX);
-        return match usize::try_from(pos) {
+        let digits = wanted.trim_start_matches('0');
+        return match digits.parse::<usize>() {
             Ok(p) if (1..=active.len()).contains(&p) => Ok(p - 1),
             _ => Err(MessageRefError::NoPosition {
-                pos,
+                pos: if digits.is_empty() {
+                    "0".to_owned()
+                } else {
+                    digits.to_owned()
+                },
                 count: active.len(),
             }),
         };
@@ -160,8 +164,19 @@ mod tests {
     fn what_names_nothing_says_what_to_give() {
         let msgs = with_ids(&["0190c3a0-0000-7000-8000-00001a2b3c4d"]);
         let err = resolve(&msgs, "0").unwrap_err();
-        assert_eq!(err, MessageRefError::NoPosition { pos: 0, count: 1 });
+        assert_eq!(
+            err,
+            MessageRefError::NoPosition {
+                pos: "0".into(),
+                count: 1
+            }
+        );
         assert!(err.to_string().contains("position 1"), "{err}");
+        let huge = resolve(&msgs, "99999999999999999999").unwrap_err().to_string();
+        assert!(
+            huge.contains("position 99999999999999999999:"),
+            "said as typed: {huge}"
+        );
         assert!(
             resolve(&[], "3")
                 .unwrap_err()
