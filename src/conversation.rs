@@ -510,6 +510,9 @@ impl Conversation {
         self.window = window;
         self.max_tokens = max_tokens;
         self.engine = engine;
+        if let Some(active) = self.active.as_mut() {
+            active.resized = true;
+        }
         self.replan();
     }
 

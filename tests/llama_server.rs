@@ -348,3 +348,23 @@ fn the_anthropic_provider_streams_through_the_server_s_messages_api() {
     let usage = of(&said, "usage")[0];
     assert!(usage["prompt_tokens"].as_u64().unwrap() > 0, "{usage}");
 }
+
+#[test]
+fn a_message_larger_than_the_window_is_sent_cut_and_the_server_takes_it() {
+    let Some((_one, server, sb)) = setup(3072, Some("")) else {
+        return;
+    };
+    // Code with numbers: the model's own tokenizer counts it well above the
+    // o200k_base estimate, so a cut made to the estimate alone overflows.
+    let text: String = (0..2_000)
+        .map(|i| format!("let v{i} = table[{}] ^ 0x{:04x}; // 日本 {i}\n", i * 7, i * 31))
+        .collect();
+    let said = chat(&sb, &server, &[], &text);
+    let overflow = |e: &&Value| e["message"].as_str().is_some_and(|m| m.contains("exceeds"));
+    assert!(
+        !of(&said, "error").iter().any(overflow),
+        "{:?}",
+        of(&said, "error")
+    );
+    assert!(!of(&said, "delta").is_empty(), "answered");
+}

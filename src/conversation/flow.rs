@@ -35,6 +35,10 @@ pub(super) struct Active {
     compressing: Option<Compressing>,
     /// The current request already had its overflow retry.
     pub(super) overflow_retried: bool,
+    /// The conversation was fitted to a smaller window after the overflow
+    /// (see `Conversation::resize`): the request is tried again even when
+    /// compressing changed nothing, since it is now planned smaller.
+    pub(super) resized: bool,
     /// The overflow error that started the compression in flight: the
     /// turn ends with it when the compression changes nothing.
     overflow_error: Option<String>,
@@ -52,6 +56,7 @@ impl Active {
             reply: None,
             compressing: None,
             overflow_retried: false,
+            resized: false,
             overflow_error: None,
             ended: None,
             round: None,
@@ -204,7 +209,11 @@ impl Conversation {
             Trigger::Preflight | Trigger::Manual => self.request(false, now_ms),
             Trigger::Overflow => {
                 let error = self.active.as_mut().and_then(|a| a.overflow_error.take());
-                match (changed, error) {
+                let resized = self
+                    .active
+                    .as_mut()
+                    .is_some_and(|a| std::mem::take(&mut a.resized));
+                match (changed || resized, error) {
                     (true, _) => self.request(false, now_ms),
                     (false, error) => {
                         self.fail_reply(error.map_or(TurnNotice::TooLong, TurnNotice::Provider), now_ms)

@@ -24,7 +24,17 @@ pub(crate) struct Budgets {
     pub hard: u64,
     /// `history.max_messages`.
     pub max_messages: Option<usize>,
+    /// What the must-keep messages are cut to when they overflow `hard`:
+    /// `hard` itself when counts are exact, else `hard` less
+    /// [`ESTIMATE_MARGIN`] of it, so that a message "sent cut to fit"
+    /// still fits when the provider's tokenizer counts more than the
+    /// estimate (about 8 % more was measured against llama.cpp).
+    pub cut_room: u64,
 }
+
+/// The share of the hard budget kept free when the must-keep messages are
+/// cut under an estimating counter: one eighth.
+pub const ESTIMATE_MARGIN: f64 = 0.125;
 
 impl Budgets {
     /// Budgets for `input`. The fixed part (system prompt, tool schemas,
@@ -48,10 +58,16 @@ impl Budgets {
         let effective = input.window - input.reserved_output;
         let soft_total = (effective as f64 * share) as u64;
         let soft = soft_total.saturating_sub(fixed - input.reserved_output + overhead);
+        let cut_room = if input.exact {
+            hard
+        } else {
+            hard - (hard as f64 * ESTIMATE_MARGIN) as u64
+        };
         Ok(Self {
             soft: soft.min(hard),
             hard,
             max_messages: input.max_messages,
+            cut_room,
         })
     }
 }
@@ -237,7 +253,7 @@ pub(crate) fn limit(
 ) -> Result<(), PrepareError> {
     let mut walk = Walk::new(work, budgets.hard, budgets.max_messages);
     if walk.used > budgets.hard {
-        shrink_must_keep(work, budgets.hard, walk.used, counter, memo)?;
+        shrink_must_keep(work, budgets.cut_room, walk.used, counter, memo)?;
         walk = Walk::new(work, budgets.hard, budgets.max_messages);
         if walk.used > budgets.hard {
             return Err(PrepareError::TooLargeToSend {
@@ -397,6 +413,7 @@ mod tests {
             soft,
             hard,
             max_messages,
+            cut_room: hard,
         }
     }
 
@@ -503,6 +520,27 @@ mod tests {
     }
 
     #[test]
+    fn a_last_message_too_large_is_cut_to_the_cut_room() {
+        let h = history(&[(Role::User, &"word ".repeat(4_000))]);
+        let c = counts(&h);
+        for cut_room in [1_000, 875] {
+            let mut w = Work::new(&h, &c);
+            let b = Budgets {
+                cut_room,
+                ..budgets(1_000, 1_000, None)
+            };
+            limit(&mut w, &b, &Bytes, &mut CutMemo::new()).unwrap();
+            assert!(w.truncated[0]);
+            assert!(u64::from(w.tokens[0]) <= cut_room, "{} > {cut_room}", w.tokens[0]);
+            assert!(
+                u64::from(w.tokens[0]) > cut_room * 9 / 10,
+                "cut near the room: {}",
+                w.tokens[0]
+            );
+        }
+    }
+
+    #[test]
     fn reduce_leaves_turns_beyond_reach_alone() {
         let block = format!("```\n{}```\n", "line\n".repeat(40));
         let h = history(&[
@@ -548,8 +586,15 @@ mod tests {
         let overhead = 7 + note_reserve(&input);
         assert_eq!(b.hard, 10_000 - 3_500 - overhead);
         assert_eq!(b.soft, 7_200 - 1_500 - overhead);
+        assert_eq!(b.cut_room, b.hard, "exact counts cut to the whole room");
         input.exact = false;
-        assert_eq!(Budgets::new(&input).unwrap().soft, 6_000 - 1_500 - overhead);
+        let approximate = Budgets::new(&input).unwrap();
+        assert_eq!(approximate.soft, 6_000 - 1_500 - overhead);
+        assert_eq!(
+            approximate.cut_room,
+            approximate.hard - approximate.hard / 8,
+            "an estimate keeps an eighth free"
+        );
         input.window = 3_500;
         assert_eq!(
             Budgets::new(&input).unwrap_err(),

@@ -62,6 +62,9 @@ pub enum ProviderError {
         /// The window the error states, tokens (llama.cpp's `n_ctx`, or
         /// "maximum context length is N" in the text), if it states one.
         window: Option<u64>,
+        /// The request's size as the provider counted it (llama.cpp's
+        /// `n_prompt_tokens`, or "request (N tokens)" in the text), if said.
+        prompt_tokens: Option<u64>,
     },
     /// The provider refused the request as malformed (HTTP 400/404/422). Fatal.
     #[error("the provider refused the request: {message}")]
@@ -138,6 +141,15 @@ impl ProviderError {
     #[must_use]
     pub fn is_overflow(&self) -> bool {
         matches!(self, Self::ContextOverflow { .. })
+    }
+
+    /// For an overflow, the request's size as the provider counted it.
+    #[must_use]
+    pub fn stated_prompt_tokens(&self) -> Option<u64> {
+        match self {
+            Self::ContextOverflow { prompt_tokens, .. } => *prompt_tokens,
+            _ => None,
+        }
     }
 
     /// For an overflow, the window the provider says it has, tokens.

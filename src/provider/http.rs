@@ -205,6 +205,8 @@ pub(crate) struct ErrorInfo {
     pub code: Option<String>,
     /// llama.cpp's `n_ctx`: the window the server serves, tokens.
     pub n_ctx: Option<u64>,
+    /// llama.cpp's `n_prompt_tokens`: the request as the server counted it.
+    pub n_prompt_tokens: Option<u64>,
 }
 
 impl ErrorInfo {
@@ -215,6 +217,7 @@ impl ErrorInfo {
             kind: None,
             code: None,
             n_ctx: None,
+            n_prompt_tokens: None,
         }
     }
 
@@ -238,6 +241,7 @@ impl ErrorInfo {
                 kind: text(error.get("type")),
                 code: text(error.get("code")),
                 n_ctx: error.get("n_ctx").and_then(serde_json::Value::as_u64),
+                n_prompt_tokens: error.get("n_prompt_tokens").and_then(serde_json::Value::as_u64),
             }),
             _ => {
                 let message = text(value.get("detail")).or_else(|| text(value.get("message")))?;
@@ -287,8 +291,15 @@ pub(crate) fn classify(
         message
     };
     let window = super::served_window::stated_window(&message, info.n_ctx);
+    let prompt_tokens = info
+        .n_prompt_tokens
+        .or_else(|| super::served_window::stated_prompt_tokens(&message));
     if info.is_overflow() {
-        return ProviderError::ContextOverflow { message, window };
+        return ProviderError::ContextOverflow {
+            message,
+            window,
+            prompt_tokens,
+        };
     }
     if info.code.as_deref() == Some("insufficient_quota") {
         return ProviderError::BadRequest {
@@ -315,7 +326,11 @@ pub(crate) fn classify(
         Some(401 | 403) => auth(),
         Some(429) => ProviderError::RateLimited { retry_after, message },
         Some(529) => ProviderError::Overloaded { retry_after, message },
-        Some(413) => ProviderError::ContextOverflow { message, window },
+        Some(413) => ProviderError::ContextOverflow {
+            message,
+            window,
+            prompt_tokens,
+        },
         Some(status @ (408 | 500..=599)) => ProviderError::Server { status, message },
         Some(status) => ProviderError::BadRequest { status, message },
         None => match info.kind.as_deref() {

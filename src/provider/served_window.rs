@@ -279,6 +279,25 @@ pub fn stated_window(message: &str, n_ctx: Option<u64>) -> Option<u64> {
         .or_else(|| after("context length of"))
 }
 
+/// The request's size an overflow error states, if it does: llama.cpp's
+/// "request (5031 tokens) exceeds", OpenAI's "your messages resulted in
+/// 9000 tokens".
+#[must_use]
+pub fn stated_prompt_tokens(message: &str) -> Option<u64> {
+    let lower = message.to_lowercase();
+    let number_after = |phrase: &str| -> Option<u64> {
+        let start = lower.find(phrase)? + phrase.len();
+        let digits: String = lower[start..]
+            .trim_start()
+            .chars()
+            .take_while(|c| c.is_ascii_digit() || *c == ',')
+            .filter(char::is_ascii_digit)
+            .collect();
+        digits.parse().ok().filter(|&n: &u64| n > 0)
+    };
+    number_after("request (").or_else(|| number_after("resulted in"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -343,6 +362,14 @@ mod tests {
             Some(8192)
         );
         assert_eq!(stated_window("prompt is too long", None), None);
+        assert_eq!(
+            stated_prompt_tokens("request (5031 tokens) exceeds the available context size (3072 tokens)"),
+            Some(5031)
+        );
+        assert_eq!(
+            stated_prompt_tokens("However, your messages resulted in 9,000 tokens."),
+            Some(9000)
+        );
     }
 
     #[test]

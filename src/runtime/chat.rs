@@ -114,6 +114,27 @@ enum Wake {
     Cancel,
 }
 
+/// After an overflow, the window to plan the retry with, in the units of
+/// strata's estimate: the window the error states (or the one assumed),
+/// scaled by how much more the provider counted than strata estimated for
+/// the same request (llama.cpp's `n_prompt_tokens`), less 3 % — so that a
+/// message cut to fit does fit the provider's tokenizer. `None` when that
+/// is not smaller than the conversation's window.
+fn planning_window(e: &ProviderError, conversation: &Conversation) -> Option<u64> {
+    let window = conversation.window();
+    let base = e.stated_window().unwrap_or(window).min(window);
+    let tools: u64 = conversation.tool_items().iter().map(|t| t.tokens).sum();
+    let estimate = conversation.sent().map(|s| s.prepared_tokens + tools);
+    let planned = match (e.stated_prompt_tokens(), estimate) {
+        (Some(counted), Some(estimate)) if counted > estimate && estimate > 0 => {
+            let scaled = u128::from(base) * u128::from(estimate) * 97 / (u128::from(counted) * 100);
+            u64::try_from(scaled).unwrap_or(base)
+        }
+        _ => base,
+    };
+    (planned < window).then_some(planned)
+}
+
 impl Runtime {
     /// A conversation over rows the caller already holds: `messages` (the
     /// session's messages; archived ones and a reply still streaming are
@@ -373,8 +394,11 @@ impl Runtime {
                 Wake::Stream(Some(Ok(event))) => conversation.handle(Event::Stream { event, now_ms }),
                 Wake::Stream(Some(Err(e))) => {
                     stream = None;
-                    if let Some(window) = e.stated_window().filter(|&w| w < conversation.window()) {
-                        self.fit_to_window(conversation, window)?;
+                    let smaller = e.stated_window().filter(|&w| w < conversation.window());
+                    if let Some(planned) = planning_window(&e, conversation) {
+                        self.fit_to_window(conversation, planned)?;
+                    }
+                    if let Some(window) = smaller {
                         out(ChatOutput::WindowStated(window));
                     }
                     let kind = if e.is_overflow() {

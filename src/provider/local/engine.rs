@@ -141,6 +141,7 @@ impl<'m> Engine<'m> {
                     self.n_ctx
                 ),
                 window: u64::try_from(self.n_ctx).ok(),
+                prompt_tokens: u64::try_from(tokens.len()).ok(),
             });
         }
         let mut stats = LocalStats {
