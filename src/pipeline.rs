@@ -93,6 +93,7 @@ use serde::{Deserialize, Serialize};
 pub use exclude::{Exclusions, excluded_units, exclusions};
 pub use memo::CutMemo;
 pub use rows::{ContextRow, RowState, context_rows, keep_tool_outputs, sort_by_cost, sort_by_position};
+pub(crate) use work::last_user;
 
 /// Soft limit as a share of the effective window when the tokenizer is
 /// exact for the model.

@@ -224,8 +224,8 @@ impl<'a> Work<'a> {
 
 /// The last user message the user wrote (not a synthetic one such as a
 /// reminder), else the last user message of any kind; excluded ones
-/// (`out`) are not candidates.
-fn last_user(msgs: &[Message], out: &[bool]) -> Option<usize> {
+/// (`out`) are not candidates. The one the next request answers.
+pub(crate) fn last_user(msgs: &[Message], out: &[bool]) -> Option<usize> {
     let users = || {
         (0..msgs.len())
             .rev()

@@ -24,7 +24,7 @@ use super::message_ref::resolve;
 use super::{Runtime, RuntimeError};
 use crate::config::ModelChoice;
 use crate::domain::{Message, MessageId, MessageKind, Role, Session, SessionId};
-use crate::pipeline::{ContextRow, exclusions};
+use crate::pipeline::{ContextRow, exclusions, last_user};
 use serde::Serialize;
 
 /// What a control command does.
@@ -181,20 +181,6 @@ fn pinned_tokens(msgs: &[Message]) -> u64 {
         .filter(|&i| kept[i])
         .map(|i| count(&msgs[i]))
         .sum()
-}
-
-/// The last user message the next request answers (as the pipeline picks
-/// it: the last one the user wrote, else the last of any kind; never one
-/// left out).
-fn last_user(msgs: &[Message], out: &[bool]) -> Option<usize> {
-    let users = || {
-        (0..msgs.len())
-            .rev()
-            .filter(|&i| msgs[i].role == Role::User && !out[i])
-    };
-    users()
-        .find(|&i| msgs[i].kind != MessageKind::Synthetic)
-        .or_else(|| users().next())
 }
 
 /// The flags to write for `action` on message `i` of the active `msgs`,

@@ -246,21 +246,6 @@ pub enum Effect {
     Quit,
 }
 
-/// What `/compress` (or "compress up to here") asks for.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
-pub struct CompressAsk {
-    /// The focus topic (`/compress TOPIC`).
-    pub topic: Option<String>,
-    /// Keep exactly the last N exchanges verbatim (`/compress here N`).
-    pub keep_last: Option<usize>,
-    /// Summarise up to this message, keeping everything after it verbatim
-    /// (the context list's or the selection's "compress up to here").
-    pub up_to: Option<MessageId>,
-    /// Show the summary before it is stored (`[compression] preview`,
-    /// true by default).
-    pub preview: bool,
-}
-
 /// What a compression would store, for the preview overlay.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct CompressPreviewView {
@@ -301,4 +286,6 @@ pub struct KeptRow {
     pub preview: String,
 }
 
-pub use crate::runtime::service::{ContextSnapshot, ExportFormat, Opening, RequestView, SessionView};
+pub use crate::runtime::service::{
+    CompressAsk, ContextSnapshot, ExportFormat, Opening, RequestView, SessionView,
+};

@@ -220,12 +220,7 @@ impl Driver {
             Effect::Resume(id) => Command::Resume(id),
             Effect::Rename(title) => Command::Rename(title),
             Effect::Fork => Command::Fork,
-            Effect::Compress(ask) => Command::Compress(crate::runtime::service::CompressAsk {
-                topic: ask.topic,
-                keep_last: ask.keep_last,
-                up_to: ask.up_to,
-                preview: ask.preview,
-            }),
+            Effect::Compress(ask) => Command::Compress(ask),
             Effect::LoadContextList => Command::ContextList,
             Effect::ListChoices(kind) => Command::ListChoices(kind),
             Effect::SetPinned { message, on } => Command::Pin { message, on },
