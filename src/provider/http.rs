@@ -104,14 +104,20 @@ pub(crate) fn build_client(
     endpoint: &Endpoint,
     timeouts: Timeouts,
 ) -> Result<reqwest::Client, ProviderError> {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // Err only means another thread installed one first, which is fine.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
+    install_crypto();
     reqwest::Client::builder()
         .connect_timeout(timeouts.connect)
         .build()
         .map_err(|e| endpoint.network(format!("cannot set up the HTTP client: {e}")))
+}
+
+/// Installs rustls' `ring` provider for reqwest once per process (before
+/// any client is built).
+pub(crate) fn install_crypto() {
+    if rustls::crypto::CryptoProvider::get_default().is_none() {
+        // Err only means another thread installed one first, which is fine.
+        let _ = rustls::crypto::ring::default_provider().install_default();
+    }
 }
 
 /// Sends one request and returns its body as a byte stream once the status

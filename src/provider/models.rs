@@ -33,10 +33,7 @@ pub fn parse_ids(body: &Value) -> Vec<String> {
 /// One sentence: the server could not be reached, refused the listing
 /// (with its HTTP status), or answered something that is not a model list.
 pub async fn list(wire: Wire, base_url: Option<&str>, api_key: Option<&str>) -> Result<Vec<String>, String> {
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // Err only means another thread installed one first.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
+    super::http::install_crypto();
     let client = reqwest::Client::builder()
         .connect_timeout(LIST_TIMEOUT)
         .build()

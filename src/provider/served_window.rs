@@ -215,10 +215,7 @@ pub async fn discover(base_url: &str, model: &str, api_key: Option<&str>) -> Opt
     {
         headers.insert(reqwest::header::AUTHORIZATION, value);
     }
-    if rustls::crypto::CryptoProvider::get_default().is_none() {
-        // Err only means another thread installed one first.
-        let _ = rustls::crypto::ring::default_provider().install_default();
-    }
+    super::http::install_crypto();
     let client = reqwest::Client::builder()
         .connect_timeout(DISCOVERY_TIMEOUT)
         .default_headers(headers)
@@ -263,20 +260,14 @@ pub fn stated_window(message: &str, n_ctx: Option<u64>) -> Option<u64> {
         return Some(n);
     }
     let lower = message.to_lowercase();
-    let after = |phrase: &str| -> Option<u64> {
-        let start = lower.find(phrase)? + phrase.len();
-        let digits: String = lower[start..]
-            .trim_start_matches([' ', '('])
-            .chars()
-            .take_while(|c| c.is_ascii_digit() || *c == ',')
-            .filter(char::is_ascii_digit)
-            .collect();
-        digits.parse().ok().filter(|&n: &u64| n > 0)
-    };
-    after("available context size")
-        .or_else(|| after("maximum context length is"))
-        .or_else(|| after("context window of"))
-        .or_else(|| after("context length of"))
+    [
+        "available context size",
+        "maximum context length is",
+        "context window of",
+        "context length of",
+    ]
+    .into_iter()
+    .find_map(|phrase| number_after(&lower, phrase))
 }
 
 /// The request's size an overflow error states, if it does: llama.cpp's
@@ -285,17 +276,22 @@ pub fn stated_window(message: &str, n_ctx: Option<u64>) -> Option<u64> {
 #[must_use]
 pub fn stated_prompt_tokens(message: &str) -> Option<u64> {
     let lower = message.to_lowercase();
-    let number_after = |phrase: &str| -> Option<u64> {
-        let start = lower.find(phrase)? + phrase.len();
-        let digits: String = lower[start..]
-            .trim_start()
-            .chars()
-            .take_while(|c| c.is_ascii_digit() || *c == ',')
-            .filter(char::is_ascii_digit)
-            .collect();
-        digits.parse().ok().filter(|&n: &u64| n > 0)
-    };
-    number_after("request (").or_else(|| number_after("resulted in"))
+    ["request (", "resulted in"]
+        .into_iter()
+        .find_map(|phrase| number_after(&lower, phrase))
+}
+
+/// The positive number (digits, thousands commas allowed) that follows
+/// `phrase` in `lower`, spaces and an opening parenthesis skipped.
+fn number_after(lower: &str, phrase: &str) -> Option<u64> {
+    let start = lower.find(phrase)? + phrase.len();
+    let digits: String = lower[start..]
+        .trim_start_matches([' ', '('])
+        .chars()
+        .take_while(|c| c.is_ascii_digit() || *c == ',')
+        .filter(char::is_ascii_digit)
+        .collect();
+    digits.parse().ok().filter(|&n: &u64| n > 0)
 }
 
 #[cfg(test)]

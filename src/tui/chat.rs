@@ -70,6 +70,21 @@ pub fn message_lines(msg: &Message, width: u16, highlights: &dyn HighlightLookup
     out
 }
 
+/// The index `step` places from `at` (negative: back), kept within
+/// `0..=last`; `last` when nothing is selected (`at` is `None`).
+pub(super) fn stepped(at: Option<usize>, step: i64, last: usize) -> usize {
+    match at {
+        Some(at) => usize::try_from(
+            i64::try_from(at)
+                .unwrap_or(0)
+                .saturating_add(step)
+                .clamp(0, i64::try_from(last).unwrap_or(0)),
+        )
+        .unwrap_or(0),
+        None => last,
+    }
+}
+
 /// The badges of a message: from the pipeline report (`truncated 8.1k→1.2k`,
 /// `pruned`, `dropped`, `repaired`, `merged`) and its own state (`pinned`,
 /// `excluded −1.2k` with the tokens it no longer costs, `summary`,
@@ -549,16 +564,7 @@ impl ChatPane {
             let Some(last) = calls.len().checked_sub(1) else {
                 return false;
             };
-            let to = match at {
-                Some(at) => usize::try_from(
-                    i64::try_from(at)
-                        .unwrap_or(0)
-                        .saturating_add(step)
-                        .clamp(0, i64::try_from(last).unwrap_or(0)),
-                )
-                .unwrap_or(0),
-                None => last,
-            };
+            let to = stepped(at, step, last);
             calls[to].to_owned()
         };
         self.reveal(&next);

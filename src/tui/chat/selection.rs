@@ -6,7 +6,7 @@
 //! drive it are the app's (`app::select`); this module only keeps and
 //! draws the selection.
 
-use super::{Block, ChatPane};
+use super::{Block, ChatPane, stepped};
 use crate::domain::{Message, MessageId};
 use crate::tui::theme;
 use ratatui::buffer::Buffer;
@@ -38,16 +38,7 @@ impl ChatPane {
                 return false;
             };
             let at = self.selected.and_then(|s| ids.iter().position(|id| *id == s));
-            let to = match at {
-                Some(at) => usize::try_from(
-                    i64::try_from(at)
-                        .unwrap_or(0)
-                        .saturating_add(step)
-                        .clamp(0, i64::try_from(last).unwrap_or(0)),
-                )
-                .unwrap_or(0),
-                None => last,
-            };
+            let to = stepped(at, step, last);
             ids[to]
         };
         self.selected = Some(next);
