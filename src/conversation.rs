@@ -26,6 +26,7 @@
 //! - each model request of a turn has its own preflight and at most one
 //!   overflow retry; a turn ends with exactly one [`Effect::TurnFinished`].
 
+mod cache_book;
 mod calibration;
 mod flow;
 mod notice;
@@ -278,6 +279,9 @@ pub enum Effect {
     SaveEngineState(EngineState),
     /// Store a usage row.
     RecordUsage(Usage),
+    /// Remember the blocks of the request just answered: the session's next
+    /// request is compared with them, in this process or the next.
+    SaveCachePrefix(Box<crate::domain::PrefixSnapshot>),
     /// Show new reply text.
     ShowDelta(String),
     /// The turn moved to another phase.
@@ -335,6 +339,8 @@ pub struct Conversation {
     disclosure: Option<DisclosureSettings>,
     /// The request's tools as last planned from `disclosure`.
     plan: Option<crate::tooling::deferred::Disclosure>,
+    /// The prompt-cache bookkeeping.
+    book: cache_book::CacheBook,
 }
 
 impl std::fmt::Debug for Conversation {
@@ -393,6 +399,7 @@ impl Conversation {
             grants: Vec::new(),
             disclosure: None,
             plan: None,
+            book: cache_book::CacheBook::default(),
         }
     }
 

@@ -5,6 +5,7 @@
 //! `tool_call_id`, `prompt_tokens`). Every module may use this one; it uses
 //! only `serde` and `uuid`.
 
+mod cache;
 mod compaction;
 mod ids;
 mod message;
@@ -15,6 +16,10 @@ mod system_prompt;
 mod tool;
 mod usage;
 
+pub use cache::{
+    BlockHash, BlockKind, BreakAt, BreakReason, CacheBreak, CacheCheck, CacheRule, PrefixBlock,
+    PrefixSnapshot,
+};
 pub use compaction::{Compaction, CompactionKind, CompactionTrigger, Summarizer};
 pub use ids::{CompactionId, MessageId, PromptId, SHORT_ID_LEN, SessionId};
 pub use message::{Interruption, Message, MessageKind, MessageStatus, Role, TokenCount, ToolCall};

@@ -18,6 +18,7 @@
 //! - 1 [`tokens`]: token counting, per-layer budgets and thresholds.
 //! - 1 [`prompt`]: system prompt assembly from inputs read by `workspace`.
 //! - 1 [`pipeline`]: the per-turn preparation of the exact request.
+//! - 1 [`prompt_cache`]: the prompt-cache bookkeeping: block hashes, predicted reads, breaks.
 //! - 1 [`compress`]: the compression plan of a session's history.
 //! - 1 [`conversation`]: the turn state machine, `handle(Event) -> Vec<Effect>`.
 //! - 1 [`tooling`]: tool schemas, output limits and spill decisions, approval rules.
@@ -39,6 +40,7 @@ pub mod domain;
 pub mod mcp;
 pub mod pipeline;
 pub mod prompt;
+pub mod prompt_cache;
 pub mod provider;
 pub mod render;
 pub mod runtime;

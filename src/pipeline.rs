@@ -151,6 +151,9 @@ pub struct Prepared {
     pub request: ChatRequest,
     /// One entry per input message, in input order.
     pub report: Vec<ReportEntry>,
+    /// Per message of `request.messages`, the input messages it was formed
+    /// from (several when merged; empty for a note strata inserted).
+    pub sources: Vec<std::ops::Range<usize>>,
     /// Input tokens of `request` by strata's estimator: system prompt text,
     /// every message with its framing, and the request overhead. Tool
     /// schemas are not included (they are `tool_tokens`, a category of

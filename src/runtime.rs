@@ -7,6 +7,8 @@
 //! Nothing here renders or parses arguments; callers pass resolved values.
 
 mod auto_compress;
+pub mod cache_report;
+mod cache_rule;
 mod chat;
 mod compress;
 mod context;

@@ -19,6 +19,7 @@
 //! thread owns the [`Store`] and applies jobs in order). Core modules and the
 //! TUI never touch it. Timestamps are unix milliseconds; ids are TEXT.
 
+mod cache_prefixes;
 mod changes;
 mod codec;
 mod compaction;

@@ -115,6 +115,7 @@ fn foreign_keys_are_enforced() {
         duration_ms: None,
         created_at: 0,
         tools_sha256: None,
+        cache: None,
     };
     assert!(
         store.record_usage(&usage).is_err(),

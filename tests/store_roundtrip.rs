@@ -121,10 +121,22 @@ fn usage_round_trips_in_order() {
         duration_ms: Some(2200),
         created_at: 1_700_000_000_999,
         tools_sha256: Some("9f2c".into()),
+        cache: Some(strata::domain::CacheCheck {
+            predicted_cached_tokens: 1024,
+            shared_tokens: 1100,
+            cache_break: Some(strata::domain::CacheBreak {
+                at: strata::domain::BreakAt::Message {
+                    pos: Some(3),
+                    message_id: Some(m.id),
+                },
+                reason: strata::domain::BreakReason::Exclusion,
+            }),
+        }),
     };
     let sparse = Usage {
         message_id: None,
         tools_sha256: None,
+        cache: None,
         prompt_tokens: None,
         completion_tokens: None,
         cache_read_tokens: None,
@@ -137,6 +149,24 @@ fn usage_round_trips_in_order() {
     store.record_usage(&full).unwrap();
     store.record_usage(&sparse).unwrap();
     assert_eq!(store.usage(s.id).unwrap(), vec![full, sparse]);
+
+    // The last answered request's blocks: replaced each time, kept per session.
+    assert_eq!(store.cache_prefix(s.id).unwrap(), None);
+    let mut snapshot = strata::domain::PrefixSnapshot {
+        model: "gpt-4o".into(),
+        at_ms: 5,
+        prompt_version: 1,
+        blocks: vec![strata::domain::PrefixBlock {
+            kind: strata::domain::BlockKind::Tools,
+            chain: 0xfeed,
+            tokens: 300,
+        }],
+        markers: Vec::new(),
+    };
+    store.save_cache_prefix(s.id, &snapshot).unwrap();
+    snapshot.at_ms = 9;
+    store.save_cache_prefix(s.id, &snapshot).unwrap();
+    assert_eq!(store.cache_prefix(s.id).unwrap(), Some(snapshot));
 }
 
 #[test]

@@ -160,6 +160,8 @@ impl Conversation {
     fn send(&mut self, prepared: Prepared, now_ms: i64) -> Vec<Effect> {
         let estimate = prepared.prepared_tokens;
         let tools_sha256 = self.tools.as_ref().map(|t| t.offered().sha256());
+        let (snapshot, check) = self.check_cache(&prepared, now_ms);
+        let cache = Some((Box::new(snapshot), check));
         self.sent = Some(super::SentRequest {
             report: prepared.report,
             prepared_tokens: prepared.prepared_tokens,
@@ -175,12 +177,14 @@ impl Conversation {
                 *reply = Reply::new(reply.message_id, now_ms, estimate);
                 reply.seq = seq;
                 reply.tools_sha256 = tools_sha256;
+                reply.cache = cache;
             }
             None => {
                 let mut assistant = Message::new(self.session.id, Role::Assistant, "", now_ms);
                 assistant.status = MessageStatus::Streaming;
                 let mut reply = Reply::new(assistant.id, now_ms, estimate);
                 reply.tools_sha256 = tools_sha256;
+                reply.cache = cache;
                 active.reply = Some(reply);
                 effects.push(Effect::SaveMessage(assistant));
             }
@@ -497,6 +501,10 @@ impl Conversation {
         }
         if reply.usage.is_some() || status == MessageStatus::Complete {
             effects.push(Effect::RecordUsage(reply.usage_row(&self.session, now_ms)));
+            if let Some((snapshot, _)) = reply.cache {
+                self.answered((*snapshot).clone());
+                effects.push(Effect::SaveCachePrefix(snapshot));
+            }
         }
         if let Some(notice) = error {
             effects.push(Effect::ShowError(notice));

@@ -25,6 +25,8 @@ pub(super) struct Reply {
     pub usage: Option<ProviderUsage>,
     /// SHA-256 of the tools array the request carried.
     pub tools_sha256: Option<String>,
+    /// The request's blocks and what strata predicted of its cache reads.
+    pub cache: Option<(Box<crate::domain::PrefixSnapshot>, crate::domain::CacheCheck)>,
     calls: Vec<PartialCall>,
     flushed_len: usize,
     flushed_at_ms: i64,
@@ -41,6 +43,7 @@ impl Reply {
             text: String::new(),
             usage: None,
             tools_sha256: None,
+            cache: None,
             calls: Vec::new(),
             flushed_len: 0,
             flushed_at_ms: now_ms,
@@ -131,6 +134,10 @@ impl Reply {
             duration_ms: Some(u64::try_from(now_ms - self.started_at_ms).unwrap_or(0)),
             created_at: now_ms,
             tools_sha256: self.tools_sha256.clone(),
+            cache: self
+                .cache
+                .as_ref()
+                .map(|(_, check)| super::cache_book::with_reported(check.clone(), u.cache_read_tokens)),
         }
     }
 }

@@ -37,4 +37,8 @@ pub struct Usage {
     /// offered no tools.
     #[serde(default)]
     pub tools_sha256: Option<String>,
+    /// What strata predicted of the request's cache reads and where the
+    /// cached prefix broke; `None` for rows written before strata kept it.
+    #[serde(default)]
+    pub cache: Option<super::CacheCheck>,
 }

@@ -169,6 +169,7 @@ pub(crate) fn assemble(work: &mut Work<'_>, input: &PrepareInput<'_>, report_onl
     let mut system_text = input.system.text.clone();
     let mut system_tokens = u64::from(input.system_tokens);
     let mut out: Vec<RequestMessage> = Vec::new();
+    let mut sources: Vec<std::ops::Range<usize>> = Vec::new();
     let mut message_total = 0u64;
     let mut after = vec![0u32; n];
     let mut merged = vec![false; n];
@@ -191,6 +192,9 @@ pub(crate) fn assemble(work: &mut Work<'_>, input: &PrepareInput<'_>, report_onl
                 after[i] = body + join(&mut prev.content, &copy(text), sep_tokens);
                 prev.tool_calls = kept_calls(m, kept[i].as_ref());
                 merged[i] = true;
+                if let Some(last) = sources.last_mut() {
+                    last.end = i + 1;
+                }
             }
             _ => {
                 after[i] = work.tokens[i];
@@ -200,11 +204,16 @@ pub(crate) fn assemble(work: &mut Work<'_>, input: &PrepareInput<'_>, report_onl
                     tool_calls: kept_calls(m, kept[i].as_ref()),
                     tool_call_id: m.tool_call_id.clone(),
                 });
+                sources.push(i..i + 1);
             }
         }
         message_total += u64::from(after[i]);
     }
-    message_total += opening_note(&mut out, work, first_sent, counter);
+    let (note_tokens, note_at) = opening_note(&mut out, work, first_sent, counter);
+    if let Some(at) = note_at {
+        sources.insert(at, 0..0);
+    }
+    message_total += note_tokens;
     let report = (0..n)
         .map(|i| ReportEntry {
             message_id: msgs[i].id,
@@ -227,6 +236,7 @@ pub(crate) fn assemble(work: &mut Work<'_>, input: &PrepareInput<'_>, report_onl
             temperature: input.temperature,
         },
         report,
+        sources,
         prepared_tokens: system_tokens + message_total + u64::from(request_overhead(has_system)),
         prelimit_tokens: u64::from(input.system_tokens)
             + work.prelimit.iter().map(|&t| u64::from(t)).sum::<u64>()
@@ -236,17 +246,18 @@ pub(crate) fn assemble(work: &mut Work<'_>, input: &PrepareInput<'_>, report_onl
 }
 
 /// Inserts the omitted-messages note before the first non-system message
-/// when that is not a user message (or there is none); returns its tokens.
-/// The count is the number of stored messages before the first one sent.
+/// when that is not a user message (or there is none); returns its tokens
+/// and where it went. The count is the number of stored messages before the
+/// first one sent.
 fn opening_note(
     out: &mut Vec<RequestMessage>,
     work: &Work<'_>,
     first_sent: Option<usize>,
     counter: &dyn TokenCounter,
-) -> u64 {
+) -> (u64, Option<usize>) {
     let at = out.iter().position(|m| m.role != Role::System);
     if at.is_some_and(|k| out[k].role == Role::User) {
-        return 0;
+        return (0, None);
     }
     let omitted = (0..first_sent.unwrap_or(work.msgs.len()))
         .filter(|&i| !work.live(i))
@@ -257,8 +268,9 @@ fn opening_note(
         OMITTED_NOTE.trim_end().replace("{count}", &omitted.to_string())
     };
     let tokens = framing(counter, Role::User) + counter.count(&text) as u32;
+    let at = at.unwrap_or(out.len());
     out.insert(
-        at.unwrap_or(out.len()),
+        at,
         RequestMessage {
             role: Role::User,
             content: text,
@@ -266,7 +278,7 @@ fn opening_note(
             tool_call_id: None,
         },
     );
-    u64::from(tokens)
+    (u64::from(tokens), Some(at))
 }
 
 /// The most significant action for message `i`.

@@ -155,8 +155,14 @@ impl Runtime {
         let active = super::session::settled(messages.into_iter().filter(|m| m.archived_by.is_none()));
         let calibration = super::context::calibration_of(usage);
         let engine = self.compression_engine(&session, choice, super::SummarizerArg::Config)?;
+        let last_prefix = self.store.cache_prefix(session.id).unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "the session's last cache prefix could not be read");
+            None
+        });
+        let rule = self.cache_rule(choice);
         Ok(
             Conversation::new(session, prompt, active, counter, choice.max_tokens)
+                .with_cache_rule(rule, last_prefix)
                 .with_window(choice.context_window)
                 .with_max_messages(self.config.history.max_messages)
                 .with_calibration(calibration)
@@ -264,6 +270,13 @@ impl Runtime {
                     Effect::RecordUsage(usage) => {
                         self.store.record_usage(&usage)?;
                         out(ChatOutput::Usage(&usage));
+                    }
+                    Effect::SaveCachePrefix(snapshot) => {
+                        // Bookkeeping: a failure costs the next request's
+                        // comparison, never the turn.
+                        if let Err(e) = self.store.save_cache_prefix(session_id, &snapshot) {
+                            tracing::warn!(error = %e, "the request's cache prefix could not be remembered");
+                        }
                     }
                     Effect::ShowDelta(text) => out(ChatOutput::Delta(&text)),
                     Effect::Phase(phase) => out(ChatOutput::Phase(phase)),

@@ -54,6 +54,13 @@ pub struct ContextReport {
     pub compression: CompressionStatus,
     /// Why the model gets no tools, when it gets none.
     pub tools_off: Option<String>,
+    /// The last request's cache reads, predicted and reported, and where
+    /// the cached prefix broke.
+    pub cache: super::cache_report::CacheStatus,
+    /// Every request of the session, oldest first: `{at, prompt_tokens,
+    /// estimated, cached_tokens, predicted_cached_tokens, compaction,
+    /// break}`.
+    pub requests: Vec<super::cache_report::RequestPoint>,
     /// Each server's tools and their tokens; written into
     /// `categories.tools` by [`ContextReport::to_json`].
     #[serde(skip)]
@@ -144,6 +151,7 @@ pub(super) fn context_of(
         prepare_error,
         last_usage: None,
         last_compaction: None,
+        requests: Vec::new(),
         blocked_reason,
         tools_off: conversation.tools_off().map(str::to_owned),
         tool_servers: super::tool_costs::tool_servers(conversation, &[]),
@@ -246,7 +254,9 @@ impl Runtime {
             history_tokens,
             budget: _,
         } = snapshot;
-        let calibration = self.calibration(session.id)?;
+        let usage = self.store.usage(session.id)?;
+        let calibration = calibration_of(&usage);
+        let compactions = self.store.compactions(session.id)?;
         let system = RequestSystem {
             text: prompt.text.clone(),
             boundary_offset: prompt.boundary_offset,
@@ -337,6 +347,8 @@ impl Runtime {
             budget,
             compression: self.compression_status(session, choice)?,
             tools_off,
+            cache: super::cache_report::CacheStatus::of(&usage),
+            requests: super::cache_report::request_points(&usage, &compactions),
             tool_servers,
         })
     }

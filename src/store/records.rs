@@ -46,6 +46,9 @@ fn usage_row(row: &Row<'_>) -> rusqlite::Result<Usage> {
         duration_ms: opt_uint(row, 10)?,
         created_at: row.get(11)?,
         tools_sha256: row.get(12)?,
+        cache: row
+            .get::<_, Option<String>>(13)?
+            .and_then(|text| serde_json::from_str(&text).ok()),
     })
 }
 
@@ -120,8 +123,8 @@ impl Store {
             .prepare_cached(
                 "INSERT INTO usage (session_id, message_id, model, prompt_tokens,
                      completion_tokens, cache_read_tokens, cache_write_tokens, reasoning_tokens,
-                     estimated_prompt_tokens, ttft_ms, duration_ms, created_at, tools_sha256)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
+                     estimated_prompt_tokens, ttft_ms, duration_ms, created_at, tools_sha256, cache)
+                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14)",
             )?
             .execute(params![
                 u.session_id.to_string(),
@@ -137,6 +140,7 @@ impl Store {
                 opt_int(u.duration_ms, "duration_ms")?,
                 u.created_at,
                 u.tools_sha256,
+                u.cache.as_ref().and_then(|c| serde_json::to_string(c).ok()),
             ])?;
         Ok(())
     }
@@ -151,7 +155,7 @@ impl Store {
             .prepare_cached(
                 "SELECT session_id, message_id, model, prompt_tokens, completion_tokens,
                         cache_read_tokens, cache_write_tokens, reasoning_tokens,
-                        estimated_prompt_tokens, ttft_ms, duration_ms, created_at, tools_sha256
+                        estimated_prompt_tokens, ttft_ms, duration_ms, created_at, tools_sha256, cache
                    FROM usage WHERE session_id = ?1 ORDER BY num",
             )?
             .query_map([session.to_string()], usage_row)?

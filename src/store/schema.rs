@@ -18,6 +18,7 @@ const FILES: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0006_input_history.sql")),
     M::up(include_str!("../../migrations/0007_context_control.sql")),
     M::up(include_str!("../../migrations/0008_served_windows.sql")),
+    M::up(include_str!("../../migrations/0009_cache_prefix.sql")),
 ];
 
 /// The migration set handed to `rusqlite_migration`. It runs every pending

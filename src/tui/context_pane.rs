@@ -334,6 +334,7 @@ mod tests {
             stored_tokens: 0,
             prepare_error: None,
             last_usage: None,
+            requests: Vec::new(),
             last_compaction: None,
             blocked_reason: None,
             tools_off: tools_off.map(str::to_owned),

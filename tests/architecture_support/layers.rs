@@ -32,6 +32,7 @@ pub const LAYERS: &[(&str, Layer)] = &[
     ("tokens", Layer::Core),
     ("prompt", Layer::Core),
     ("pipeline", Layer::Core),
+    ("prompt_cache", Layer::Core),
     ("compress", Layer::Core),
     ("conversation", Layer::Core),
     ("tooling", Layer::Core),

@@ -128,6 +128,7 @@ pub fn context_in(messages: &[Message], window: u64, reserved: u64) -> ContextSn
         prepare_error: None,
         last_usage: None,
         last_compaction: None,
+        requests: Vec::new(),
         blocked_reason: None,
         tools_off: None,
         tool_servers: None,

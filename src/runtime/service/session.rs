@@ -109,9 +109,16 @@ struct Rows {
     usage: Vec<crate::domain::Usage>,
     /// The latest compaction still in force.
     last_compaction: Option<crate::domain::Compaction>,
+    /// Every compaction record, oldest first (the chart marks them).
+    compactions: Vec<crate::domain::Compaction>,
 }
 
 impl Rows {
+    /// The session's requests as the chart shows them.
+    fn requests(&self) -> Vec<crate::runtime::cache_report::RequestPoint> {
+        crate::runtime::cache_report::request_points(&self.usage, &self.compactions)
+    }
+
     /// Applies a compaction as the store did: its originals archived by
     /// it, its summary and rewritten copies inserted at their `seq` (after
     /// the originals of the same `seq`, as rows inserted later sort).
@@ -125,6 +132,7 @@ impl Rows {
             .extend(plan.rewritten.iter().map(|(_, copy)| copy.clone()));
         self.messages.sort_by_key(|m| m.seq);
         self.last_compaction = Some(compaction.clone());
+        self.compactions.push(compaction.clone());
     }
 
     /// Replaces the message with `m`'s id, or appends it.
@@ -510,16 +518,18 @@ impl SessionService {
     ) -> anyhow::Result<()> {
         if self.rows.as_ref().is_none_or(|r| r.session != session.id) {
             let store = &self.runtime.store;
-            let last_compaction = store
-                .compactions(session.id)?
-                .into_iter()
+            let compactions = store.compactions(session.id)?;
+            let last_compaction = compactions
+                .iter()
                 .rev()
-                .find(|c| c.undone_at.is_none() && c.kind == crate::domain::CompactionKind::Summary);
+                .find(|c| c.undone_at.is_none() && c.kind == crate::domain::CompactionKind::Summary)
+                .cloned();
             self.rows = Some(Rows {
                 session: session.id,
                 messages: store.messages(session.id, true)?,
                 usage: store.usage(session.id)?,
                 last_compaction,
+                compactions,
             });
             self.conversation = None;
             self.answer_orphan_calls(session)?;
@@ -581,6 +591,7 @@ impl SessionService {
         let rows = self.rows.as_ref();
         context.last_usage = rows.and_then(|r| r.usage.last().cloned());
         context.last_compaction = rows.and_then(|r| r.last_compaction.clone());
+        context.requests = rows.map(Rows::requests).unwrap_or_default();
         if let Some(mcp) = self.mcp.as_ref() {
             context.tool_servers = crate::runtime::tool_costs::tool_servers(conversation, &mcp.states());
         }

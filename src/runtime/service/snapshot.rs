@@ -57,6 +57,7 @@ pub fn pending_view(
             prepare_error: None,
             last_usage: None,
             last_compaction: None,
+            requests: Vec::new(),
             blocked_reason: None,
             tools_off: crate::runtime::tools_state(&runtime.config, choice).why_off,
             tool_servers: None,

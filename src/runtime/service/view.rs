@@ -52,6 +52,8 @@ pub struct ContextSnapshot {
     pub last_usage: Option<Usage>,
     /// The last compaction of the session.
     pub last_compaction: Option<Compaction>,
+    /// Every request of the session, oldest first (the pane's chart).
+    pub requests: Vec<crate::runtime::cache_report::RequestPoint>,
     /// Why automatic compression is blocked, if it is.
     pub blocked_reason: Option<String>,
     /// Why the model gets no tools, when it gets none (the pane says so

@@ -156,6 +156,7 @@ impl SessionService {
             .blocked_reason(conversation.engine().status().locked.as_ref());
         let last_usage = self.rows.as_ref().and_then(|r| r.usage.last().cloned());
         let last_compaction = self.rows.as_ref().and_then(|r| r.last_compaction.clone());
+        let requests = self.rows.as_ref().map(super::Rows::requests).unwrap_or_default();
         let rows = &mut self.rows;
         let tool_env = self.tool_env.clone();
         let mut compacted = false;
@@ -186,6 +187,7 @@ impl SessionService {
                     );
                     context.last_usage.clone_from(&last_usage);
                     context.last_compaction.clone_from(&last_compaction);
+                    context.requests.clone_from(&requests);
                     ServiceEvent::Context(Box::new(context))
                 }
                 ChatOutput::Stored(m) => {
