@@ -249,6 +249,7 @@ fn context_rows() -> Vec<strata::pipeline::ContextRow> {
                     Vec::new()
                 },
                 preview: format!("Message {i}: the parser keeps a stack of open scopes 日本語 🙂"),
+                uncached_if_toggled: None,
             }
         })
         .collect()

@@ -11,10 +11,12 @@
 //! once per process ([`BlockHashes`]), so a request costs one map lookup
 //! and one 32-byte hash per block, not a pass over the history.
 
+mod cost;
 mod predict;
 mod reason;
 mod snapshot;
 
+pub use cost::{kept_before, uncached_after};
 pub use predict::{Prediction, predict};
 pub use reason::{Changes, reason};
 pub use snapshot::{BlockHashes, SnapshotInput, snapshot};

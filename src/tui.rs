@@ -13,6 +13,8 @@
 //! provider or the store from the UI task.
 
 mod app;
+mod cache_chart;
+mod cache_view;
 mod chat;
 mod context_pane;
 mod editor;

@@ -175,6 +175,27 @@ async fn ten_plain_turns_predict_what_openai_reads_and_report_no_break() {
     assert_eq!(requests[9]["prompt_tokens"], last.0);
     assert_eq!(requests[9]["cached_tokens"], last.1);
     assert!(requests.iter().all(|r| r["break"].is_null()));
+
+    // A compression's preview says what the next request will not read
+    // from the cache: what follows the protected head.
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_strata"))
+        .args([
+            "compress",
+            &s.id.to_string(),
+            "--preview",
+            "--json",
+            "--summarizer",
+            "extractive",
+        ])
+        .env("STRATA_HOME", s.dirs.home.path())
+        .current_dir(s.dirs.ws.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let preview: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let after = preview["tokens_after"].as_u64().unwrap();
+    let uncached = preview["uncached_tokens_next_request"].as_u64().unwrap();
+    assert!(uncached > 0 && uncached < after, "{preview}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -227,6 +248,20 @@ async fn an_exclusion_breaks_at_that_message() {
     let store = strata::store::Store::open(s.dirs.paths().database()).unwrap();
     let third = store.messages(s.id, false).unwrap()[2].id;
     drop(store);
+    // The context list says what excluding it will cost before it is done.
+    s.run(Command::ContextList).await;
+    let foretold = s
+        .events
+        .lock()
+        .unwrap()
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            ServiceEvent::ContextList(rows) => rows.iter().find(|r| r.message_id == third).cloned(),
+            _ => None,
+        })
+        .and_then(|r| r.uncached_if_toggled)
+        .expect("the row's cost");
     s.run(Command::Exclude {
         message: third,
         on: true,
@@ -243,6 +278,33 @@ async fn an_exclusion_breaks_at_that_message() {
     );
     assert_eq!(brk.reason, BreakReason::Exclusion);
     assert_eq!(check.predicted_cached_tokens, reported, "{check:?}");
+    // What the list foretold, against what went uncached: apart from the
+    // new message and the provider's 128-token steps.
+    let total = s.cache.reported.lock().unwrap().last().unwrap().0;
+    let uncached = total - reported;
+    assert!(
+        foretold.abs_diff(uncached) <= 160,
+        "foretold {foretold}, uncached {uncached}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pausing_automatic_compression_blocks_it_for_the_session_until_resumed() {
+    let mut s = setup(Shape::OpenAi, 4, "Run the tests.\n", "", None).await;
+    s.turn("first").await;
+    let blocked = |s: &Setup| {
+        s.events.lock().unwrap().iter().rev().find_map(|e| match e {
+            ServiceEvent::Context(c) => Some(c.blocked_reason.clone()),
+            _ => None,
+        })
+    };
+    s.events.lock().unwrap().clear();
+    s.run(Command::AutoCompress(false)).await;
+    let reason = blocked(&s).flatten().expect("blocked while paused");
+    assert!(reason.contains("paused"), "{reason}");
+    s.events.lock().unwrap().clear();
+    s.run(Command::AutoCompress(true)).await;
+    assert_eq!(blocked(&s), Some(None));
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -146,6 +146,7 @@ fn row(pos: Option<usize>, role: Role, tokens: u32, state: RowState, preview: &s
         pinned: state == RowState::Pinned,
         tools: Vec::new(),
         preview: preview.to_owned(),
+        uncached_if_toggled: pos.map(|p| 1_000 + 100 * p as u64),
     }
 }
 
@@ -173,6 +174,7 @@ fn preview_view(grows: bool) -> CompressPreviewView {
         summarizer: "gpt-4o-mini".into(),
         warnings: vec!["The pinned message 1 stays verbatim after the summary.".into()],
         grows,
+        uncached_tokens: Some(if grows { 2_600 } else { 120 }),
     }
 }
 

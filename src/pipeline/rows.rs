@@ -100,6 +100,11 @@ pub struct ContextRow {
     /// removed; for a call message without text, its first call as
     /// `name(arguments)`.
     pub preview: String,
+    /// Tokens of the next request the provider would not read from its
+    /// cache after excluding this message (including it, when excluded):
+    /// filled by the runtime from the last request's blocks; `None` when
+    /// not known or not applicable.
+    pub uncached_if_toggled: Option<u64>,
 }
 
 impl ContextRow {
@@ -193,6 +198,7 @@ pub fn context_rows(
             excluded: m.excluded,
             tools: tools_of(m, &names),
             preview: preview(m),
+            uncached_if_toggled: None,
         });
     }
     rows

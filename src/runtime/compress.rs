@@ -277,7 +277,7 @@ impl Runtime {
             ),
             protect_last_n: c.protect_last_n,
             summarizer: self.summarizer_choice(session, summarizer),
-            enabled: c.enabled,
+            enabled: c.enabled && !self.compression_paused,
         };
         let state: EngineState = self
             .store

@@ -358,7 +358,9 @@ impl Runtime {
     /// sentence for the runtime's client.
     #[must_use]
     pub fn blocked_reason(&self, locked: Option<&crate::compress::LockReason>) -> Option<String> {
-        if self.config.compression.enabled {
+        if self.compression_paused {
+            Some("automatic compression is paused for this session; /auto-compress on resumes it".to_owned())
+        } else if self.config.compression.enabled {
             locked.map(|reason| self.client().lockout(reason))
         } else {
             Some(self.client().compression_off())

@@ -413,7 +413,22 @@ impl Runtime {
         let report = self.context_report(session, choice, mcp)?;
         let all = self.counted_messages(session, true)?;
         let compactions = self.store.compactions(session.id)?;
-        Ok(crate::pipeline::context_rows(&all, &report.report, &compactions))
+        let mut rows = crate::pipeline::context_rows(&all, &report.report, &compactions);
+        // What toggling each row costs in cache: the blocks before it stay.
+        let last = self.store.cache_prefix(session.id)?;
+        let next = report.prepared_tokens.unwrap_or(report.input_tokens);
+        for row in rows.iter_mut().filter(|r| r.pos.is_some()) {
+            let after = if row.excluded {
+                next + u64::from(row.tokens)
+            } else {
+                next.saturating_sub(u64::from(row.tokens_sent))
+            };
+            let at = row.message_id;
+            row.uncached_if_toggled = Some(crate::prompt_cache::uncached_after(after, last.as_ref(), |id| {
+                id >= at
+            }));
+        }
+        Ok(rows)
     }
 }
 

@@ -78,6 +78,9 @@ pub struct Runtime {
     pub(in crate::runtime) overflow_windows: std::collections::HashMap<(String, String), u64>,
     /// The servers asked for their window in this process.
     pub(in crate::runtime) asked_windows: std::collections::HashSet<(String, String)>,
+    /// Automatic compression paused by the user for this process's
+    /// session (`/auto-compress off`); manual compression still runs.
+    pub(in crate::runtime) compression_paused: bool,
 }
 
 /// What a new session starts from.
@@ -118,6 +121,7 @@ impl Runtime {
                 .ok()
                 .filter(|p| p.file_stem().is_some_and(|s| s == "strata")),
             overflow_windows: std::collections::HashMap::new(),
+            compression_paused: false,
             asked_windows: std::collections::HashSet::new(),
         })
     }

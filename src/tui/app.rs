@@ -23,6 +23,7 @@ mod compose;
 mod context;
 mod folds;
 mod history;
+mod rewrite;
 mod select;
 mod slash_menu;
 mod tools;
@@ -71,6 +72,8 @@ pub struct App {
     folds: Vec<crate::tui::paste::Fold>,
     /// The question before sending a message larger than the window.
     pub(super) question: Option<SendQuestion>,
+    /// The question before `/model` or `/reload` rewrites the prompt.
+    rewrite: Option<rewrite::RewriteQuestion>,
     /// The `/` menu's selection.
     menu: super::menu::Menu,
     history: Vec<String>,
@@ -127,6 +130,7 @@ impl App {
             composer,
             folds: Vec::new(),
             question: None,
+            rewrite: None,
             menu: super::menu::Menu::default(),
             history: Vec::new(),
             history_at: None,
@@ -500,6 +504,9 @@ impl App {
             return effects;
         }
         if let Some(effects) = self.question_key(action) {
+            return effects;
+        }
+        if let Some(effects) = self.rewrite_key(action) {
             return effects;
         }
         if let Some(effects) = self.menu_key(action) {

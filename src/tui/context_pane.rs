@@ -39,9 +39,31 @@ pub fn render(snapshot: Option<&ContextSnapshot>, live: Live<'_>, area: Rect, bu
         Some(s) => lines(s, live, inner.width),
         None => vec![Line::styled("loading…", theme::dim())],
     };
-    Paragraph::new(lines)
-        .wrap(Wrap { trim: false })
-        .render(inner, buf);
+    // The chart of the session's requests, below the figures when there is
+    // room for both.
+    let chart = super::cache_chart::HEIGHT;
+    let text_rows = u16::try_from(lines.len()).unwrap_or(u16::MAX);
+    let (text, plot) = match snapshot {
+        Some(s) if s.requests.len() >= 2 && inner.height >= text_rows.saturating_add(chart + 1) => (
+            Rect {
+                height: inner.height - chart,
+                ..inner
+            },
+            Some((
+                s,
+                Rect {
+                    y: inner.y + inner.height - chart,
+                    height: chart,
+                    ..inner
+                },
+            )),
+        ),
+        _ => (inner, None),
+    };
+    Paragraph::new(lines).wrap(Wrap { trim: false }).render(text, buf);
+    if let Some((s, area)) = plot {
+        super::cache_chart::render(&s.requests, s.budget.threshold.effective, area, buf);
+    }
 }
 
 fn approx(exact: bool) -> &'static str {
@@ -208,14 +230,8 @@ pub fn lines(s: &ContextSnapshot, live: Live<'_>, width: u16) -> Vec<Line<'stati
             theme::dim(),
         ));
     }
-    match &s.last_usage {
-        Some(u) => out.push(Line::raw(format!(
-            "cached {} of {}",
-            u.cache_read_tokens.map_or_else(|| "–".to_owned(), fmt::tokens),
-            u.prompt_tokens.map_or_else(|| "–".to_owned(), fmt::tokens)
-        ))),
-        None => out.push(Line::styled("cached – (no request yet)", theme::dim())),
-    }
+    out.extend(super::cache_view::compression_warning(s));
+    out.extend(super::cache_view::cache_lines(s));
     if !live.stale.is_empty() {
         let names: Vec<&str> = live.stale.iter().map(|l| l.as_str()).collect();
         out.push(Line::styled(

@@ -190,6 +190,9 @@ pub enum Effect {
     },
     /// Undo the last edit and resend (the archived messages come back).
     UndoEditMessage,
+    /// Pause (`false`) or resume (`true`) automatic compression for the
+    /// session.
+    AutoCompress(bool),
     /// Suspend the screen and let the user edit `text` in `$EDITOR`
     /// (answered by [`AppEvent::Edited`]); run by the terminal loop, not
     /// the session driver.
@@ -271,6 +274,9 @@ pub struct CompressPreviewView {
     /// Whether the summary makes the request bigger: accepting then needs
     /// a second confirmation (and [`Effect::ApplyPreview`] with `force`).
     pub grows: bool,
+    /// Tokens of the next request the provider will not read from its
+    /// cache after the compression.
+    pub uncached_tokens: Option<u64>,
 }
 
 /// A message that stays verbatim after a compression.

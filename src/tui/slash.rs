@@ -52,6 +52,8 @@ pub enum SlashCommand {
     Include,
     /// Undo the last edit and resend.
     UndoResend,
+    /// Pause or resume automatic compression for the session.
+    AutoCompress,
     /// The notices log.
     Log,
     /// Show keys and commands.
@@ -61,7 +63,7 @@ pub enum SlashCommand {
 }
 
 /// Every command, in the order help lists them.
-pub const ALL: [SlashCommand; 26] = [
+pub const ALL: [SlashCommand; 27] = [
     SlashCommand::New,
     SlashCommand::Compress,
     SlashCommand::UndoCompress,
@@ -85,6 +87,7 @@ pub const ALL: [SlashCommand; 26] = [
     SlashCommand::Exclude,
     SlashCommand::Include,
     SlashCommand::UndoResend,
+    SlashCommand::AutoCompress,
     SlashCommand::Log,
     SlashCommand::Help,
     SlashCommand::Quit,
@@ -104,6 +107,7 @@ impl SlashCommand {
             Self::Exclude => "exclude",
             Self::Include => "include",
             Self::UndoResend => "undo-resend",
+            Self::AutoCompress => "auto-compress",
             Self::Sessions => "sessions",
             Self::Resume => "resume",
             Self::Rename => "rename",
@@ -137,6 +141,7 @@ impl SlashCommand {
             Self::Skill => "[name]",
             Self::Export => "[md|json]",
             Self::Tools => "[on|off NAME]",
+            Self::AutoCompress => "<on|off>",
             Self::Mcp => "[on|off SERVER|accept|decline]",
             _ => "",
         }
@@ -157,6 +162,7 @@ impl SlashCommand {
             Self::Exclude => "leave the selected message out of every request until included",
             Self::Include => "send the selected excluded message again",
             Self::UndoResend => "restore the messages the last edit and resend archived",
+            Self::AutoCompress => "pause (off) or resume (on) automatic compression for this session",
             Self::Sessions => "open the session picker",
             Self::Resume => "resume a session by id or id prefix (without one: the picker)",
             Self::Rename => "rename this session",

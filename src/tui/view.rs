@@ -56,6 +56,39 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
     if let Some(o) = &app.overlay {
         overlay::render(o, app.context.as_ref(), &app.keymap, area, buf);
     }
+    if let Some(q) = app.rewrite_question() {
+        confirm(&q.sentence(), area, buf);
+    }
+}
+
+/// A small centred box asking to confirm `sentence`: Enter confirms, Esc
+/// cancels.
+fn confirm(sentence: &str, area: Rect, buf: &mut Buffer) {
+    use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
+    let width = area.width.saturating_sub(4).min(64);
+    if width < 20 || area.height < 6 {
+        return;
+    }
+    let text_rows = u16::try_from(fmt::width(sentence).div_ceil(usize::from(width - 2))).unwrap_or(1);
+    let height = (text_rows + 4).min(area.height);
+    let rect = Rect {
+        x: area.x + (area.width - width) / 2,
+        y: area.y + (area.height - height) / 2,
+        width,
+        height,
+    };
+    Clear.render(rect, buf);
+    let block = Block::default()
+        .borders(Borders::ALL)
+        .title(Span::styled(" prompt cache ", theme::title()));
+    let inner = block.inner(rect);
+    block.render(rect, buf);
+    let lines = vec![
+        Line::raw(sentence.to_owned()),
+        Line::default(),
+        Line::styled("Enter confirms · Esc cancels", theme::dim()),
+    ];
+    Paragraph::new(lines).wrap(Wrap { trim: true }).render(inner, buf);
 }
 
 fn body(app: &App, area: Rect, buf: &mut Buffer) {
@@ -197,6 +230,19 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
         if !names.is_empty() {
             spans.push(Span::raw(format!("· {} ", names.join(" "))));
         }
+    } else if let Some((c, left)) = app
+        .context
+        .as_ref()
+        .and_then(|c| super::cache_view::tokens_before_compression(c).map(|left| (c, left)))
+    {
+        let turns = super::cache_view::turns_left(c, left);
+        spans.push(Span::styled(
+            format!(
+                "· ⚠ {} · /compress now ",
+                super::cache_view::warning_text(left, turns)
+            ),
+            theme::warning(),
+        ));
     } else if let Some(u) = &app.last_usage {
         let show = |v: Option<u64>| v.map_or_else(|| "–".to_owned(), fmt::tokens);
         spans.push(Span::raw(format!(

@@ -116,6 +116,7 @@ fn preview_view(o: &crate::runtime::CompressOutcome) -> super::event::CompressPr
             .unwrap_or_default(),
         warnings: o.warnings.clone(),
         grows: o.tokens_after > o.tokens_before,
+        uncached_tokens: o.uncached_tokens_next_request,
     }
 }
 
@@ -236,6 +237,7 @@ impl Driver {
             },
             Effect::CancelPreview => Command::CancelPreview,
             Effect::UndoEditMessage => Command::UndoEditMessage,
+            Effect::AutoCompress(on) => Command::AutoCompress(on),
             Effect::EditResend { message, text } => {
                 let (tx, rx) = oneshot::channel();
                 if let Ok(mut slot) = self.cancel.lock() {

@@ -61,6 +61,11 @@ pub struct CompressOutcome {
     /// message of the verbatim tail, where the summarised range ends;
     /// `None` for a no-op.
     pub tail_from: Option<usize>,
+    /// Tokens of the next request after the compression that the
+    /// provider will not read from its cache: everything from the first
+    /// summarised message on, by the blocks of the session's last request
+    /// (all of it before any request). `None` for a no-op.
+    pub uncached_tokens_next_request: Option<u64>,
 }
 
 /// One active message a compression leaves as it is.
@@ -106,6 +111,7 @@ pub(super) fn noop(
     let tokens = snapshot.input_tokens();
     CompressOutcome {
         noop: true,
+        uncached_tokens_next_request: None,
         messages_before: snapshot.messages.len(),
         messages_after: snapshot.messages.len(),
         tokens_before: tokens,
@@ -225,7 +231,19 @@ impl Runtime {
             edited: req.summary.is_some() && req.summary_edited,
             kept_verbatim: made.kept_verbatim,
             tail_from: Some(made.tail_from),
+            uncached_tokens_next_request: Some(self.uncached_after_compression(plan)),
         }
+    }
+
+    /// [`CompressOutcome::uncached_tokens_next_request`] of `plan`.
+    fn uncached_after_compression(&self, plan: &CompressionPlan) -> u64 {
+        let last = self.store.cache_prefix(plan.summary.session_id).ok().flatten();
+        let archived: HashSet<MessageId> = plan.archived.iter().copied().collect();
+        crate::prompt_cache::uncached_after(plan.tokens_after, last.as_ref(), |id| {
+            archived.contains(&id)
+                || plan.merged_into == Some(id)
+                || plan.rewritten.iter().any(|(r, _)| *r == id)
+        })
     }
 }
 

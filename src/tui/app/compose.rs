@@ -127,6 +127,14 @@ impl App {
             SlashCommand::Exclude => self.mark_command("exclude", &arg, Mark::Exclude(true)),
             SlashCommand::Include => self.mark_command("include", &arg, Mark::Exclude(false)),
             SlashCommand::UndoResend => vec![Effect::UndoEditMessage],
+            SlashCommand::AutoCompress => match arg.as_str() {
+                "on" => vec![Effect::AutoCompress(true)],
+                "off" => vec![Effect::AutoCompress(false)],
+                other => {
+                    self.notify(&format!("/auto-compress takes on or off, not '{other}'"), true);
+                    Vec::new()
+                }
+            },
             SlashCommand::Sessions => self.open_picker(),
             SlashCommand::Resume if arg.is_empty() => self.open_picker(),
             SlashCommand::Resume => vec![Effect::Resume(arg)],
@@ -140,11 +148,11 @@ impl App {
                 self.overlay = Some(Overlay::request());
                 vec![Effect::InspectRequest]
             }
-            SlashCommand::Reload => vec![Effect::Reload],
+            SlashCommand::Reload => self.ask_rewrite("/reload".to_owned(), Effect::Reload),
             SlashCommand::Model if arg.is_empty() => {
                 self.open_choices(crate::runtime::service::ChoiceKind::Model)
             }
-            SlashCommand::Model => vec![Effect::Model(arg)],
+            SlashCommand::Model => self.ask_rewrite(format!("/model {arg}"), Effect::Model(arg)),
             SlashCommand::Memory => vec![Effect::Memory(arg)],
             SlashCommand::Skill if arg.is_empty() => {
                 self.open_choices(crate::runtime::service::ChoiceKind::Skill)

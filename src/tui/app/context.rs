@@ -78,7 +78,9 @@ impl App {
             crate::tui::overlay::Picked::Name(name) => {
                 self.overlay = None;
                 match kind {
-                    crate::runtime::service::ChoiceKind::Model => vec![Effect::Model(name)],
+                    crate::runtime::service::ChoiceKind::Model => {
+                        self.ask_rewrite(format!("/model {name}"), Effect::Model(name))
+                    }
                     crate::runtime::service::ChoiceKind::Skill => vec![Effect::Skill(name)],
                 }
             }

@@ -223,9 +223,16 @@ impl ContextList {
         } else {
             "every message (t: tool outputs)"
         };
+        let cost = self
+            .selected_row()
+            .and_then(|r| Some((r.excluded, r.uncached_if_toggled?)))
+            .map_or_else(String::new, |(excluded, u)| {
+                let what = if excluded { "including" } else { "excluding" };
+                format!(" · {what} it: ~{} uncached next request", fmt::tokens(u))
+            });
         line(
             1,
-            Line::styled(fmt::cut(&format!("{sort} · {filter}"), width), theme::dim()),
+            Line::styled(fmt::cut(&format!("{sort} · {filter}{cost}"), width), theme::dim()),
         );
         let columns = Columns::for_width(width);
         line(2, Line::styled(fmt::cut(&columns.heads(), width), theme::title()));
@@ -418,6 +425,7 @@ mod tests {
                 Vec::new()
             },
             preview: format!("message {pos}"),
+            uncached_if_toggled: None,
         }
     }
 

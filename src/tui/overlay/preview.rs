@@ -248,6 +248,9 @@ impl Preview {
         if let Some(t) = &v.topic {
             s.push_str(&format!(" · topic {t}"));
         }
+        if let Some(u) = v.uncached_tokens {
+            s.push_str(&format!(" · ~{} uncached next request", fmt::tokens(u)));
+        }
         s
     }
 
@@ -317,6 +320,7 @@ mod tests {
             summarizer: "gpt-4o-mini".into(),
             warnings: Vec::new(),
             grows,
+            uncached_tokens: None,
         }
     }
 

@@ -58,6 +58,9 @@ pub enum Command {
     UndoCompress,
     /// Apply changed instruction files, memory and skills.
     Reload,
+    /// Pause (`false`) or resume (`true`) automatic compression for the
+    /// session; manual compression still runs.
+    AutoCompress(bool),
     /// Switch the session's model.
     Model(String),
     /// Append a line to `MEMORY.md`.
@@ -306,6 +309,20 @@ impl SessionService {
                         )));
                     }
                 }
+            }
+            Command::AutoCompress(on) => {
+                self.runtime.compression_paused = !on;
+                // The engine is rebuilt with the setting on the next refresh.
+                self.conversation = None;
+                self.refresh()?;
+                self.emit(ServiceEvent::Notice(
+                    if on {
+                        "automatic compression runs again for this session"
+                    } else {
+                        "automatic compression is paused for this session; /compress still works, /auto-compress on resumes it"
+                    }
+                    .into(),
+                ));
             }
             Command::ContextList => self.context_list()?,
             Command::Pin { message, on } => self.set_flag(message, true, on)?,
