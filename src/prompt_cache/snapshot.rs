@@ -14,10 +14,19 @@ use std::ops::Range;
 /// messages it holds, its byte length and its tool calls; stored content
 /// never changes (strata stores rewrites as new rows), and a message the
 /// pipeline cut differently has another length.
+///
+/// It also keeps the keys and chains of the last request it hashed, so a
+/// message block at the same position with the same key after the same
+/// chain takes its chain from there: a request that repeats the previous
+/// one and adds a turn costs a key comparison per block.
 #[derive(Clone, Debug, Default)]
 pub struct BlockHashes {
-    by_key: HashMap<(MessageId, usize, usize, usize), BlockHash>,
+    by_key: HashMap<Key, BlockHash>,
+    last: Vec<(Option<Key>, BlockHash)>,
 }
+
+/// What names a message block's content (see [`BlockHashes`]).
+type Key = (MessageId, usize, usize, usize);
 
 impl BlockHashes {
     /// An empty map.
@@ -26,7 +35,7 @@ impl BlockHashes {
         Self::default()
     }
 
-    fn message(&mut self, key: Option<(MessageId, usize, usize, usize)>, m: &RequestMessage) -> BlockHash {
+    fn message(&mut self, key: Option<Key>, m: &RequestMessage) -> BlockHash {
         match key {
             Some(key) => *self.by_key.entry(key).or_insert_with(|| message_hash(m)),
             None => message_hash(m),
@@ -83,6 +92,8 @@ pub fn snapshot(input: &SnapshotInput<'_>, hashes: &mut BlockHashes) -> PrefixSn
         chain = link(chain, hash);
         blocks.push(PrefixBlock { kind, chain, tokens });
     };
+    let last = std::mem::take(&mut hashes.last);
+    let mut keys: Vec<(Option<Key>, BlockHash)> = Vec::with_capacity(last.len() + 2);
     if !input.request.tools.is_empty() {
         let hash = bytes_hash(
             serde_json::to_string(&input.request.tools)
@@ -119,6 +130,7 @@ pub fn snapshot(input: &SnapshotInput<'_>, hashes: &mut BlockHashes) -> PrefixSn
         );
     }
     let system_blocks = blocks.len();
+    keys.extend(blocks.iter().map(|b| (None, b.chain)));
     let first_system = usize::from(!input.request.tools.is_empty());
     if system_blocks > first_system {
         let others: u64 = blocks[first_system..system_blocks - 1]
@@ -141,9 +153,31 @@ pub fn snapshot(input: &SnapshotInput<'_>, hashes: &mut BlockHashes) -> PrefixSn
             role: m.role,
             parts: u32::from(!m.content.is_empty()) + u32::try_from(m.tool_calls.len()).unwrap_or(u32::MAX),
         };
-        let hash = hashes.message(key, m);
-        push(kind, hash, tokens, &mut blocks);
+        let i = blocks.len();
+        let before = i.checked_sub(1).map_or(0, |k| blocks[k].chain);
+        let same = key.is_some()
+            && last.get(i).is_some_and(|(k, _)| *k == key)
+            && i.checked_sub(1)
+                .map_or(true, |k| last.get(k).is_some_and(|(_, c)| *c == before));
+        if same {
+            // The previous request had this block here after the same
+            // prefix: its chain is the same.
+            blocks.push(PrefixBlock {
+                kind,
+                chain: last[i].1,
+                tokens,
+            });
+        } else {
+            let hash = hashes.message(key, m);
+            blocks.push(PrefixBlock {
+                kind,
+                chain: link(before, hash),
+                tokens,
+            });
+        }
+        keys.push((key, blocks[i].chain));
     }
+    hashes.last = keys;
     let markers = match input.rule {
         CacheRule::Anthropic { .. } => anthropic_markers(input.prompt, &blocks, system_blocks),
         _ => Vec::new(),
