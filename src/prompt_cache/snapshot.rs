@@ -158,7 +158,7 @@ pub fn snapshot(input: &SnapshotInput<'_>, hashes: &mut BlockHashes) -> PrefixSn
         let same = key.is_some()
             && last.get(i).is_some_and(|(k, _)| *k == key)
             && i.checked_sub(1)
-                .map_or(true, |k| last.get(k).is_some_and(|(_, c)| *c == before));
+                .is_none_or(|k| last.get(k).is_some_and(|(_, c)| *c == before));
         if same {
             // The previous request had this block here after the same
             // prefix: its chain is the same.
