@@ -145,6 +145,12 @@ fn the_warning_before_automatic_compression_names_what_is_left_and_the_keys() {
         assert!(screen.contains("/compress now · F8 list"), "{screen}");
         insta::assert_snapshot!(format!("compress_warning_{w}x{h}"), screen);
     }
+    // Over the threshold: it fires with the next message.
+    let messages = history(2);
+    let mut ctx = context_in(&messages, 128_000, 8_192);
+    ctx.prelimit_tokens = Some(ctx.budget.threshold.effective + 10);
+    let app = app_with(120, 36, messages, Some(ctx));
+    assert!(draw(&app, 120, 36).contains("auto-compress with the next message"));
     // Far from the threshold, or blocked: no warning.
     let messages = history(2);
     let app = app_with(

@@ -41,8 +41,8 @@ pub fn cache_lines(s: &ContextSnapshot) -> Vec<Line<'static>> {
 
 /// Tokens left before automatic compression fires, when the next request's
 /// pre-limit estimate is within [`NEAR_THRESHOLD`] of the effective
-/// threshold (and below it); `None` otherwise or when automatic
-/// compression cannot run.
+/// threshold or over it (0: it fires with the next message); `None`
+/// otherwise or when automatic compression cannot run.
 #[must_use]
 pub fn tokens_before_compression(s: &ContextSnapshot) -> Option<u64> {
     if s.blocked_reason.is_some() {
@@ -56,7 +56,7 @@ pub fn tokens_before_compression(s: &ContextSnapshot) -> Option<u64> {
         clippy::cast_sign_loss
     )]
     let near = (threshold as f64 * (1.0 - NEAR_THRESHOLD)) as u64;
-    (next >= near && next < threshold).then(|| threshold - next)
+    (next >= near).then(|| threshold.saturating_sub(next))
 }
 
 /// Turns left before `left` tokens are used up, at the pace of the
@@ -94,9 +94,14 @@ pub fn compression_warning(s: &ContextSnapshot) -> Vec<Line<'static>> {
     ]
 }
 
-/// `auto-compress in ~1 turn: 4.1k tokens left`.
+/// `auto-compress in ~1 turn: 4.1k tokens left`, or, with nothing left,
+/// `auto-compress with the next message: the request is over the
+/// threshold`.
 #[must_use]
 pub fn warning_text(left: u64, turns: u64) -> String {
+    if left == 0 {
+        return "auto-compress with the next message: the request is over the threshold".to_owned();
+    }
     let unit = if turns == 1 { "turn" } else { "turns" };
     format!(
         "auto-compress in ~{turns} {unit}: {} tokens left",
