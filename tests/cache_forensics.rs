@@ -22,7 +22,7 @@ use service_support::{Dirs, history, import, recorder};
 use std::sync::{Arc, Mutex};
 use strata::config::Config;
 use strata::domain::{BreakAt, BreakReason, CacheCheck, LayerName, PromptMode, SessionId};
-use strata::runtime::service::{Command, Launch, Opening, ServiceEvent, SessionService};
+use strata::runtime::service::{Command, ServiceEvent, SessionService};
 
 struct Setup {
     service: SessionService,
@@ -84,20 +84,9 @@ async fn setup(shape: Shape, messages: usize, agents: &str, extra: &str, mode: O
         )
     };
     let (sink, events) = recorder();
-    let opening = Opening::Resume(id.to_string());
-    let launch = Launch {
-        paths: dirs.paths(),
-        config,
-        provider: None,
-        model: None,
-        prompt_mode: None,
-        opening: opening.clone(),
-        cwd: dirs.ws.path().to_path_buf(),
-        env: Arc::new(|name: &str| (name == "ANTHROPIC_API_KEY").then(|| "sk-ant-test".to_owned())),
-        interactive: true,
-    };
-    let mut service = SessionService::open(launch, sink, None).unwrap();
-    service.start(opening).unwrap();
+    let env: strata::runtime::service::EnvLookup =
+        Arc::new(|name: &str| (name == "ANTHROPIC_API_KEY").then(|| "sk-ant-test".to_owned()));
+    let service = service_support::open_with_env(&dirs, config, id, true, sink, env);
     Setup {
         service,
         events,
@@ -109,6 +98,11 @@ async fn setup(shape: Shape, messages: usize, agents: &str, extra: &str, mode: O
 }
 
 impl Setup {
+    /// The newest event `pick` finds something in.
+    fn last<T>(&self, pick: impl Fn(&ServiceEvent) -> Option<T>) -> Option<T> {
+        self.events.lock().unwrap().iter().rev().find_map(pick)
+    }
+
     /// Sends `text`; the check of the request, and what the server reported.
     async fn turn(&mut self, text: &str) -> (CacheCheck, u64) {
         self.events.lock().unwrap().clear();
@@ -117,12 +111,7 @@ impl Setup {
             .await
             .unwrap();
         let usage = self
-            .events
-            .lock()
-            .unwrap()
-            .iter()
-            .rev()
-            .find_map(|e| match e {
+            .last(|e| match e {
                 ServiceEvent::Context(c) => c.last_usage.clone(),
                 _ => None,
             })
@@ -251,12 +240,7 @@ async fn an_exclusion_breaks_at_that_message() {
     // The context list says what excluding it will cost before it is done.
     s.run(Command::ContextList).await;
     let foretold = s
-        .events
-        .lock()
-        .unwrap()
-        .iter()
-        .rev()
-        .find_map(|e| match e {
+        .last(|e| match e {
             ServiceEvent::ContextList(rows) => rows.iter().find(|r| r.message_id == third).cloned(),
             _ => None,
         })
@@ -293,7 +277,7 @@ async fn pausing_automatic_compression_blocks_it_for_the_session_until_resumed()
     let mut s = setup(Shape::OpenAi, 4, "Run the tests.\n", "", None).await;
     s.turn("first").await;
     let blocked = |s: &Setup| {
-        s.events.lock().unwrap().iter().rev().find_map(|e| match e {
+        s.last(|e| match e {
             ServiceEvent::Context(c) => Some(c.blocked_reason.clone()),
             _ => None,
         })

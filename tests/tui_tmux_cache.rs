@@ -13,6 +13,7 @@ mod cache_server;
 mod common;
 #[path = "support/server.rs"]
 mod server;
+mod service_support;
 #[path = "support/tmux.rs"]
 mod tmux;
 
@@ -26,14 +27,10 @@ use tmux::Tmux;
 
 /// `n` alternating messages of about 200 tokens each.
 fn history(n: usize) -> String {
-    let body = "the parser keeps its state in a table of rows and columns; ".repeat(16);
-    let messages: Vec<serde_json::Value> = (0..n)
-        .map(|i| {
-            let role = if i % 2 == 0 { "user" } else { "assistant" };
-            serde_json::json!({"role": role, "content": format!("message {i}: {body}")})
-        })
-        .collect();
-    serde_json::to_string(&messages).unwrap()
+    service_support::history(
+        n,
+        &"the parser keeps its state in a table of rows and columns; ".repeat(16),
+    )
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

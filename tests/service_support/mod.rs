@@ -66,6 +66,18 @@ pub fn recorder() -> (Sink, Arc<Mutex<Vec<ServiceEvent>>>) {
 
 /// A service on session `id`, opened (its rows read, connected).
 pub fn open(dirs: &Dirs, config: Config, id: SessionId, interactive: bool, sink: Sink) -> SessionService {
+    open_with_env(dirs, config, id, interactive, sink, Arc::new(|_: &str| None))
+}
+
+/// [`open`] with `env` as the process environment (API keys).
+pub fn open_with_env(
+    dirs: &Dirs,
+    config: Config,
+    id: SessionId,
+    interactive: bool,
+    sink: Sink,
+    env: strata::runtime::service::EnvLookup,
+) -> SessionService {
     let opening = Opening::Resume(id.to_string());
     let launch = Launch {
         paths: dirs.paths(),
@@ -75,7 +87,7 @@ pub fn open(dirs: &Dirs, config: Config, id: SessionId, interactive: bool, sink:
         prompt_mode: None,
         opening: opening.clone(),
         cwd: dirs.ws.path().to_path_buf(),
-        env: Arc::new(|_: &str| None),
+        env,
         interactive,
     };
     let mut service = SessionService::open(launch, sink, None).unwrap();
