@@ -36,7 +36,7 @@ pub fn render(requests: &[RequestPoint], threshold: u64, area: Rect, buf: &mut B
         .map(|(i, r)| point(i, r.cached_tokens.unwrap_or(0)))
         .collect();
     let last = requests.len() - 1;
-    let line = vec![point(0, threshold), point(last, threshold)];
+    let threshold_line = vec![point(0, threshold), point(last, threshold)];
     let breaks: Vec<(f64, f64)> = requests
         .iter()
         .enumerate()
@@ -71,40 +71,30 @@ pub fn render(requests: &[RequestPoint], threshold: u64, area: Rect, buf: &mut B
         height: area.height - 1,
         ..area
     };
+    let line = |data, style| {
+        Dataset::default()
+            .marker(Marker::Braille)
+            .graph_type(GraphType::Line)
+            .style(style)
+            .data(data)
+    };
+    let dots = |data, style| {
+        Dataset::default()
+            .marker(Marker::Dot)
+            .graph_type(GraphType::Scatter)
+            .style(style)
+            .data(data)
+    };
     let mut datasets = vec![
-        Dataset::default()
-            .marker(Marker::Braille)
-            .graph_type(GraphType::Line)
-            .style(theme::dim())
-            .data(&line),
-        Dataset::default()
-            .marker(Marker::Braille)
-            .graph_type(GraphType::Line)
-            .style(theme::category(4))
-            .data(&prompt),
-        Dataset::default()
-            .marker(Marker::Braille)
-            .graph_type(GraphType::Line)
-            .style(theme::category(0))
-            .data(&cached),
+        line(&threshold_line, theme::dim()),
+        line(&prompt, theme::category(4)),
+        line(&cached, theme::category(0)),
     ];
     if !compactions.is_empty() {
-        datasets.push(
-            Dataset::default()
-                .marker(Marker::Dot)
-                .graph_type(GraphType::Scatter)
-                .style(theme::boundary())
-                .data(&compactions),
-        );
+        datasets.push(dots(&compactions, theme::boundary()));
     }
     if !breaks.is_empty() {
-        datasets.push(
-            Dataset::default()
-                .marker(Marker::Dot)
-                .graph_type(GraphType::Scatter)
-                .style(theme::warning())
-                .data(&breaks),
-        );
+        datasets.push(dots(&breaks, theme::warning()));
     }
     #[allow(clippy::cast_precision_loss)]
     let (x_max, y_max) = (last.max(1) as f64, top as f64 * 1.05);
