@@ -6,6 +6,7 @@
 //!   per provider and model by [`counter_for`];
 //! - [`message_tokens`] and friends: the chat-format overhead rule;
 //! - [`TokenCache`]: per-message counts computed once;
+//! - [`ServerCounter`]: a server's tokenizer, counted ahead by the runtime;
 //! - [`Threshold`]: the compression threshold of DESIGN §7;
 //! - [`Budget`]: where the window goes, by category (DESIGN §5);
 //! - [`context_window_for`], [`default_reserved_output`]: model defaults.
@@ -20,6 +21,7 @@ mod counter;
 mod lines;
 mod models;
 mod overhead;
+mod server_counter;
 mod threshold;
 
 pub use budget::{Budget, BudgetInput, BudgetItem, Categories, Category};
@@ -34,6 +36,7 @@ pub use overhead::{
     message_tokens, message_tokens_with, name_tokens, request_overhead, tool_schema_items,
     tool_schema_tokens,
 };
+pub use server_counter::ServerCounter;
 pub use threshold::{
     DEFAULT_THRESHOLD_CAP, DEFAULT_THRESHOLD_RATIO, SMALL_WINDOW_PERCENT, THRESHOLD_FLOOR, Threshold,
     ThresholdSettings,

@@ -10,7 +10,9 @@
 //! (strata stores rewrites as new rows). A message still `streaming` is
 //! counted on every call and never cached. Code that counts an edited copy
 //! of a message (the pipeline's truncation) must call [`message_tokens`]
-//! directly, not this cache.
+//! directly, not this cache. A count the counter had to estimate
+//! ([`TokenCounter::estimates`] grew while it was made) is returned but
+//! neither cached nor reported for storing.
 
 use super::counter::TokenCounter;
 use super::overhead::message_tokens;
@@ -92,7 +94,12 @@ impl TokenCache {
             self.insert(tokenizer, message.id, stored.tokens);
             return (stored.tokens, false);
         }
+        let estimated = counter.estimates();
         let n = message_tokens(counter, message);
+        if counter.estimates() != estimated {
+            // Not the tokenizer's own count: not remembered under its id.
+            return (n, false);
+        }
         self.insert(tokenizer, message.id, n);
         (n, true)
     }
@@ -248,6 +255,25 @@ mod tests {
         assert_eq!(cache.len(), 2);
         cache.forget(m.id);
         assert!(cache.is_empty());
+    }
+
+    #[test]
+    fn a_count_the_counter_estimated_is_neither_cached_nor_reported() {
+        let counter = crate::tokens::ServerCounter::new("llama.cpp:m");
+        let session = SessionId::new();
+        let held = Message::new(session, Role::User, "held", 0);
+        let other = Message::new(session, Role::User, "not held", 0);
+        counter.fill([("user".to_owned(), 1), ("held".to_owned(), 5)], true);
+        let mut cache = TokenCache::new();
+        let counts = cache.count_history(&counter, &[held.clone(), other.clone()]);
+        assert_eq!(counts.tokens[0], 3 + 1 + 5);
+        let ids: Vec<MessageId> = counts.newly_counted.iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, [held.id], "only the server's own count is stored");
+        assert_eq!(cache.get("llama.cpp:m", other.id), None);
+        // Once the server counted it, it is cached like any other.
+        counter.fill([("not held".to_owned(), 7)], true);
+        let (n, fresh) = cache.message_tokens(&counter, &other);
+        assert_eq!((n, fresh), (3 + 1 + 7, true));
     }
 
     #[test]

@@ -32,6 +32,23 @@ pub trait TokenCounter: Send + Sync {
     fn splits_at_line_starts(&self) -> bool {
         false
     }
+    /// How many texts this counter has answered with an estimate so far,
+    /// for a counter exact for some texts only (a server's tokenizer whose
+    /// counts were fetched ahead, [`ServerCounter`](super::ServerCounter)):
+    /// a count made while this grew is an estimate, not to be cached under
+    /// [`id`](Self::id). Never decreases; the default, 0, suits counters
+    /// that count every text themselves.
+    fn estimates(&self) -> u64 {
+        0
+    }
+    /// Whether figures another counter may have made (a frozen prompt's
+    /// layer tokens) are to be counted again with this one before use:
+    /// true for [`ServerCounter`](super::ServerCounter), whose counts are
+    /// table lookups and whose prompt was counted before the server was.
+    /// The default, false, trusts them.
+    fn recounts_stored(&self) -> bool {
+        false
+    }
 }
 
 /// The two OpenAI encodings strata knows.
