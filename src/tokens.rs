@@ -21,11 +21,13 @@ mod counter;
 mod lines;
 mod models;
 mod overhead;
+mod parallel;
 mod server_counter;
 mod threshold;
+mod vocab;
 
 pub use budget::{Budget, BudgetInput, BudgetItem, Categories, Category};
-pub use cache::{HistoryCounts, TokenCache};
+pub use cache::{HistoryCounts, TokenCache, text_bytes};
 pub use counter::{Encoding, TiktokenCounter, TokenCounter};
 pub use lines::{count_by_lines, line_parts};
 pub use models::{
@@ -36,6 +38,7 @@ pub use overhead::{
     message_tokens, message_tokens_with, name_tokens, request_overhead, tool_schema_items,
     tool_schema_tokens,
 };
+pub use parallel::{MAX_THREADS, PARALLEL_MIN_BYTES, map_each};
 pub use server_counter::ServerCounter;
 pub use threshold::{
     DEFAULT_THRESHOLD_CAP, DEFAULT_THRESHOLD_RATIO, SMALL_WINDOW_PERCENT, THRESHOLD_FLOOR, Threshold,

@@ -1,5 +1,6 @@
 //! The [`TokenCounter`] trait and its implementation for tiktoken's
-//! encodings, counted with the `bpe-openai` crate.
+//! encodings, counted with the `bpe-openai` crate's tables (pieces seen
+//! recently answered from a per-thread table: [`super::vocab`]).
 
 use bpe_openai::Tokenizer;
 
@@ -77,6 +78,14 @@ impl Encoding {
         let _ = self.bpe();
     }
 
+    /// The encoding's tag in the per-thread table of piece counts.
+    fn tag(self) -> u8 {
+        match self {
+            Self::O200kBase => 1,
+            Self::Cl100kBase => 2,
+        }
+    }
+
     /// The process-wide BPE table: prebuilt when `bpe-openai` is compiled,
     /// deserialised once, on first use.
     fn bpe(self) -> &'static Tokenizer {
@@ -125,7 +134,7 @@ impl TokenCounter for TiktokenCounter {
         if text.is_empty() {
             return 0;
         }
-        self.encoding.bpe().count(text)
+        super::vocab::count(self.encoding.bpe(), self.encoding.tag(), text)
     }
 
     /// One token per run of non-whitespace: the pre-tokenizer patterns of
