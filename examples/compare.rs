@@ -17,7 +17,10 @@
 //! `--repeat` runs (default 9; at least [`FAST_REPEAT`] for the figures
 //! that take milliseconds, the cold ones at most 3 for the compression) in
 //! milliseconds, wall-clock (`*_ms`), with the mean CPU time of the thread
-//! beside it (`*_cpu_ms`, Linux; `null` elsewhere). Prints one JSON object.
+//! beside it (`*_cpu_ms`, Linux; `null` elsewhere), and for the cold
+//! figures, whose counting runs on every core, the mean CPU time of the
+//! whole process (`*_process_cpu_ms`, in ticks of 10 ms). Prints one JSON
+//! object.
 //!
 //! Run: `cargo run --release --example compare -- HISTORY.json [--repeat N]`
 #![allow(clippy::print_stdout)]
@@ -49,6 +52,19 @@ fn thread_cpu_ns() -> Option<u64> {
     text.split_whitespace().next()?.parse().ok()
 }
 
+/// CPU time of the whole process, every thread included (ended ones too),
+/// nanoseconds (Linux: `utime + stime` of `/proc/self/stat`, in ticks of
+/// 10 ms: `USER_HZ` is 100); `None` elsewhere. Counting a cold history
+/// runs on every core, so the calling thread's CPU time alone says too
+/// little.
+fn process_cpu_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/self/stat").ok()?;
+    let after = &text[text.rfind(')')? + 1..];
+    let fields: Vec<&str> = after.split_whitespace().collect();
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some(ticks * 10_000_000)
+}
+
 /// Median of `values`, rounded to microseconds (values in milliseconds).
 fn median(mut values: Vec<f64>) -> f64 {
     values.sort_by(f64::total_cmp);
@@ -62,6 +78,7 @@ fn median(mut values: Vec<f64>) -> f64 {
 struct Timing {
     wall_ms: f64,
     cpu_ms: Option<f64>,
+    process_cpu_ms: Option<f64>,
 }
 
 /// Times `repeat` runs of `f`; returns the timing and the last result.
@@ -70,23 +87,27 @@ fn median_ms<T>(repeat: usize, mut f: impl FnMut() -> T) -> (Timing, T) {
     let mut walls = Vec::with_capacity(runs);
     let mut out = None;
     let cpu_start = thread_cpu_ns();
+    let process_start = process_cpu_ns();
     for _ in 0..runs {
         let start = Instant::now();
         out = Some(black_box(f()));
         walls.push(start.elapsed().as_secs_f64() * 1_000.0);
     }
-    let cpu_ms = match (cpu_start, thread_cpu_ns()) {
+    let mean_ms = |a: Option<u64>, b: Option<u64>| match (a, b) {
         (Some(a), Some(b)) => {
             Some((b.saturating_sub(a) as f64 / 1e6 / runs as f64 * 1_000.0).round() / 1_000.0)
         }
         _ => None,
     };
+    let cpu_ms = mean_ms(cpu_start, thread_cpu_ns());
+    let process_cpu_ms = mean_ms(process_start, process_cpu_ns());
     let Some(out) = out else {
         unreachable!("at least one run")
     };
     let timing = Timing {
         wall_ms: median(walls),
         cpu_ms,
+        process_cpu_ms,
     };
     (timing, out)
 }
@@ -233,6 +254,7 @@ fn main() -> anyhow::Result<()> {
         "pipeline_first_turn_cpu_ms": first_turn.cpu_ms,
         "pipeline_cold_ms": cold.wall_ms,
         "pipeline_cold_cpu_ms": cold.cpu_ms,
+        "pipeline_cold_process_cpu_ms": cold.process_cpu_ms,
         "pipeline_messages_out": prepared.request.messages.len(),
         "pipeline_truncated": truncated,
         "pipeline_tokens_out": prepared.prepared_tokens,
@@ -240,6 +262,7 @@ fn main() -> anyhow::Result<()> {
         "compress_cached_cpu_ms": compress_cached.cpu_ms,
         "compress_cold_ms": compress_cold.wall_ms,
         "compress_cold_cpu_ms": compress_cold.cpu_ms,
+        "compress_cold_process_cpu_ms": compress_cold.process_cpu_ms,
         "compress_messages_out": plan.messages_after,
         "compress_tokens_out": plan.tokens_after,
         "summary_input_messages": refs.len(),

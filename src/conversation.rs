@@ -523,6 +523,23 @@ impl Conversation {
         self.replan();
     }
 
+    /// The texts attached for the next submitted message
+    /// ([`Conversation::attach`]), in order.
+    pub fn attached(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().map(|(text, _)| text.as_str())
+    }
+
+    /// Forgets the figures counted once per prompt and tools array (the
+    /// system prompt's and the tool schemas' tokens), so the next pipeline
+    /// run counts them again: the counter's answers changed (a server's
+    /// counts arrived, see [`crate::tokens::ServerCounter`]). Message
+    /// counts need no such call: an estimated one is never cached.
+    pub fn counts_changed(&mut self) {
+        self.system_tokens = None;
+        self.tool_items = None;
+        self.cuts = CutMemo::new();
+    }
+
     /// Adds a part to the next submitted message (an attachment, or a
     /// per-turn reminder with `ephemeral_ttl = Some(1)`; see
     /// [`crate::pipeline::enrich`]). Each part is stored as a synthetic user

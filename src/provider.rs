@@ -14,6 +14,7 @@ pub mod models;
 pub mod openai;
 mod retry;
 pub mod served_window;
+pub mod tokenize;
 
 pub use anthropic::AnthropicProvider;
 pub use error::ProviderError;

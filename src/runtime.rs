@@ -16,6 +16,7 @@ mod context_control;
 mod control_wording;
 pub mod doctor;
 mod edit_message;
+mod exact_counts;
 mod import;
 pub mod input_history;
 mod lookup;
@@ -44,6 +45,7 @@ pub use compress::{
 pub use context::ContextReport;
 pub use context_control::{ControlAction, ControlError, ControlMessage, ControlOutcome};
 pub use edit_message::{EditOutcome, EditUndoOutcome};
+pub use exact_counts::{layers_for, tokenizer_id};
 pub use import::{ImportError, ImportOutcome, parse_openai_messages};
 pub use mcp_session::{McpSession, ServerState};
 pub use mcp_trust::{McpJsonServer, McpSource, PendingMcpJson, WorkspaceMcp};

@@ -6,6 +6,7 @@
 //!   per provider and model by [`counter_for`];
 //! - [`message_tokens`] and friends: the chat-format overhead rule;
 //! - [`TokenCache`]: per-message counts computed once;
+//! - [`ServerCounter`]: a server's tokenizer, counted ahead by the runtime;
 //! - [`Threshold`]: the compression threshold of DESIGN §7;
 //! - [`Budget`]: where the window goes, by category (DESIGN §5);
 //! - [`context_window_for`], [`default_reserved_output`]: model defaults.
@@ -20,10 +21,13 @@ mod counter;
 mod lines;
 mod models;
 mod overhead;
+mod parallel;
+mod server_counter;
 mod threshold;
+mod vocab;
 
 pub use budget::{Budget, BudgetInput, BudgetItem, Categories, Category};
-pub use cache::{HistoryCounts, TokenCache};
+pub use cache::{HistoryCounts, TokenCache, text_bytes};
 pub use counter::{Encoding, TiktokenCounter, TokenCounter};
 pub use lines::{count_by_lines, line_parts};
 pub use models::{
@@ -34,6 +38,8 @@ pub use overhead::{
     message_tokens, message_tokens_with, name_tokens, request_overhead, tool_schema_items,
     tool_schema_tokens,
 };
+pub use parallel::{MAX_THREADS, PARALLEL_MIN_BYTES, map_each};
+pub use server_counter::ServerCounter;
 pub use threshold::{
     DEFAULT_THRESHOLD_CAP, DEFAULT_THRESHOLD_RATIO, SMALL_WINDOW_PERCENT, THRESHOLD_FLOOR, Threshold,
     ThresholdSettings,

@@ -1,6 +1,8 @@
 //! strata against llama.cpp's own `llama-server` serving the test GGUF on
 //! 127.0.0.1: a chat streams with usage and cached tokens; the served
-//! window is discovered (`-c 3072`); a history too long for `-c 512` is
+//! window is discovered (`-c 3072`); counts are the server's own through
+//! `POST /tokenize`, within 1 % of its `prompt_tokens` from the first
+//! request; a history too long for `-c 512` is
 //! compressed before the first request; an overflow the server reports is
 //! recovered (the stated window wins, compress, retry); the Anthropic
 //! provider streams through the server's `POST /v1/messages`.
@@ -263,6 +265,32 @@ fn the_served_window_is_discovered_and_sizes_the_session() {
     assert_eq!(ctx["window_source"], "server");
     assert_eq!(ctx["reserved_output"], 768, "a quarter of the served window");
     assert!(ctx["threshold"]["effective"].as_u64().unwrap() < 3072 - 768);
+}
+
+#[test]
+fn counts_are_the_server_s_own_through_tokenize_from_the_first_request() {
+    let Some((_one, server, sb)) = setup(3072, Some("")) else {
+        return;
+    };
+    let said = chat(&sb, &server, &[], "What is the capital of France?");
+    let usage = of(&said, "usage")[0];
+    let reported = usage["prompt_tokens"].as_u64().unwrap();
+    let counted = usage["estimated_prompt_tokens"].as_u64().unwrap();
+    // Only the chat template's few tokens per message are not counted (the
+    // calibration learns them); o200k_base was 10 % off here.
+    assert!(
+        counted.abs_diff(reported) * 100 <= reported,
+        "counted {counted} vs reported {reported}"
+    );
+    let id = said
+        .iter()
+        .find_map(|e| e["session_id"].as_str())
+        .unwrap()
+        .to_owned();
+    let out = openai(&sb, &server, &["context", &id, "--json", "--no-mcp"]);
+    let ctx: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(ctx["exact"], true, "{ctx}");
+    assert_eq!(ctx["tokenizer"], "llama.cpp:smollm2");
 }
 
 #[test]

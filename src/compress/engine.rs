@@ -348,11 +348,22 @@ impl CompressionEngine for DefaultEngine {
         // tool call unit they belong to, never summarised or rewritten.
         let left_out = crate::pipeline::exclusions(history).out;
         let held = crate::pipeline::excluded_units(history);
-        let tokens: Vec<u32> = history
-            .iter()
-            .zip(&left_out)
-            .map(|(m, &out)| if out { 0 } else { tokens_of(input.counter, m) })
-            .collect();
+        // A history never counted under this tokenizer is counted on every
+        // core.
+        let counter = input.counter;
+        let sent: Vec<(&Message, bool)> = history.iter().zip(left_out.iter().copied()).collect();
+        let uncounted = |m: &Message| m.tokens.as_ref().is_none_or(|t| t.tokenizer != counter.id());
+        let tokens: Vec<u32> = crate::tokens::map_each(
+            &sent,
+            |&(m, out)| {
+                if !out && uncounted(m) {
+                    crate::tokens::text_bytes(m)
+                } else {
+                    0
+                }
+            },
+            |&(m, out)| if out { 0 } else { tokens_of(counter, m) },
+        );
         let tokens_before = input.fixed_tokens + tokens.iter().map(|t| u64::from(*t)).sum::<u64>();
         let tail_budget = self.threshold() / 5;
         let mut notes = Vec::new();

@@ -219,6 +219,8 @@ impl Runtime {
         for (part, ttl) in parts.parts {
             conversation.attach(part, ttl);
         }
+        // A llama.cpp server counts what the first request holds.
+        self.precount(conversation, &[&text]).await;
         let mut pending: VecDeque<Effect> = conversation
             .handle(Event::Submit {
                 text,
@@ -302,6 +304,8 @@ impl Runtime {
                             prompt_tokens = usage.and_then(|u| u.prompt_tokens),
                             "turn finished"
                         );
+                        // And the turn's messages, for the figures after it.
+                        self.precount(conversation, &[]).await;
                         return Ok(TurnOutcome {
                             session_id,
                             status,

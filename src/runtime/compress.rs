@@ -73,8 +73,9 @@ pub(super) fn budget_with(
     threshold: ThresholdSettings,
     tools: &[crate::tokens::BudgetItem],
 ) -> Budget {
+    let layers = super::exact_counts::layers_for(prompt, counter);
     let mut budget = Budget::compute(BudgetInput {
-        layers: &prompt.layers,
+        layers: &layers,
         boundary_offset: prompt.boundary_offset,
         history: messages,
         history_tokens: tokens,

@@ -111,7 +111,9 @@ pub fn connect(
             }
             Ok(Connected {
                 provider: Box::new(OpenAiProvider::new(c)?),
-                counter: hosted_counter(),
+                // A llama.cpp server's own tokenizer, once this process
+                // set it up (`Runtime::exact_counter`).
+                counter: super::exact_counts::counter_of(choice).unwrap_or_else(hosted_counter),
             })
         }
         ProviderKind::Anthropic => {
@@ -167,7 +169,9 @@ pub fn connect(
 }
 
 /// The counter for a stored session's tokens: the embedded model's own
-/// tokenizer when the session runs on it and its file is here, else tiktoken.
+/// tokenizer when the session runs on it and its file is here, a llama.cpp
+/// server's tokenizer once this process set it up for the model
+/// (`Runtime::exact_counter`), else tiktoken.
 /// Built once per process for each (provider, model, GGUF file) and shared
 /// afterwards: reading a GGUF vocabulary takes tens of milliseconds.
 #[must_use]
@@ -177,6 +181,9 @@ pub fn session_counter(
     provider: ProviderKind,
     model: &str,
 ) -> Arc<dyn TokenCounter> {
+    if let Some(exact) = super::exact_counts::counter_for_model(provider, model) {
+        return exact;
+    }
     let file = (provider == ProviderKind::Local)
         .then(|| explicit_gguf(model).or_else(|| local_model_file(paths, config)))
         .flatten();

@@ -114,6 +114,7 @@ impl Runtime {
             .and_then(|name| std::env::var(name).ok())
             .filter(|k| !k.trim().is_empty());
         let found = served_window::discover(&base, &model, key.as_deref()).await?;
+        super::exact_counts::note_server(&base, &model, found.server);
         if before
             .as_ref()
             .is_some_and(|w| w.source == "server" && w.tokens == found.tokens)

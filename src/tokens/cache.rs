@@ -10,7 +10,9 @@
 //! (strata stores rewrites as new rows). A message still `streaming` is
 //! counted on every call and never cached. Code that counts an edited copy
 //! of a message (the pipeline's truncation) must call [`message_tokens`]
-//! directly, not this cache.
+//! directly, not this cache. A count the counter had to estimate
+//! ([`TokenCounter::estimates`] grew while it was made) is returned but
+//! neither cached nor reported for storing.
 
 use super::counter::TokenCounter;
 use super::overhead::message_tokens;
@@ -77,49 +79,105 @@ impl TokenCache {
         self.len() == 0
     }
 
+    /// The count of `message` this cache or its row holds under
+    /// `tokenizer` (a stored one is remembered here), if any.
+    fn known(&mut self, tokenizer: &str, message: &Message) -> Option<u32> {
+        if message.status == MessageStatus::Streaming {
+            return None;
+        }
+        if let Some(n) = self.get(tokenizer, message.id) {
+            return Some(n);
+        }
+        let stored = message.tokens.as_ref().filter(|t| t.tokenizer == tokenizer)?;
+        self.insert(tokenizer, message.id, stored.tokens);
+        Some(stored.tokens)
+    }
+
+    /// Counts `message` and says whether the count is the tokenizer's own
+    /// (not an estimate: [`TokenCounter::estimates`] did not grow).
+    fn measure(counter: &dyn TokenCounter, message: &Message) -> (u32, bool) {
+        let estimated = counter.estimates();
+        let n = message_tokens(counter, message);
+        (n, counter.estimates() == estimated)
+    }
+
+    /// Remembers a count just made, unless `message` is still streaming or
+    /// the count is an estimate; `true` when it was remembered (the caller
+    /// should persist it).
+    fn remember(&mut self, tokenizer: &str, message: &Message, (n, own): (u32, bool)) -> bool {
+        if message.status == MessageStatus::Streaming || !own {
+            // A streaming message grows; an estimate is not the
+            // tokenizer's own count: neither is remembered under its id.
+            return false;
+        }
+        self.insert(tokenizer, message.id, n);
+        true
+    }
+
     /// The count of one message and whether it was tokenised just now
     /// (`true`: the caller should persist it). Looks in this cache, then at
     /// `message.tokens`, then counts with [`message_tokens`].
     pub fn message_tokens(&mut self, counter: &dyn TokenCounter, message: &Message) -> (u32, bool) {
         let tokenizer = counter.id();
-        if message.status == MessageStatus::Streaming {
-            return (message_tokens(counter, message), false);
-        }
-        if let Some(n) = self.get(tokenizer, message.id) {
+        if let Some(n) = self.known(tokenizer, message) {
             return (n, false);
         }
-        if let Some(stored) = message.tokens.as_ref().filter(|t| t.tokenizer == tokenizer) {
-            self.insert(tokenizer, message.id, stored.tokens);
-            return (stored.tokens, false);
-        }
-        let n = message_tokens(counter, message);
-        self.insert(tokenizer, message.id, n);
-        (n, true)
+        let measured = Self::measure(counter, message);
+        (measured.0, self.remember(tokenizer, message, measured))
     }
 
     /// Counts a whole history, tokenising only messages with no count under
-    /// `counter`'s tokenizer in this cache or in their row.
+    /// `counter`'s tokenizer in this cache or in their row; a large number
+    /// of them is counted on every core ([`super::parallel::map_each`]).
     pub fn count_history(&mut self, counter: &dyn TokenCounter, messages: &[Message]) -> HistoryCounts {
+        let tokenizer = counter.id();
+        let known: Vec<Option<u32>> = messages.iter().map(|m| self.known(tokenizer, m)).collect();
+        let todo: Vec<&Message> = messages
+            .iter()
+            .zip(&known)
+            .filter_map(|(m, k)| k.is_none().then_some(m))
+            .collect();
+        let mut measured =
+            super::parallel::map_each(&todo, |m| text_bytes(m), |m| Self::measure(counter, m)).into_iter();
         let mut out = HistoryCounts {
             tokens: Vec::with_capacity(messages.len()),
             ..HistoryCounts::default()
         };
-        for message in messages {
-            let (n, fresh) = self.message_tokens(counter, message);
+        for (message, known) in messages.iter().zip(known) {
+            let n = match known {
+                Some(n) => n,
+                None => {
+                    // One measured count per message not known, in order.
+                    let m = measured.next().unwrap_or_else(|| Self::measure(counter, message));
+                    if self.remember(tokenizer, message, m) {
+                        out.newly_counted.push((
+                            message.id,
+                            TokenCount {
+                                tokenizer: tokenizer.to_owned(),
+                                tokens: m.0,
+                            },
+                        ));
+                    }
+                    m.0
+                }
+            };
             out.tokens.push(n);
             out.total += u64::from(n);
-            if fresh {
-                out.newly_counted.push((
-                    message.id,
-                    TokenCount {
-                        tokenizer: counter.id().to_owned(),
-                        tokens: n,
-                    },
-                ));
-            }
         }
         out
     }
+}
+
+/// Bytes [`message_tokens`] tokenises of `message` (its content and tool
+/// calls), the weight of counting it.
+#[must_use]
+pub fn text_bytes(message: &Message) -> usize {
+    message.content.len()
+        + message
+            .tool_calls
+            .iter()
+            .map(|c| c.name.len() + c.arguments.len())
+            .sum::<usize>()
 }
 
 #[cfg(test)]
@@ -248,6 +306,25 @@ mod tests {
         assert_eq!(cache.len(), 2);
         cache.forget(m.id);
         assert!(cache.is_empty());
+    }
+
+    #[test]
+    fn a_count_the_counter_estimated_is_neither_cached_nor_reported() {
+        let counter = crate::tokens::ServerCounter::new("llama.cpp:m");
+        let session = SessionId::new();
+        let held = Message::new(session, Role::User, "held", 0);
+        let other = Message::new(session, Role::User, "not held", 0);
+        counter.fill([("user".to_owned(), 1), ("held".to_owned(), 5)], true);
+        let mut cache = TokenCache::new();
+        let counts = cache.count_history(&counter, &[held.clone(), other.clone()]);
+        assert_eq!(counts.tokens[0], 3 + 1 + 5);
+        let ids: Vec<MessageId> = counts.newly_counted.iter().map(|(id, _)| *id).collect();
+        assert_eq!(ids, [held.id], "only the server's own count is stored");
+        assert_eq!(cache.get("llama.cpp:m", other.id), None);
+        // Once the server counted it, it is cached like any other.
+        counter.fill([("not held".to_owned(), 7)], true);
+        let (n, fresh) = cache.message_tokens(&counter, &other);
+        assert_eq!((n, fresh), (3 + 1 + 7, true));
     }
 
     #[test]

@@ -1,5 +1,6 @@
 //! The [`TokenCounter`] trait and its implementation for tiktoken's
-//! encodings, counted with the `bpe-openai` crate.
+//! encodings, counted with the `bpe-openai` crate's tables (pieces seen
+//! recently answered from a per-thread table: [`super::vocab`]).
 
 use bpe_openai::Tokenizer;
 
@@ -32,6 +33,23 @@ pub trait TokenCounter: Send + Sync {
     fn splits_at_line_starts(&self) -> bool {
         false
     }
+    /// How many texts this counter has answered with an estimate so far,
+    /// for a counter exact for some texts only (a server's tokenizer whose
+    /// counts were fetched ahead, [`ServerCounter`](super::ServerCounter)):
+    /// a count made while this grew is an estimate, not to be cached under
+    /// [`id`](Self::id). Never decreases; the default, 0, suits counters
+    /// that count every text themselves.
+    fn estimates(&self) -> u64 {
+        0
+    }
+    /// Whether figures another counter may have made (a frozen prompt's
+    /// layer tokens) are to be counted again with this one before use:
+    /// true for [`ServerCounter`](super::ServerCounter), whose counts are
+    /// table lookups and whose prompt was counted before the server was.
+    /// The default, false, trusts them.
+    fn recounts_stored(&self) -> bool {
+        false
+    }
 }
 
 /// The two OpenAI encodings strata knows.
@@ -58,6 +76,14 @@ impl Encoding {
     /// Callers run it on a thread of their own at start-up.
     pub fn warm(self) {
         let _ = self.bpe();
+    }
+
+    /// The encoding's tag in the per-thread table of piece counts.
+    fn tag(self) -> u8 {
+        match self {
+            Self::O200kBase => 1,
+            Self::Cl100kBase => 2,
+        }
     }
 
     /// The process-wide BPE table: prebuilt when `bpe-openai` is compiled,
@@ -108,7 +134,7 @@ impl TokenCounter for TiktokenCounter {
         if text.is_empty() {
             return 0;
         }
-        self.encoding.bpe().count(text)
+        super::vocab::count(self.encoding.bpe(), self.encoding.tag(), text)
     }
 
     /// One token per run of non-whitespace: the pre-tokenizer patterns of

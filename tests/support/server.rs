@@ -120,12 +120,20 @@ struct State {
     /// kept apart from the scripted replies and the recorded requests.
     discovery: Mutex<Vec<(String, Reply)>>,
     discovery_requests: Mutex<Vec<Recorded>>,
+    /// strata's counts asked of a llama.cpp server (`POST /tokenize`),
+    /// answered from `discovery` too (a 404 unless told), kept apart.
+    tokenize_requests: Mutex<Vec<Recorded>>,
 }
 
 /// Whether a request is one of strata's questions about the served window.
 fn is_discovery(request: &Recorded) -> bool {
     let path = request.path.split('?').next().unwrap_or_default();
     path.ends_with("/models") || path == "/props" || path.starts_with("/api/")
+}
+
+/// Whether a request asks llama.cpp's tokenizer for a count.
+fn is_tokenize(request: &Recorded) -> bool {
+    request.path.split('?').next().unwrap_or_default() == "/tokenize"
 }
 
 /// The running server; it stops with the test's runtime.
@@ -157,6 +165,7 @@ impl Server {
             disconnects: tokio::sync::watch::channel(0).0,
             discovery: Mutex::new(Vec::new()),
             discovery_requests: Mutex::new(Vec::new()),
+            tokenize_requests: Mutex::new(Vec::new()),
         });
         let accept_state = Arc::clone(&state);
         tokio::spawn(async move {
@@ -194,6 +203,11 @@ impl Server {
         self.state.discovery_requests.lock().unwrap().clone()
     }
 
+    /// The counts asked (`POST /tokenize`), in order.
+    pub fn tokenize_requests(&self) -> Vec<Recorded> {
+        self.state.tokenize_requests.lock().unwrap().clone()
+    }
+
     /// Waits (up to 10 s) until a client left a held-open body; false on timeout.
     pub async fn saw_disconnect(&self) -> bool {
         let mut rx = self.state.disconnects.subscribe();
@@ -207,8 +221,15 @@ async fn serve(mut socket: TcpStream, state: Arc<State>) -> std::io::Result<()> 
     let Some(request) = read_request(&mut socket).await? else {
         return Ok(());
     };
-    let discovery = is_discovery(&request).then(|| {
-        state.discovery_requests.lock().unwrap().push(request.clone());
+    let asked = if is_tokenize(&request) {
+        Some(&state.tokenize_requests)
+    } else if is_discovery(&request) {
+        Some(&state.discovery_requests)
+    } else {
+        None
+    };
+    let discovery = asked.map(|asked| {
+        asked.lock().unwrap().push(request.clone());
         let path = request.path.split('?').next().unwrap_or_default().to_owned();
         state
             .discovery

@@ -10,6 +10,8 @@ pub fn context(env: &Env, args: &ContextArgs) -> anyhow::Result<()> {
     let mut runtime = env.runtime()?;
     let session = runtime.find_session(&args.id)?;
     let (choice, _) = runtime.apply_served_window(env.choice_for(&session)?);
+    // A llama.cpp server counts the session's texts itself.
+    runtime.precount_session_blocking(&session, &choice);
     // The MCP servers' tools are part of the next request: count them from
     // the servers themselves.
     let workspace = std::path::PathBuf::from(&session.workspace);

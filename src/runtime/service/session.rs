@@ -286,7 +286,9 @@ impl SessionService {
         let Ok(choice) = self.choice() else {
             return;
         };
-        let Some(found) = self.runtime.discover_served_window(&choice).await else {
+        let found = self.runtime.discover_served_window(&choice).await;
+        self.count_with_server(&choice).await;
+        let Some(found) = found else {
             return;
         };
         let (sized, _) = self.runtime.apply_served_window(choice.clone());
@@ -300,6 +302,36 @@ impl SessionService {
             found.detail
         )));
         self.resize(sized);
+    }
+
+    /// Counts with the server's own tokenizer when it is a llama.cpp server
+    /// whose `/tokenize` answers: the connection's counter is replaced, and
+    /// the open session's texts are counted there before it is shown again.
+    async fn count_with_server(&mut self, choice: &ModelChoice) {
+        let Some(counter) = self.runtime.exact_counter(choice).await else {
+            return;
+        };
+        // Not connected yet: the connection takes it up itself.
+        let Some(connected) = self.connected.as_mut() else {
+            return;
+        };
+        if connected.counter.id() == counter.id() {
+            return;
+        }
+        connected.counter = Arc::clone(&counter);
+        if let Some(counts) = &self.counts {
+            let _ = counts.send(CountJob::Counter(counter));
+        }
+        self.conversation = None;
+        if let Some(session) = self.session.clone()
+            && self.conversation_for(&session, choice, false).is_ok()
+            && let Some(conversation) = self.conversation.as_mut()
+        {
+            self.runtime.precount(conversation, &[]).await;
+        }
+        if let Err(e) = self.refresh() {
+            self.emit(ServiceEvent::Error(e.to_string()));
+        }
     }
 
     /// Makes `choice` (the same model with another window) the current one:
