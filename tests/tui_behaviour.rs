@@ -97,10 +97,21 @@ impl Harness {
         self.run(effects);
     }
 
+    /// Types `line` and Enter; a command that rewrites the prompt
+    /// (`/model`, `/reload` with a stale layer) asks first, with the
+    /// tokens it leaves uncached, and is confirmed with a second Enter.
     fn command(&mut self, line: &str) {
         let effects = type_text(&mut self.app, line);
         self.run(effects);
         self.act(key(KeyCode::Enter));
+        if let Some(q) = self.app.rewrite_question() {
+            assert!(
+                q.sentence().contains("rewrites the prompt: ~"),
+                "{}",
+                q.sentence()
+            );
+            self.act(key(KeyCode::Enter));
+        }
     }
 
     /// Feeds background events to the app until `done` holds (10 s at most).

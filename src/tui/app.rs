@@ -30,6 +30,7 @@ mod tools;
 
 pub use ask::SendQuestion;
 pub(super) use context::{LIST_HELP, PREVIEW_HELP};
+pub use rewrite::RewriteQuestion;
 pub(super) use select::HELP as SELECT_HELP;
 
 /// The notice while a cancelled turn winds down.
