@@ -227,6 +227,35 @@ pub fn model_check(file: Option<std::path::PathBuf>) -> Check {
     }
 }
 
+/// The embedded model's saved KV state: its directory, disk use and cap.
+#[must_use]
+pub fn kv_state_check(dir: &std::path::Path, cap_bytes: u64) -> Check {
+    if cap_bytes == 0 {
+        return check(
+            "kv state",
+            CheckStatus::Ok,
+            "not saved ([providers.local] kv_state_max_mb = 0); each process prefills its conversation again",
+        );
+    }
+    let used = crate::provider::local::kv_state::usage(dir);
+    check(
+        "kv state",
+        CheckStatus::Ok,
+        format!(
+            "{} in {} saved state(s) of a {} cap in {} (set [providers.local] kv_state_max_mb)",
+            megabytes(used.bytes),
+            used.entries,
+            megabytes(cap_bytes),
+            dir.display()
+        ),
+    )
+}
+
+/// Bytes as megabytes (10^6) with one decimal.
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
 /// The provider: is a key set (never shown), and does its host accept a
 /// TCP connection within [`CONNECT_TIMEOUT`].
 #[must_use]

@@ -33,6 +33,19 @@ pub fn local_model_file(paths: &Paths, config: &Config) -> Option<PathBuf> {
         .or_else(|| model_file::path(&paths.models_dir()))
 }
 
+/// The byte cap of the embedded model's saved KV state: `[providers.local]
+/// kv_state_max_mb` × 10^6, default 1 GB; 0 turns saving off.
+#[must_use]
+pub fn kv_state_cap_bytes(config: &Config) -> u64 {
+    config
+        .providers
+        .local
+        .kv_state_max_mb
+        .map_or(crate::provider::local::kv_state::DEFAULT_CAP_BYTES, |mb| {
+            mb.saturating_mul(1_000_000)
+        })
+}
+
 /// For the local provider a model name ending in `.gguf` is the file itself
 /// (sessions started with `--model-path` remember their file this way).
 fn explicit_gguf(model: &str) -> Option<PathBuf> {
@@ -156,6 +169,11 @@ pub fn connect(
                 c.threads = t.max(1);
             }
             c.max_context = u32::try_from(choice.context_window).ok();
+            let cap = kv_state_cap_bytes(config);
+            if cap > 0 {
+                c.state_dir = Some(paths.kv_state_dir());
+                c.state_cap_bytes = cap;
+            }
             let local = LocalProvider::load(&c)?;
             let counter: Arc<dyn TokenCounter> = Arc::new(local.tokenizer());
             Ok(Connected {

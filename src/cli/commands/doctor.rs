@@ -45,6 +45,10 @@ pub fn doctor(env: &Env, args: &DoctorArgs, logging: Option<&Logging>) -> anyhow
                     &env.paths,
                     &env.config,
                 )));
+                checks.push(doctor::kv_state_check(
+                    &env.paths.kv_state_dir(),
+                    strata::runtime::kv_state_cap_bytes(&env.config),
+                ));
             }
         }
         Err(e) => checks.push(doctor::Check {
