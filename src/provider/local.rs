@@ -18,10 +18,12 @@
 //! [`model_file`] obtains the default GGUF.
 
 pub mod chatml;
+pub mod converted;
 mod engine;
 pub mod file_sha;
 pub mod kv_state;
 pub mod model_file;
+pub mod quantize;
 mod tokenizer;
 pub mod utf8;
 

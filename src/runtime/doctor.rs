@@ -206,10 +206,20 @@ pub fn mcp_checks(config: &McpConfig, cwd: &Path, env: &dyn Fn(&str) -> Option<S
 
 /// The embedded model's file: present, or to be downloaded on first use.
 #[must_use]
-pub fn model_check(file: Option<std::path::PathBuf>) -> Check {
+pub fn model_check(file: Option<std::path::PathBuf>, models_dir: &std::path::Path) -> Check {
     match file {
         Some(path) if path.is_file() => {
-            check("model", CheckStatus::Ok, format!("{} is present", path.display()))
+            // The pulled default says which of its files runs and why.
+            let which = crate::provider::local::converted::running(models_dir)
+                .filter(|found| found.path() == path)
+                .map(|found| format!("; {}", found.describe()))
+                .unwrap_or_default();
+            let status = if which.contains("conversion failed") {
+                CheckStatus::Warn
+            } else {
+                CheckStatus::Ok
+            };
+            check("model", status, format!("{} is present{which}", path.display()))
         }
         Some(path) => check(
             "model",
