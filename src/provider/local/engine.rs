@@ -49,8 +49,12 @@ pub(super) const PREFILL_CHUNK: usize = 256;
 const PENALTY_WINDOW: i32 = 64;
 
 /// A saved state is loaded only when it re-uses at least this many more
-/// tokens than the cache already holds (loading costs ~1 ms per 40 tokens).
+/// tokens than the cache already holds, and at least one in
+/// [`RESTORE_SHARE`] of its own tokens: a load costs about 1 ms per 40
+/// tokens of the state, a prefill 3 to 10 ms per token.
 const MIN_RESTORE_GAIN: usize = 16;
+/// See [`MIN_RESTORE_GAIN`].
+const RESTORE_SHARE: usize = 32;
 
 /// Caches shorter than this are not saved (prefilling them is quicker
 /// than a save and a load).
@@ -340,7 +344,10 @@ impl<'m> Engine<'m> {
         let in_memory = common_prefix(&self.cached, tokens).min(usable);
         let ids: Vec<i32> = tokens.iter().map(|t| t.0).collect();
         let candidates = store.candidates(&ids, in_memory + MIN_RESTORE_GAIN, self.n_ctx);
-        for (shared, entry) in candidates.into_iter().take(MAX_RESTORE_TRIES) {
+        let worth_it = candidates
+            .into_iter()
+            .filter(|(shared, entry)| shared * RESTORE_SHARE >= entry.tokens.len());
+        for (shared, entry) in worth_it.take(MAX_RESTORE_TRIES) {
             let path = match store.verify(&entry) {
                 Ok(path) => path,
                 Err(problem) => {

@@ -108,9 +108,9 @@ impl StateStore {
     }
 
     /// A fresh path for the engine to write a `.kv` file to before
-    /// [`StateStore::commit`] (unique per process).
+    /// [`StateStore::commit`] (unique per process and call).
     pub(super) fn staging_path(&self) -> PathBuf {
-        self.dir.join(format!(".save-{}.kv.tmp", std::process::id()))
+        self.dir.join(format!(".save-{}.kv.tmp", unique_suffix()))
     }
 
     /// The entries sharing more than `at_least` leading tokens with
@@ -186,7 +186,7 @@ impl StateStore {
             kv_sha256: Sha256::digest(&bytes).into(),
         };
         drop(bytes);
-        let meta_staged = self.dir.join(format!(".save-{}.meta.tmp", std::process::id()));
+        let meta_staged = self.dir.join(format!(".save-{}.meta.tmp", unique_suffix()));
         fs::write(&meta_staged, encode_meta(&entry))?;
         fs::rename(staged, self.kv_path(&entry.id))?;
         fs::rename(&meta_staged, self.meta_path(&entry.id))?;
@@ -282,6 +282,14 @@ impl StateStore {
     fn meta_path(&self, id: &str) -> PathBuf {
         self.dir.join(format!("{id}.meta"))
     }
+}
+
+/// `PID-N`: unique among the staging files of all processes (several
+/// providers of one process may share a directory).
+fn unique_suffix() -> String {
+    static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+    let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    format!("{}-{n}", std::process::id())
 }
 
 /// Creates `dir` and its parents (0700 on Unix).
