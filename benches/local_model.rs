@@ -5,8 +5,12 @@
     clippy::print_stderr
 )]
 //! Embedded model speed: prefill and decode tokens/s and time to first token
-//! for a ~400-token prompt, then for a follow-up turn that re-uses the cached
-//! prefix, with 1 and 2 threads.
+//! for a ~400-token prompt (a first turn), for a follow-up served by a new
+//! provider that loads the first turn's saved KV state (a new `strata`
+//! process: a fresh context, its load timed separately), and for a further
+//! follow-up in that provider (in-process re-use); the KV state's save time
+//! and size per turn. For the pulled Q4_1 file and its Q8_0 conversion,
+//! with 1 and 2 threads.
 //!
 //! A plain timing program (`harness = false`), not criterion: one sample
 //! takes seconds, and with 2 threads on a busy 2-core machine it can take
@@ -14,8 +18,8 @@
 //! turns into hours. Each configuration runs `STRATA_BENCH_REPS` times
 //! (default 3) and the median is printed.
 //!
-//! The model comes from `$STRATA_TEST_MODEL` or `target/test-model/` (pulled
-//! if absent). Thread counts: `STRATA_BENCH_THREADS` (default `1,2`);
+//! The model comes from `$STRATA_TEST_MODEL` (that file only) or
+//! `target/test-model/` (pulled and converted if absent: both files). Thread counts: `STRATA_BENCH_THREADS` (default `1,2`);
 //! repetition penalty: `STRATA_BENCH_REPEAT_PENALTY` (default 1.1, as the
 //! provider; 1.0 turns it off, as llama-server's default does).
 //!
@@ -25,10 +29,10 @@
 
 use futures::executor::block_on_stream;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 use strata::domain::{ChatRequest, RequestMessage, RequestSystem, Role, StreamEvent};
 use strata::provider::Provider;
-use strata::provider::local::{LocalConfig, LocalProvider, LocalStats, model_file};
+use strata::provider::local::{LocalConfig, LocalProvider, LocalStats, StateSave, model_file};
 
 /// About 370 tokens of project instructions, as a system prompt would hold.
 const SYSTEM: &str = "You are a coding assistant working in a Rust repository. \
@@ -53,16 +57,23 @@ Answer in plain English, show code in fenced blocks, and say when you are unsure
 const QUESTION: &str =
     "List twenty good names for a command-line tool, one per line, with a short reason for each.";
 const FOLLOW_UP: &str = "Now pick the best three and explain why in more detail.";
+const FOLLOW_UP_2: &str = "Which one would you choose for a tool that searches logs?";
 const MAX_TOKENS: u64 = 64;
 
-fn model_path() -> PathBuf {
+/// The files to measure: the pulled Q4_1 and its Q8_0 conversion.
+fn model_paths() -> Vec<PathBuf> {
     if let Some(path) = std::env::var_os("STRATA_TEST_MODEL") {
-        return PathBuf::from(path);
+        return vec![PathBuf::from(path)];
     }
     let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
         .join("target")
         .join("test-model");
-    model_file::pull(&dir, &mut |line| eprintln!("model pull: {line}")).unwrap()
+    let runs = model_file::pull(&dir, &mut |line| eprintln!("model pull: {line}")).unwrap();
+    let mut paths = vec![model_file::source_path(&dir).unwrap()];
+    if !paths.contains(&runs) {
+        paths.push(runs);
+    }
+    paths
 }
 
 fn message(role: Role, content: &str) -> RequestMessage {
@@ -107,6 +118,11 @@ struct Samples {
     prefill_rate: Vec<f64>,
     decode_rate: Vec<f64>,
     ttft_ms: Vec<f64>,
+    /// Finding, checking and loading the saved state (ms).
+    state_load_ms: Vec<f64>,
+    /// The KV state saved after the turn: ms and MB.
+    save_ms: Vec<f64>,
+    save_mb: Vec<f64>,
 }
 
 impl Samples {
@@ -118,11 +134,19 @@ impl Samples {
         self.decode_rate.push(stats.decode_rate());
         self.ttft_ms
             .push(stats.first_token.unwrap_or(Duration::ZERO).as_secs_f64() * 1000.0);
+        self.state_load_ms.push(stats.state_load.as_secs_f64() * 1000.0);
+    }
+
+    fn add_save(&mut self, save: Option<StateSave>) {
+        if let Some(save) = save {
+            self.save_ms.push(save.duration.as_secs_f64() * 1000.0);
+            self.save_mb.push(save.bytes as f64 / 1e6);
+        }
     }
 
     fn print(&mut self, label: &str) {
-        println!(
-            "{label:<22} prompt {:>4.0}  re-used {:>4.0}  prefilled {:>4.0}  prefill {:>7.1} tok/s  decode {:>6.1} tok/s  TTFT {:>8.1} ms",
+        let mut line = format!(
+            "{label:<30} prompt {:>4.0}  re-used {:>4.0}  prefilled {:>4.0}  prefill {:>7.1} tok/s  decode {:>6.1} tok/s  TTFT {:>8.1} ms",
             median(&mut self.prompt),
             median(&mut self.reused),
             median(&mut self.prefilled),
@@ -130,6 +154,20 @@ impl Samples {
             median(&mut self.decode_rate),
             median(&mut self.ttft_ms),
         );
+        if self.state_load_ms.iter().any(|&ms| ms > 0.0) {
+            line.push_str(&format!(
+                "  state load {:>5.1} ms",
+                median(&mut self.state_load_ms)
+            ));
+        }
+        if !self.save_ms.is_empty() {
+            line.push_str(&format!(
+                "  KV save {:>5.1} ms {:>5.1} MB",
+                median(&mut self.save_ms),
+                median(&mut self.save_mb)
+            ));
+        }
+        println!("{line}");
     }
 }
 
@@ -151,45 +189,83 @@ fn main() {
         .split(',')
         .filter_map(|t| t.trim().parse().ok())
         .collect();
-    let path = model_path();
-    println!("model {}  max_tokens {MAX_TOKENS}  reps {reps}", path.display());
-    for &t in &threads {
-        let mut config = LocalConfig::new(&path);
-        config.threads = t;
-        config.max_context = Some(2048);
-        if let Some(penalty) = std::env::var("STRATA_BENCH_REPEAT_PENALTY")
-            .ok()
-            .and_then(|v| v.parse().ok())
-        {
-            config.repeat_penalty = penalty;
+    let paths = model_paths();
+    println!("max_tokens {MAX_TOKENS}  reps {reps}");
+    for path in &paths {
+        let name = path.file_stem().unwrap().to_string_lossy().into_owned();
+        println!("model {}", path.display());
+        for &t in &threads {
+            bench_file(path, &name, t, reps);
+            if let Some(binary) = llama_server() {
+                server_side_by_side(&binary, path, t, reps);
+            }
         }
+    }
+}
+
+/// One file with `threads` threads: per rep a first turn in one provider,
+/// then a new provider (same state directory) answers the follow-up from
+/// the saved state and a second follow-up in-process.
+fn bench_file(path: &std::path::Path, name: &str, threads: u32, reps: usize) {
+    let state = tempfile::tempdir().unwrap();
+    let mut config = LocalConfig::new(path);
+    config.threads = threads;
+    config.max_context = Some(2048);
+    config.state_dir = Some(state.path().to_path_buf());
+    if let Some(penalty) = std::env::var("STRATA_BENCH_REPEAT_PENALTY")
+        .ok()
+        .and_then(|v| v.parse().ok())
+    {
+        config.repeat_penalty = penalty;
+    }
+    {
+        // Warm-up: page the weights in, hash the file once.
         let provider = LocalProvider::load(&config).unwrap();
-        // Warm-up: page the weights in.
         run(
             &provider,
             request("Warm up.".to_owned(), vec![message(Role::User, "Hi")]),
         );
-
-        let mut cold = Samples::default();
-        let mut follow = Samples::default();
-        for rep in 0..reps {
-            // A distinct first sentence defeats prefix re-use across reps.
-            let system = format!("Session {t}-{rep}. {SYSTEM}");
-            let first = vec![message(Role::User, QUESTION)];
-            let (reply, stats) = run(&provider, request(system.clone(), first.clone()));
-            cold.add(&stats);
-            let mut second = first;
-            second.push(message(Role::Assistant, &reply));
-            second.push(message(Role::User, FOLLOW_UP));
-            let (_, stats) = run(&provider, request(system, second));
-            follow.add(&stats);
-        }
-        cold.print(&format!("{t} thread(s), first"));
-        follow.print(&format!("{t} thread(s), follow-up"));
-        if let Some(binary) = llama_server() {
-            server_side_by_side(&binary, &path, t, reps);
-        }
     }
+    let (mut cold, mut restored, mut follow) = (Samples::default(), Samples::default(), Samples::default());
+    let mut loads = Vec::new();
+    for rep in 0..reps {
+        // A distinct first word defeats prefix re-use across reps.
+        let system = format!("R{rep}x{threads}: session of {name}. {SYSTEM}");
+        let mut messages = vec![message(Role::User, QUESTION)];
+        let first = LocalProvider::load(&config).unwrap();
+        let (reply, stats) = run(&first, request(system.clone(), messages.clone()));
+        cold.add(&stats);
+        first.wait_idle();
+        cold.add_save(first.last_state_save());
+        drop(first);
+
+        // A new process: a fresh context that finds the saved state.
+        let started = Instant::now();
+        let resumed = LocalProvider::load(&config).unwrap();
+        loads.push(started.elapsed().as_secs_f64() * 1000.0);
+        messages.push(message(Role::Assistant, &reply));
+        messages.push(message(Role::User, FOLLOW_UP));
+        let (reply, stats) = run(&resumed, request(system.clone(), messages.clone()));
+        assert!(stats.restored_tokens > 0, "the saved state was not used");
+        restored.add(&stats);
+        resumed.wait_idle();
+        restored.add_save(resumed.last_state_save());
+
+        messages.push(message(Role::Assistant, &reply));
+        messages.push(message(Role::User, FOLLOW_UP_2));
+        let (_, stats) = run(&resumed, request(system, messages));
+        follow.add(&stats);
+        resumed.wait_idle();
+        follow.add_save(resumed.last_state_save());
+    }
+    cold.print(&format!("{name} {threads}t, first"));
+    restored.print(&format!("{name} {threads}t, new-process f-up"));
+    follow.print(&format!("{name} {threads}t, in-process f-up"));
+    println!(
+        "{:<30} model load {:>6.1} ms (before the new-process follow-up)",
+        format!("{name} {threads}t"),
+        median(&mut loads)
+    );
 }
 
 /// `llama-server` from `$LLAMA_SERVER` or `PATH`.

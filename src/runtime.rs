@@ -52,7 +52,8 @@ pub use mcp_trust::{McpJsonServer, McpSource, PendingMcpJson, WorkspaceMcp};
 pub use message_ref::MessageRefError;
 pub use prompt_build::{PromptPreview, fingerprint, recent_entry, resolve_mode, to_system_prompt};
 pub use providers::{
-    Connected, connect, counters_built, ensure_local_model, local_model_file, session_counter,
+    Connected, connect, counters_built, ensure_local_model, kv_state_cap_bytes, local_model_file,
+    session_counter,
 };
 pub use session::{Imported, NewSession, Runtime, RuntimeError, title_from};
 pub use session_ops::{Reloaded, SKILL_MAX_CHARS};

@@ -19,7 +19,7 @@ fn doctor_passes_on_a_fresh_home() {
     assert_eq!(
         names,
         [
-            "config", "data", "database", "log", "spill", "mcp", "provider", "model"
+            "config", "data", "database", "log", "spill", "mcp", "provider", "model", "kv state"
         ]
     );
     let statuses: Vec<&str> = checks
@@ -31,8 +31,13 @@ fn doctor_passes_on_a_fresh_home() {
     // The embedded model is not downloaded in a fresh home: a warning, not a failure.
     assert_eq!(
         statuses,
-        ["ok", "ok", "ok", "ok", "ok", "ok", "ok", "warn"],
+        ["ok", "ok", "ok", "ok", "ok", "ok", "ok", "warn", "ok"],
         "{checks}"
+    );
+    let kv_state = checks[8]["detail"].as_str().unwrap();
+    assert!(
+        kv_state.contains("0.0 MB in 0 saved state(s) of a 1000.0 MB cap"),
+        "{kv_state}"
     );
     assert!(
         checks[5]["detail"]

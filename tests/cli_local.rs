@@ -6,6 +6,7 @@
 mod common;
 
 use common::{Sandbox, test_model};
+use strata::provider::local::{converted, model_file};
 
 fn json_lines(out: &std::process::Output) -> Vec<serde_json::Value> {
     String::from_utf8_lossy(&out.stdout)
@@ -52,4 +53,173 @@ fn chat_with_the_embedded_model_streams_and_counts_exactly() {
     assert_eq!(context["exact"], true);
     assert_eq!(context["window"], 8192);
     assert_ne!(context["tokenizer"], "o200k_base");
+}
+
+#[test]
+fn a_follow_up_in_a_new_process_reuses_the_saved_kv_state() {
+    let sb = Sandbox::new();
+    let model = test_model();
+    let model = model.to_str().unwrap();
+    let first = sb.run(&[
+        "chat",
+        "--json",
+        "--model-path",
+        model,
+        "What is the capital of France?",
+    ]);
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let events = json_lines(&first);
+    let session = events[0]["session_id"].as_str().unwrap().to_owned();
+
+    let second = sb.run(&[
+        "chat",
+        "--json",
+        "--model-path",
+        model,
+        "--session",
+        &session,
+        "And what is the capital of Germany?",
+    ]);
+    assert!(
+        second.status.success(),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    let events = json_lines(&second);
+    let usage = events.iter().find(|e| e["type"] == "usage").unwrap();
+    let prompt = usage["prompt_tokens"].as_u64().unwrap();
+    let read = usage["cache_read_tokens"].as_u64().unwrap();
+    assert!(
+        read * 10 >= prompt * 9,
+        "the new process re-used only {read} of {prompt} prompt tokens"
+    );
+    let text: String = events
+        .iter()
+        .filter(|e| e["type"] == "delta")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert!(text.contains("Berlin"), "{text}");
+
+    let checks = sb.json(&["doctor", "--json", "--model-path", model]);
+    let kv = checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "kv state")
+        .unwrap();
+    let detail = kv["detail"].as_str().unwrap();
+    assert!(
+        detail.contains(" in 1 saved state(s) of a 1000.0 MB cap"),
+        "{detail}"
+    );
+}
+
+/// A sandbox whose models directory holds the pulled Q4_1 file (a hard
+/// link to the test model), as `strata model pull` leaves it.
+fn sandbox_with_pulled_model() -> (Sandbox, std::path::PathBuf) {
+    let sb = Sandbox::new();
+    let models = sb.home.path().join("data/models");
+    std::fs::create_dir_all(&models).unwrap();
+    let pulled = models.join(model_file::GGUF_NAME);
+    std::fs::hard_link(test_model(), &pulled)
+        .or_else(|_| std::fs::copy(test_model(), &pulled).map(|_| ()))
+        .unwrap();
+    (sb, models)
+}
+
+fn reply_text(out: &std::process::Output) -> String {
+    json_lines(out)
+        .iter()
+        .filter(|e| e["type"] == "delta")
+        .map(|e| e["text"].as_str().unwrap().to_owned())
+        .collect()
+}
+
+fn model_check(sb: &Sandbox) -> serde_json::Value {
+    let checks = sb.json(&["doctor", "--json", "--provider", "local"]);
+    checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "model")
+        .unwrap()
+        .clone()
+}
+
+#[test]
+fn model_pull_converts_to_q8_0_and_path_doctor_and_chat_use_it() {
+    let (sb, models) = sandbox_with_pulled_model();
+    let q8 = models.join(converted::Q8_0_NAME);
+    let pull = sb.run(&["model", "pull"]);
+    let stderr = String::from_utf8_lossy(&pull.stderr);
+    assert!(pull.status.success(), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&pull.stdout).trim(), q8.to_str().unwrap());
+    assert!(
+        stderr.contains("runs the Q8_0 file converted from the pulled Q4_1"),
+        "{stderr}"
+    );
+
+    let path = sb.run(&["model", "path"]);
+    assert_eq!(String::from_utf8_lossy(&path.stdout).trim(), q8.to_str().unwrap());
+    assert!(String::from_utf8_lossy(&path.stderr).contains("runs the Q8_0 file"));
+    let check = model_check(&sb);
+    assert_eq!(check["status"], "ok");
+    assert!(
+        check["detail"].as_str().unwrap().contains("Q8_0 sha256"),
+        "{check}"
+    );
+
+    let chat = sb.run(&[
+        "chat",
+        "--json",
+        "--provider",
+        "local",
+        "What is the capital of France?",
+    ]);
+    let stderr = String::from_utf8_lossy(&chat.stderr);
+    assert!(chat.status.success(), "{stderr}");
+    assert!(!stderr.contains("converting"), "converted once: {stderr}");
+    assert!(reply_text(&chat).contains("Paris"), "{}", reply_text(&chat));
+}
+
+#[test]
+fn a_failed_conversion_falls_back_to_q4_1_with_a_notice() {
+    let (sb, models) = sandbox_with_pulled_model();
+    // A directory where the converted file should go: the final rename fails.
+    std::fs::create_dir(models.join(converted::Q8_0_NAME)).unwrap();
+    let chat = sb.run(&[
+        "chat",
+        "--json",
+        "--provider",
+        "local",
+        "What is the capital of France?",
+    ]);
+    let stderr = String::from_utf8_lossy(&chat.stderr);
+    assert!(chat.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("could not convert the model to Q8_0") && stderr.contains("running the Q4_1 file"),
+        "{stderr}"
+    );
+    assert!(reply_text(&chat).contains("Paris"), "{}", reply_text(&chat));
+
+    // Said once: the next start runs the Q4_1 file without trying again.
+    let again = sb.run(&["chat", "--json", "--provider", "local", "Hi"]);
+    assert!(again.status.success());
+    assert!(!String::from_utf8_lossy(&again.stderr).contains("convert"));
+    let path = sb.run(&["model", "path"]);
+    let q4 = models.join(model_file::GGUF_NAME);
+    assert_eq!(String::from_utf8_lossy(&path.stdout).trim(), q4.to_str().unwrap());
+    assert!(String::from_utf8_lossy(&path.stderr).contains("Q8_0 conversion failed"));
+    let check = model_check(&sb);
+    assert_eq!(check["status"], "warn", "{check}");
+    assert!(
+        check["detail"]
+            .as_str()
+            .unwrap()
+            .contains("strata model pull` tries again")
+    );
 }

@@ -68,6 +68,10 @@ pub struct ProviderConfig {
     pub model_path: Option<std::path::PathBuf>,
     /// `[providers.local]` only: CPU threads (default 1).
     pub threads: Option<u32>,
+    /// `[providers.local]` only: megabytes (10^6 bytes) of saved KV state
+    /// kept in the data directory's `kv-state/` (default 1000; 0 saves
+    /// none).
+    pub kv_state_max_mb: Option<u64>,
 }
 
 /// `[history]` (DESIGN §6).

@@ -66,6 +66,13 @@ impl Paths {
         self.data_dir.join("models")
     }
 
+    /// `data_dir/kv-state`: the embedded model's saved KV states, one
+    /// directory per model file.
+    #[must_use]
+    pub fn kv_state_dir(&self) -> PathBuf {
+        self.data_dir.join("kv-state")
+    }
+
     /// `data_dir/logs`: the daily log files `strata.log.YYYY-MM-DD`.
     #[must_use]
     pub fn logs_dir(&self) -> PathBuf {

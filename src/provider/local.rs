@@ -7,7 +7,9 @@
 //! Requests reach that thread over a channel and answers come back as an
 //! [`EventStream`]; dropping the stream stops generation at the next token.
 //! The KV cache is kept between requests and the longest shared token prefix
-//! is re-used; re-used tokens are reported as `cache_read_tokens`.
+//! is re-used; re-used tokens are reported as `cache_read_tokens`. With a
+//! state directory ([`LocalConfig::state_dir`]) the cache is also saved
+//! after each request and re-used by later processes ([`kv_state`]).
 //!
 //! Loading is blocking (~0.2-0.6 s, mmap): call [`LocalProvider::load`] from
 //! a blocking task or the CLI, never from the UI task. The model's own
@@ -16,8 +18,12 @@
 //! [`model_file`] obtains the default GGUF.
 
 pub mod chatml;
+pub mod converted;
 mod engine;
+pub mod file_sha;
+pub mod kv_state;
 pub mod model_file;
+pub mod quantize;
 mod tokenizer;
 pub mod utf8;
 
@@ -25,13 +31,14 @@ pub use tokenizer::LocalTokenizer;
 
 use super::{EventStream, Provider, ProviderError};
 use crate::domain::ChatRequest;
-use engine::{Engine, Job};
+use engine::{Command, Engine, Job, Shared};
 use llama_cpp_2::context::params::LlamaContextParams;
 use llama_cpp_2::llama_backend::LlamaBackend;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::model::params::LlamaModelParams;
 use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering;
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use std::time::{Duration, Instant};
@@ -58,6 +65,12 @@ pub struct LocalConfig {
     pub repeat_penalty: f32,
     /// Seed of the random draw when sampling with a temperature.
     pub seed: u32,
+    /// Where the KV state is saved after each request and looked up on the
+    /// next (see [`kv_state`]); `None` keeps it in memory only.
+    pub state_dir: Option<PathBuf>,
+    /// Byte cap of `state_dir` (least recently used states go first);
+    /// default [`kv_state::DEFAULT_CAP_BYTES`] (1 GB).
+    pub state_cap_bytes: u64,
 }
 
 impl LocalConfig {
@@ -72,6 +85,8 @@ impl LocalConfig {
             temperature: None,
             repeat_penalty: 1.1,
             seed: 0x5eed,
+            state_dir: None,
+            state_cap_bytes: kv_state::DEFAULT_CAP_BYTES,
         }
     }
 }
@@ -90,8 +105,13 @@ struct Sampling {
 pub struct LocalStats {
     /// Tokens of the whole prompt.
     pub prompt_tokens: usize,
-    /// Prompt tokens whose KV entries were re-used from the previous request.
+    /// Prompt tokens whose KV entries were re-used (from the previous
+    /// request or a saved state).
     pub reused_tokens: usize,
+    /// Of those, tokens loaded from a saved state (0 when none was).
+    pub restored_tokens: usize,
+    /// Wall time of finding, checking and loading the saved state.
+    pub state_load: Duration,
     /// Prompt tokens actually run through the model (`prompt_tokens -
     /// reused_tokens` unless cancelled during prefill).
     pub prefilled_tokens: usize,
@@ -123,15 +143,29 @@ impl LocalStats {
     }
 }
 
-/// The embedded model as a [`Provider`]. Dropping it ends the engine thread
-/// once its current request is over.
+/// One save of the KV state to the state directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct StateSave {
+    /// Tokens saved.
+    pub tokens: usize,
+    /// Size of the saved state in bytes (~23 KB a token for SmolLM2-135M).
+    pub bytes: u64,
+    /// Wall time of the save (llama.cpp's write, the checksum, the renames
+    /// and the cap).
+    pub duration: Duration,
+}
+
+/// The embedded model as a [`Provider`]. Dropping it stops the current
+/// request at its next token, lets the engine thread save the KV state and
+/// waits for the thread to end.
 pub struct LocalProvider {
-    jobs: mpsc::Sender<Job>,
+    jobs: mpsc::Sender<Command>,
+    thread: Option<std::thread::JoinHandle<()>>,
     tokenizer: LocalTokenizer,
     model_name: String,
     context_window: u32,
     sampling: Sampling,
-    stats: Arc<Mutex<Option<LocalStats>>>,
+    shared: Shared,
 }
 
 impl std::fmt::Debug for LocalProvider {
@@ -168,13 +202,17 @@ impl LocalProvider {
             .with_n_threads_batch(threads);
 
         let tokenizer = LocalTokenizer::new(Arc::clone(&loaded.model), loaded.id);
-        let stats = Arc::new(Mutex::new(None));
-        let (jobs, job_queue) = mpsc::channel::<Job>();
+        let shared = Shared::default();
+        let (jobs, job_queue) = mpsc::channel::<Command>();
         let (ready_tx, ready_rx) = mpsc::sync_channel::<Result<u32, ProviderError>>(1);
         let model = loaded.model;
         let engine_tokenizer = tokenizer.clone();
-        let engine_stats = Arc::clone(&stats);
-        std::thread::Builder::new()
+        let engine_shared = shared.clone();
+        let state = config
+            .state_dir
+            .clone()
+            .map(|dir| (dir, config.model_path.clone(), config.state_cap_bytes));
+        let thread = std::thread::Builder::new()
             .name("strata-llama".to_owned())
             .spawn(move || {
                 let created = {
@@ -190,10 +228,18 @@ impl LocalProvider {
                         return;
                     }
                 };
-                let mut engine = Engine::new(&model, engine_tokenizer, ctx, engine_stats);
+                let mut engine = Engine::new(&model, engine_tokenizer, ctx, engine_shared);
                 let _ = ready_tx.send(Ok(u32::try_from(engine.window()).unwrap_or(u32::MAX)));
-                while let Ok(job) = job_queue.recv() {
-                    engine.run(&job);
+                if let Some(store) = state.and_then(|(dir, file, cap)| open_store(&dir, &file, cap)) {
+                    engine.set_store(store);
+                }
+                while let Ok(command) = job_queue.recv() {
+                    match command {
+                        Command::Run(job) => engine.run(&job),
+                        Command::Sync(done) => {
+                            let _ = done.send(());
+                        }
+                    }
                 }
             })
             .map_err(|error| local(&format!("cannot start the model thread ({error})")))?;
@@ -210,6 +256,7 @@ impl LocalProvider {
         );
         Ok(Self {
             jobs,
+            thread: Some(thread),
             tokenizer,
             model_name: loaded.name,
             context_window,
@@ -218,7 +265,7 @@ impl LocalProvider {
                 repeat_penalty: config.repeat_penalty,
                 seed: config.seed,
             },
-            stats,
+            shared,
         })
     }
 
@@ -246,7 +293,73 @@ impl LocalProvider {
     /// finished (set before its `Usage` event is sent).
     #[must_use]
     pub fn last_stats(&self) -> Option<LocalStats> {
-        self.stats.lock().unwrap_or_else(PoisonError::into_inner).clone()
+        self.shared
+            .stats
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// The last save of the KV state to the state directory, if any.
+    /// Saves run after a request's reply; [`LocalProvider::wait_idle`]
+    /// waits for them.
+    #[must_use]
+    pub fn last_state_save(&self) -> Option<StateSave> {
+        self.shared
+            .saves
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone()
+    }
+
+    /// Blocks until the engine thread has finished everything queued so
+    /// far, the KV state save after the last reply included.
+    pub fn wait_idle(&self) {
+        let (done, wait) = mpsc::sync_channel(1);
+        if self.jobs.send(Command::Sync(done)).is_ok() {
+            let _ = wait.recv();
+        }
+    }
+}
+
+impl Drop for LocalProvider {
+    fn drop(&mut self) {
+        self.shared.stopping.store(true, Ordering::Relaxed);
+        // Closing the queue ends the thread after what it holds.
+        self.jobs = mpsc::channel().0;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+/// The state store of the model file `file` under `dir`, or `None` (logged)
+/// when the file cannot be hashed or the directory not created.
+fn open_store(dir: &Path, file: &Path, cap: u64) -> Option<kv_state::StateStore> {
+    let started = Instant::now();
+    if let Err(error) = kv_state::create_private_dir(dir) {
+        tracing::warn!(dir = %dir.display(), %error, "the kv state is not saved: cannot create its directory");
+        return None;
+    }
+    let sha256 = match file_sha::cached_sha256(file, &dir.join("sha256.json")) {
+        Ok(sha256) => sha256,
+        Err(error) => {
+            tracing::warn!(%error, "the kv state is not saved: the model file cannot be hashed");
+            return None;
+        }
+    };
+    match kv_state::StateStore::open(dir, &sha256, cap) {
+        Ok(store) => {
+            tracing::debug!(
+                hash_ms = started.elapsed().as_millis(),
+                "kv state directory ready"
+            );
+            Some(store)
+        }
+        Err(error) => {
+            tracing::warn!(dir = %dir.display(), %error, "the kv state is not saved: cannot create its directory");
+            None
+        }
     }
 }
 
@@ -284,7 +397,7 @@ impl Provider for LocalProvider {
             events,
             span,
         };
-        if let Err(mpsc::SendError(job)) = self.jobs.send(job) {
+        if let Err(mpsc::SendError(Command::Run(job))) = self.jobs.send(Command::Run(job)) {
             let _ = job
                 .events
                 .unbounded_send(Err(local("the model thread has stopped; restart strata")));

@@ -206,10 +206,20 @@ pub fn mcp_checks(config: &McpConfig, cwd: &Path, env: &dyn Fn(&str) -> Option<S
 
 /// The embedded model's file: present, or to be downloaded on first use.
 #[must_use]
-pub fn model_check(file: Option<std::path::PathBuf>) -> Check {
+pub fn model_check(file: Option<std::path::PathBuf>, models_dir: &std::path::Path) -> Check {
     match file {
         Some(path) if path.is_file() => {
-            check("model", CheckStatus::Ok, format!("{} is present", path.display()))
+            // The pulled default says which of its files runs and why.
+            let which = crate::provider::local::converted::running(models_dir)
+                .filter(|found| found.path() == path)
+                .map(|found| format!("; {}", found.describe()))
+                .unwrap_or_default();
+            let status = if which.contains("conversion failed") {
+                CheckStatus::Warn
+            } else {
+                CheckStatus::Ok
+            };
+            check("model", status, format!("{} is present{which}", path.display()))
         }
         Some(path) => check(
             "model",
@@ -225,6 +235,35 @@ pub fn model_check(file: Option<std::path::PathBuf>) -> Check {
             "the embedded model is not downloaded yet; it is fetched (about 98 MB) on first use, or now with `strata model pull`",
         ),
     }
+}
+
+/// The embedded model's saved KV state: its directory, disk use and cap.
+#[must_use]
+pub fn kv_state_check(dir: &std::path::Path, cap_bytes: u64) -> Check {
+    if cap_bytes == 0 {
+        return check(
+            "kv state",
+            CheckStatus::Ok,
+            "not saved ([providers.local] kv_state_max_mb = 0); each process prefills its conversation again",
+        );
+    }
+    let used = crate::provider::local::kv_state::usage(dir);
+    check(
+        "kv state",
+        CheckStatus::Ok,
+        format!(
+            "{} in {} saved state(s) of a {} cap in {} (set [providers.local] kv_state_max_mb)",
+            megabytes(used.bytes),
+            used.entries,
+            megabytes(cap_bytes),
+            dir.display()
+        ),
+    )
+}
+
+/// Bytes as megabytes (10^6) with one decimal.
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
 }
 
 /// The provider: is a key set (never shown), and does its host accept a

