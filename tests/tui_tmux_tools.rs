@@ -120,8 +120,12 @@ async fn ctrl_c_during_a_long_command_kills_it_and_answers_the_call_interrupted(
         );
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
-    let screen = tmux.wait_for("app", "interrupted").await;
-    assert!(screen.contains("idle"), "{screen}");
+    // The block says interrupted, then the turn ends (the status bar
+    // reads "cancelling the reply…" in between).
+    tmux.wait_until("app", "interrupted and idle", Duration::from_secs(20), |s| {
+        s.contains("interrupted") && s.contains(" idle ")
+    })
+    .await;
     // The next message carries the call with its `interrupted` result.
     tmux.keys("app", &["what happened?", "Enter"]);
     tmux.wait_for("app", "You stopped it.").await;
