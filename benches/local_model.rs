@@ -321,10 +321,13 @@ fn server_side_by_side(binary: &std::path::Path, model: &std::path::Path, thread
         let end = body.rfind('}')?;
         serde_json::from_str(&body[start..=end]).ok()
     };
+    // A reply counts only when it is a completion: while the model loads,
+    // the server answers HTTP 503 with an error object.
     let ask = |messages: &serde_json::Value| {
         post(
             &serde_json::json!({"messages": messages, "max_tokens": MAX_TOKENS, "temperature": 0, "cache_prompt": true}),
         )
+        .filter(|reply| reply["choices"].is_array() && reply["timings"].is_object())
     };
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     while ask(&serde_json::json!([{"role": "user", "content": "Hi"}])).is_none() {
