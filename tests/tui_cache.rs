@@ -150,7 +150,7 @@ fn the_warning_before_automatic_compression_names_what_is_left_and_the_keys() {
     let mut ctx = context_in(&messages, 128_000, 8_192);
     ctx.prelimit_tokens = Some(ctx.budget.threshold.effective + 10);
     let app = app_with(120, 36, messages, Some(ctx));
-    assert!(draw(&app, 120, 36).contains("auto-compress with the next message"));
+    assert!(draw(&app, 120, 36).contains("the next request is over the compression threshold"));
     // Far from the threshold, or blocked: no warning.
     let messages = history(2);
     let app = app_with(
@@ -199,7 +199,16 @@ fn model_asks_first_with_what_the_next_request_loses_from_the_cache() {
     }
     let mut app = broken(120, 36);
     entered(&mut app, "/model gpt-4.1");
+    // Other keys wait for the answer and reach nothing else.
+    assert!(type_text(&mut app, "abc").is_empty());
+    assert!(app.rewrite_question().is_some());
+    assert!(!draw(&app, 120, 36).contains("› abc"));
     assert!(app.handle(key(KeyCode::Esc)).is_empty());
+    // The model in use asks nothing.
+    assert_eq!(
+        entered(&mut app, "/model gpt-4o"),
+        vec![Effect::Model("gpt-4o".into())]
+    );
     assert!(!draw(&app, 120, 36).contains("Enter confirms"));
 }
 

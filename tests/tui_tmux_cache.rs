@@ -87,7 +87,7 @@ async fn the_warning_appears_the_turn_before_automatic_compression_fires() {
         if screen.contains("compacted auto") {
             assert!(n >= 1, "compression fired on the first turn:\n{screen}");
             assert!(
-                before.contains("auto-compress in") || before.contains("auto-compress with the next"),
+                before.contains("auto-compress in") || before.contains("over the compression threshold"),
                 "the warning was not on screen the turn before compression fired:\n{before}"
             );
             assert!(before.contains("/compress now"), "{before}");

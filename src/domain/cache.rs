@@ -172,7 +172,7 @@ pub enum BreakReason {
     Inclusion,
     /// A message was edited and resent.
     Edit,
-    /// The pipeline cut, pruned or left out a message differently.
+    /// The pipeline cut, pruned or left out messages differently.
     Truncation,
     /// Tools were added, removed or changed.
     ToolSet,
@@ -236,7 +236,7 @@ impl BreakReason {
             Self::Exclusion => "an exclusion",
             Self::Inclusion => "an inclusion",
             Self::Edit => "an edit",
-            Self::Truncation => "the pipeline cut it differently",
+            Self::Truncation => "the pipeline cut or left out messages differently",
             Self::ToolSet => "the tool set changed",
             Self::Expired => "the cache entry expired",
             Self::ProviderMiss => "a provider-side miss (expired or evicted)",

@@ -1,7 +1,7 @@
 //! The cache reads a request should get, from the previous request of the
 //! session and the provider's rule ([`predict`]).
 
-use crate::domain::{BlockKind, CacheRule, PrefixSnapshot};
+use crate::domain::{BlockKind, CacheRule, PrefixSnapshot, Role};
 
 /// Anthropic looks for an earlier cache entry at most this many content
 /// blocks before a `cache_control` marker (docs.anthropic.com, "Prompt
@@ -35,7 +35,9 @@ pub struct Prediction {
 ///   `cur` shares whole, at least `min_tokens` long, that one of `cur`'s
 ///   markers reaches within [`ANTHROPIC_LOOKBACK_BLOCKS`]; nothing once
 ///   `ttl_ms` has passed.
-/// - Shared prefix: the shared prefix itself.
+/// - Shared prefix: the shared prefix itself, and the reply that followed
+///   the previous request when the new one goes on from it (a KV cache
+///   holds the tokens it generated).
 #[must_use]
 pub fn predict(
     rule: CacheRule,
@@ -82,7 +84,22 @@ pub fn predict(
                 anthropic_read(prev, cur, same, u64::from(min_tokens), ratio)
             }
         }
-        CacheRule::SharedPrefix => shared,
+        // The KV cache also holds the reply it generated: a request that
+        // goes on from the previous one finds that reply cached too.
+        CacheRule::SharedPrefix => match (first_change, cur.blocks.get(prev.blocks.len())) {
+            (None, Some(b))
+                if matches!(
+                    b.kind,
+                    BlockKind::Message {
+                        role: Role::Assistant,
+                        ..
+                    }
+                ) =>
+            {
+                shared + scale(u64::from(b.tokens))
+            }
+            _ => shared,
+        },
     };
     out
 }

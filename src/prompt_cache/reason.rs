@@ -64,7 +64,11 @@ pub fn reason(
                 BlockKind::Message { message_id, .. } => message_id,
                 _ => None,
             });
-            let (reason, left) = message_reason(p, c, next, changes);
+            let prev_next = prev.blocks.get(i + 1).and_then(|b| match b.kind {
+                BlockKind::Message { message_id, .. } => message_id,
+                _ => None,
+            });
+            let (reason, left) = message_reason(p, c, (prev_next, next), changes);
             // A message that left the request is where it broke.
             if let Some(id) = left {
                 at = message_at(id, changes);
@@ -90,7 +94,7 @@ pub fn reason(
 fn message_reason(
     prev: Option<MessageId>,
     cur: Option<MessageId>,
-    next: Option<MessageId>,
+    (prev_next, next): (Option<MessageId>, Option<MessageId>),
     changes: &Changes<'_>,
 ) -> (BreakReason, Option<MessageId>) {
     let (Some(p), Some(c)) = (prev, cur) else {
@@ -106,6 +110,13 @@ fn message_reason(
         let Some(k) = find(c) else {
             return (BreakReason::Changed, None);
         };
+        // An older message now follows it than did before: one came back
+        // (it had been excluded), so this block no longer absorbs the next.
+        if let (Some(was), Some(now)) = (prev_next, next)
+            && now < was
+        {
+            return (BreakReason::Inclusion, Some(now));
+        }
         let end = next.and_then(find).unwrap_or(changes.messages.len());
         for j in k + 1..end {
             match action(j) {

@@ -164,6 +164,12 @@ fn openai_caches_nothing_under_1024_tokens() {
     assert_eq!(brk, None);
     let (pred, _) = check(CacheRule::SharedPrefix, &prev, &cur, &h, &report);
     assert_eq!(pred.predicted_cached_tokens, 920, "a KV prefix has no minimum");
+    // The reply the server generated after the previous request (message
+    // 3, an assistant message) is in its KV cache too.
+    let (prev, _) = send(&p, &h[..3], &[], &[], 0, CacheRule::SharedPrefix, &mut hashes);
+    let (cur, report) = send(&p, &h, &[], &[], 1, CacheRule::SharedPrefix, &mut hashes);
+    let (pred, _) = check(CacheRule::SharedPrefix, &prev, &cur, &h, &report);
+    assert_eq!((pred.shared_tokens, pred.predicted_cached_tokens), (1_020, 1_120));
 }
 
 #[test]

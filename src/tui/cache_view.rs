@@ -95,12 +95,13 @@ pub fn compression_warning(s: &ContextSnapshot) -> Vec<Line<'static>> {
 }
 
 /// `auto-compress in ~1 turn: 4.1k tokens left`, or, with nothing left,
-/// `auto-compress with the next message: the request is over the
-/// threshold`.
+/// `the next request is over the compression threshold` (whether the
+/// engine then compresses or the pipeline leaves turns out depends on
+/// what a compression would save).
 #[must_use]
 pub fn warning_text(left: u64, turns: u64) -> String {
     if left == 0 {
-        return "auto-compress with the next message: the request is over the threshold".to_owned();
+        return "the next request is over the compression threshold".to_owned();
     }
     let unit = if turns == 1 { "turn" } else { "turns" };
     format!(

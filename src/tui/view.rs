@@ -70,7 +70,8 @@ fn confirm(sentence: &str, area: Rect, buf: &mut Buffer) {
         return;
     }
     let text_rows = u16::try_from(fmt::width(sentence).div_ceil(usize::from(width - 2))).unwrap_or(1);
-    let height = (text_rows + 4).min(area.height);
+    // One row of slack: words wrap earlier than characters.
+    let height = (text_rows + 5).min(area.height);
     let rect = Rect {
         x: area.x + (area.width - width) / 2,
         y: area.y + (area.height - height) / 2,

@@ -1,7 +1,7 @@
 //! The question before a command that rewrites the prompt and so the
 //! provider's cached prefix (`/model`, `/reload`), with what it costs:
 //! "this rewrites the prompt: ~14.2k of the next request's 15.0k tokens
-//! will be uncached". Enter confirms, Esc (or any other key) cancels. The
+//! will be uncached". Enter confirms, Esc cancels, other keys wait. The
 //! figure comes from the context snapshot: another model reads nothing
 //! from the old model's cache; a reload keeps the tools and the layers
 //! before the first stale one. A reload with nothing stale goes without a
@@ -49,7 +49,9 @@ impl App {
         let next = context
             .prepared_tokens
             .unwrap_or_else(|| context.budget.input_tokens());
-        let uncached = match effect {
+        let uncached = match &effect {
+            // The model in use: nothing to rewrite, nothing to ask.
+            Effect::Model(name) if *name == self.header.model => return vec![effect],
             Effect::Reload => {
                 let Some(first) = context
                     .prompt
@@ -77,19 +79,23 @@ impl App {
         Vec::new()
     }
 
-    /// A key while the question is open: Enter runs the command, any other
-    /// key cancels it; `None` when no question is open.
+    /// A key while the question is open: Enter runs the command, Esc or
+    /// Ctrl-C cancels it, any other key is ignored (nothing reaches the
+    /// composer); `None` when no question is open.
     pub(super) fn rewrite_key(&mut self, action: Option<Action>) -> Option<Vec<Effect>> {
-        let question = self.rewrite.take()?;
+        self.rewrite.as_ref()?;
         Some(match action {
-            Some(Action::Send) => vec![question.effect],
-            _ => {
-                self.notify(
-                    &format!("{} cancelled; the prompt is unchanged", question.command),
-                    false,
-                );
+            Some(Action::Send) => self.rewrite.take().map(|q| vec![q.effect]).unwrap_or_default(),
+            Some(Action::Close | Action::Interrupt) => {
+                if let Some(q) = self.rewrite.take() {
+                    self.notify(
+                        &format!("{} cancelled; the prompt is unchanged", q.command),
+                        false,
+                    );
+                }
                 Vec::new()
             }
+            _ => Vec::new(),
         })
     }
 
