@@ -369,6 +369,29 @@ pub(crate) fn parse_retry_after(value: &str, now: jiff::Timestamp) -> Option<Dur
     Some(Duration::from_millis(u64::try_from(millis).unwrap_or(0)))
 }
 
+/// A client for a server's side endpoints (window discovery, `/tokenize`):
+/// `api_key` as an `Authorization: Bearer` header when given, and a
+/// connect timeout.
+///
+/// # Errors
+/// When the client cannot be built (the TLS backend).
+pub(crate) fn bearer_client(
+    api_key: Option<&str>,
+    connect_timeout: std::time::Duration,
+) -> reqwest::Result<reqwest::Client> {
+    let mut headers = reqwest::header::HeaderMap::new();
+    if let Some(key) = api_key
+        && let Ok(value) = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
+    {
+        headers.insert(reqwest::header::AUTHORIZATION, value);
+    }
+    install_crypto();
+    reqwest::Client::builder()
+        .connect_timeout(connect_timeout)
+        .default_headers(headers)
+        .build()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -209,18 +209,7 @@ async fn post_json(client: &reqwest::Client, url: &str, body: &Value) -> Option<
 /// window). `api_key` goes into an `Authorization: Bearer` header when
 /// given. Never an error: discovery is best effort.
 pub async fn discover(base_url: &str, model: &str, api_key: Option<&str>) -> Option<ServedWindow> {
-    let mut headers = reqwest::header::HeaderMap::new();
-    if let Some(key) = api_key
-        && let Ok(value) = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
-    {
-        headers.insert(reqwest::header::AUTHORIZATION, value);
-    }
-    super::http::install_crypto();
-    let client = reqwest::Client::builder()
-        .connect_timeout(DISCOVERY_TIMEOUT)
-        .default_headers(headers)
-        .build()
-        .ok()?;
+    let client = super::http::bearer_client(api_key, DISCOVERY_TIMEOUT).ok()?;
     let base = base_url.trim_end_matches('/');
     let root = root_of(base);
     if let Some(found) = get_json(&client, &format!("{base}/models"))

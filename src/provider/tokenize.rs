@@ -49,17 +49,7 @@ impl ServerTokenizer {
     /// # Errors
     /// [`TokenizeError`] when the HTTP client cannot be built.
     pub fn new(base_url: &str, api_key: Option<&str>) -> Result<Self, TokenizeError> {
-        let mut headers = reqwest::header::HeaderMap::new();
-        if let Some(key) = api_key
-            && let Ok(value) = reqwest::header::HeaderValue::from_str(&format!("Bearer {key}"))
-        {
-            headers.insert(reqwest::header::AUTHORIZATION, value);
-        }
-        super::http::install_crypto();
-        let client = reqwest::Client::builder()
-            .connect_timeout(TOKENIZE_TIMEOUT)
-            .default_headers(headers)
-            .build()
+        let client = super::http::bearer_client(api_key, TOKENIZE_TIMEOUT)
             .map_err(|e| TokenizeError(format!("the HTTP client for /tokenize could not be built ({e})")))?;
         Ok(Self {
             client,
