@@ -36,6 +36,10 @@ pub enum BlockKind {
         role: Role,
         /// Anthropic content blocks it becomes (text, one per tool call).
         parts: u32,
+        /// Whether it is a compaction's summary (what tells an undone
+        /// compaction from an undone edit once the summary is gone).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        summary: bool,
     },
 }
 
@@ -172,6 +176,8 @@ pub enum BreakReason {
     Inclusion,
     /// A message was edited and resent.
     Edit,
+    /// An edit was undone (`/undo-resend`): the original message is back.
+    UndoEdit,
     /// The pipeline cut, pruned or left out messages differently.
     Truncation,
     /// Tools were added, removed or changed.
@@ -196,6 +202,7 @@ impl BreakReason {
             Self::Exclusion => "exclusion",
             Self::Inclusion => "inclusion",
             Self::Edit => "edit",
+            Self::UndoEdit => "undo_edit",
             Self::Truncation => "truncation",
             Self::ToolSet => "tool_set",
             Self::Expired => "expired",
@@ -215,6 +222,7 @@ impl BreakReason {
             Self::Exclusion,
             Self::Inclusion,
             Self::Edit,
+            Self::UndoEdit,
             Self::Truncation,
             Self::ToolSet,
             Self::Expired,
@@ -236,6 +244,7 @@ impl BreakReason {
             Self::Exclusion => "an exclusion",
             Self::Inclusion => "an inclusion",
             Self::Edit => "an edit",
+            Self::UndoEdit => "an edit was undone",
             Self::Truncation => "the pipeline cut or left out messages differently",
             Self::ToolSet => "the tool set changed",
             Self::Expired => "the cache entry expired",
@@ -302,6 +311,7 @@ mod tests {
                         message_id: Some(MessageId::new()),
                         role: Role::User,
                         parts: 1,
+                        summary: true,
                     },
                     chain: 3,
                     tokens: 9,
@@ -320,6 +330,7 @@ mod tests {
             BreakReason::Reload,
             BreakReason::ProviderMiss,
             BreakReason::ToolSet,
+            BreakReason::UndoEdit,
         ] {
             assert_eq!(BreakReason::parse(r.as_str()), Some(r));
         }

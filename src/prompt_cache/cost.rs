@@ -41,6 +41,7 @@ mod tests {
                 message_id: Some(id),
                 role: Role::User,
                 parts: 1,
+                summary: false,
             },
             chain: 0,
             tokens,

@@ -23,8 +23,8 @@ pub struct Changes<'a> {
 /// previous one did not, `/reload` otherwise); for a message, the same
 /// message sent differently (the pipeline's cut moved), the previous
 /// message now excluded or left out by the pipeline, or gone (replaced by
-/// a summary: a compaction; by an older message: an undone compaction; by
-/// a newer one: an edit), or an older message back in the request (an
+/// a summary: a compaction; by an older message: an undone compaction when
+/// a summary left, an undone edit otherwise; by a newer one: an edit), or an older message back in the request (an
 /// inclusion). Message ids are time-ordered (UUIDv7), which is what tells
 /// an older message from a newer one.
 #[must_use]
@@ -68,7 +68,8 @@ pub fn reason(
                 BlockKind::Message { message_id, .. } => message_id,
                 _ => None,
             });
-            let (reason, left) = message_reason(p, c, (prev_next, next), changes);
+            let was_summary = matches!(prev_kind, BlockKind::Message { summary: true, .. });
+            let (reason, left) = message_reason((p, was_summary), c, (prev_next, next), changes);
             // A message that left the request is where it broke.
             if let Some(id) = left {
                 at = message_at(id, changes);
@@ -92,7 +93,7 @@ pub fn reason(
 /// (`next`: the first message of the block after it), and the message
 /// that left the request when that is what broke it.
 fn message_reason(
-    prev: Option<MessageId>,
+    (prev, was_summary): (Option<MessageId>, bool),
     cur: Option<MessageId>,
     (prev_next, next): (Option<MessageId>, Option<MessageId>),
     changes: &Changes<'_>,
@@ -140,7 +141,8 @@ fn message_reason(
     }
     let reason = match find(c).map(|k| changes.messages[k].kind) {
         Some(MessageKind::Summary) => BreakReason::Compaction,
-        _ if c < p => BreakReason::UndoCompaction,
+        _ if c < p && was_summary => BreakReason::UndoCompaction,
+        _ if c < p => BreakReason::UndoEdit,
         Some(_) => BreakReason::Edit,
         None => BreakReason::Changed,
     };

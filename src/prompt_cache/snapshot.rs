@@ -1,8 +1,8 @@
 //! A request's cacheable blocks as a hash chain ([`snapshot`]).
 
 use crate::domain::{
-    BlockHash, BlockKind, CacheRule, ChatRequest, Message, MessageId, PrefixBlock, PrefixSnapshot,
-    RequestMessage, Role, SystemPrompt, Tier,
+    BlockHash, BlockKind, CacheRule, ChatRequest, Message, MessageId, MessageKind, PrefixBlock,
+    PrefixSnapshot, RequestMessage, Role, SystemPrompt, Tier,
 };
 use crate::pipeline::ReportEntry;
 use sha2::{Digest, Sha256};
@@ -152,6 +152,7 @@ pub fn snapshot(input: &SnapshotInput<'_>, hashes: &mut BlockHashes) -> PrefixSn
             message_id: first.map(|f| f.id),
             role: m.role,
             parts: u32::from(!m.content.is_empty()) + u32::try_from(m.tool_calls.len()).unwrap_or(u32::MAX),
+            summary: first.is_some_and(|f| f.kind == MessageKind::Summary),
         };
         let i = blocks.len();
         let before = i.checked_sub(1).map_or(0, |k| blocks[k].chain);

@@ -368,3 +368,33 @@ fn bisecting_the_chain_finds_the_first_change_a_scan_finds() {
         }
     }
 }
+
+#[test]
+fn an_older_message_back_in_place_of_a_summary_is_an_undone_compaction_else_an_undone_edit() {
+    let p = prompt(PROJECT);
+    let h = history(10);
+    let mut hashes = BlockHashes::new();
+    let mut summary = Message::new(h[0].session_id, Role::User, "summary", 20);
+    summary.kind = MessageKind::Summary;
+    let compacted: Vec<Message> = std::iter::once(summary).chain(h[6..].iter().cloned()).collect();
+    let (prev, _) = send(&p, &compacted, &[], &[], 0, CacheRule::OPENAI, &mut hashes);
+    let (cur, report) = send(&p, &h, &[], &[], 1, CacheRule::OPENAI, &mut hashes);
+    let (_, brk) = check(CacheRule::OPENAI, &prev, &cur, &h, &report);
+    assert_eq!(brk.unwrap().reason, BreakReason::UndoCompaction);
+
+    // `/undo-resend`: the edited message leaves, the original is back.
+    let edited = Message::new(h[0].session_id, Role::User, "message 4, edited", 30);
+    let resent: Vec<Message> = h[..4].iter().cloned().chain(std::iter::once(edited)).collect();
+    let (prev, _) = send(&p, &resent, &[], &[], 0, CacheRule::OPENAI, &mut hashes);
+    let (cur, report) = send(&p, &h, &[], &[], 1, CacheRule::OPENAI, &mut hashes);
+    let (_, brk) = check(CacheRule::OPENAI, &prev, &cur, &h, &report);
+    let brk = brk.unwrap();
+    assert_eq!(brk.reason, BreakReason::UndoEdit);
+    assert_eq!(
+        brk.at,
+        BreakAt::Message {
+            pos: Some(5),
+            message_id: Some(h[4].id)
+        }
+    );
+}
