@@ -493,6 +493,11 @@ async fn model_switches_this_session_at_once_and_a_resumed_session_keeps_its_own
         a.session().is_some_and(|s| s.model == "gpt-4.1-nano")
     })
     .await;
+    h.until("the switch's notice", |a| {
+        a.notice()
+            .is_some_and(|n| !n.error && n.text == "now on gpt-4.1-nano (openai)")
+    })
+    .await;
     h.send("on nano").await;
     assert_eq!(server.requests()[1].json()["model"], "gpt-4.1-nano");
 

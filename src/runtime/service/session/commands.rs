@@ -202,6 +202,11 @@ impl SessionService {
                 // pane's numbers and the stored session are right at once.
                 self.open_conversation()?;
                 self.refresh()?;
+                self.emit(ServiceEvent::Notice(format!(
+                    "now on {} ({})",
+                    wanted.model,
+                    wanted.provider.as_str()
+                )));
             }
             Command::Tools => {
                 if self.session.is_some() && self.connected.is_some() {
