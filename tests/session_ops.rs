@@ -93,10 +93,10 @@ fn reload_stores_a_new_version_only_when_the_files_changed() {
     let (mut rt, session) = open(&f, true);
     let before = rt.current_prompt(session.id).unwrap().unwrap();
     assert!(
-        matches!(rt.reload_prompt(&session, &choice()).unwrap(), Reloaded::Unchanged(p) if p.id == before.id)
+        matches!(rt.reload_prompt(&session, &choice(), f.ws.path()).unwrap(), Reloaded::Unchanged(p) if p.id == before.id)
     );
     std::fs::write(f.ws.path().join("AGENTS.md"), "Use spaces.\n").unwrap();
-    let Reloaded::NewVersion(after) = rt.reload_prompt(&session, &choice()).unwrap() else {
+    let Reloaded::NewVersion(after) = rt.reload_prompt(&session, &choice(), f.ws.path()).unwrap() else {
         panic!("the edit should give a new version");
     };
     assert_eq!(after.version, 2);

@@ -476,6 +476,56 @@ async fn a_new_instruction_file_marks_the_project_layer_stale_until_reload() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_instruction_file_edited_while_a_session_was_closed_marks_it_stale_when_reopened() {
+    use strata::domain::LayerName;
+    let server = Server::start(vec![Reply::sse(sse(&["one"])), Reply::sse(sse(&["two"]))]).await;
+    let mut h = Harness::start(&server);
+    let ws = h._ws.path().to_path_buf();
+    h.until("the connection", |a| a.context().is_some()).await;
+    h.send("first").await;
+    let first = h.app.session().unwrap().id;
+    h.command("/new");
+    h.until("the new session", |a| a.session().is_none()).await;
+    h.send("second").await;
+    let second = h.app.session().unwrap().id;
+
+    // Reopened with its files as they were: nothing is stale.
+    h.command(&format!("/resume {first}"));
+    h.until("the first session", |a| {
+        a.session().is_some_and(|s| s.id == first)
+    })
+    .await;
+    assert!(h.app.stale().is_empty(), "{:?}", h.app.stale());
+
+    // AGENTS.md appears while the second session is open (and watched).
+    h.command(&format!("/resume {second}"));
+    h.until("the second session", |a| {
+        a.session().is_some_and(|s| s.id == second)
+    })
+    .await;
+    std::fs::write(ws.join("AGENTS.md"), "Answer in haiku.\n").unwrap();
+    h.until_within(Duration::from_secs(60), "the second session's stale mark", |a| {
+        a.stale().contains(&LayerName::Project)
+    })
+    .await;
+
+    // The first session never saw the edit happen, and is stale all the same.
+    h.command(&format!("/resume {first}"));
+    h.until("the first session's stale mark", |a| {
+        a.session().is_some_and(|s| s.id == first) && a.stale().contains(&LayerName::Project)
+    })
+    .await;
+    assert_eq!(h.app.stale(), [LayerName::Project]);
+    h.command("/reload");
+    h.until("the new version", |a| {
+        a.notice().is_some_and(|n| n.text.contains("version 2"))
+    })
+    .await;
+    assert!(h.app.stale().is_empty(), "{:?}", h.app.stale());
+    assert!(h.app.context().unwrap().prompt.text.contains("Answer in haiku."));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn model_switches_this_session_at_once_and_a_resumed_session_keeps_its_own() {
     let server = Server::start(vec![
         Reply::sse(sse(&["one"])),

@@ -596,13 +596,25 @@ impl Runtime {
         current: &SystemPrompt,
         choice: &ModelChoice,
     ) -> Result<SystemPrompt, RuntimeError> {
+        self.rebuilt_prompt_in(session, current, choice, Path::new(&session.workspace))
+    }
+
+    /// [`Runtime::rebuilt_prompt`] as seen from `cwd` (in the workspace:
+    /// the instruction files between the root and it are read).
+    pub(super) fn rebuilt_prompt_in(
+        &mut self,
+        session: &Session,
+        current: &SystemPrompt,
+        choice: &ModelChoice,
+        cwd: &Path,
+    ) -> Result<SystemPrompt, RuntimeError> {
         let now = jiff::Zoned::now();
         let built = super::PromptPreview {
             paths: &self.paths,
             config: &self.config,
             choice,
             mode: current.fingerprint.mode,
-            cwd: Path::new(&session.workspace),
+            cwd,
             now: &now,
             interactive: super::prompt_build::built_interactive(current),
             env: EnvFacts::from_process(),

@@ -1,12 +1,13 @@
 //! Session operations of the app's slash commands that need more than one
 //! store call: `/fork` (a copy to branch from), `/reload` (a new prompt
-//! version from the files as they are now) and `/skill` (a skill's body for
-//! the next message).
+//! version from the files as they are now, and which layers it would
+//! change) and `/skill` (a skill's body for the next message).
 
 use super::{Runtime, RuntimeError};
 use crate::config::ModelChoice;
-use crate::domain::{Message, MessageId, Session, SessionId, SystemPrompt};
+use crate::domain::{LayerName, Message, MessageId, Session, SessionId, SystemPrompt};
 use crate::prompt::SkillEntry;
+use std::collections::BTreeSet;
 use std::path::Path;
 
 /// Characters of a skill body sent at most.
@@ -68,9 +69,11 @@ impl Runtime {
     }
 
     /// `/reload`: the session's prompt rebuilt from the instruction files,
-    /// memory and skills as they are now (same provider, model and mode).
-    /// Stored as a new current version only when its bytes differ; the
-    /// provider's cached prefix is lost when they do.
+    /// memory and skills as they are now, seen from `cwd` (the workspace
+    /// root, or a directory in it whose instruction files are read too;
+    /// same provider, model and mode). Stored as a new current version only
+    /// when its bytes differ; the provider's cached prefix is lost when
+    /// they do.
     ///
     /// # Errors
     /// [`RuntimeError::NoPrompt`]; [`RuntimeError::Store`].
@@ -78,17 +81,54 @@ impl Runtime {
         &mut self,
         session: &Session,
         choice: &ModelChoice,
+        cwd: &Path,
     ) -> Result<Reloaded, RuntimeError> {
         let current = self
             .store
             .current_prompt(session.id)?
             .ok_or(RuntimeError::NoPrompt(session.id))?;
-        let mut rebuilt = self.rebuilt_prompt(session, &current, choice)?;
+        let mut rebuilt = self.rebuilt_prompt_in(session, &current, choice, cwd)?;
         if rebuilt.text == current.text {
             return Ok(Reloaded::Unchanged(current));
         }
         self.store.add_prompt_version(&mut rebuilt)?;
         Ok(Reloaded::NewVersion(rebuilt))
+    }
+
+    /// The layers among `candidates` whose text `/reload` from `cwd` would
+    /// change: what the files they come from say now against the session's
+    /// current prompt (for instruction files, memory or skills edited
+    /// while nothing watched them). Nothing is stored.
+    ///
+    /// # Errors
+    /// [`RuntimeError::NoPrompt`]; [`RuntimeError::Store`].
+    pub fn drifted_layers(
+        &mut self,
+        session: &Session,
+        choice: &ModelChoice,
+        cwd: &Path,
+        candidates: &BTreeSet<LayerName>,
+    ) -> Result<Vec<LayerName>, RuntimeError> {
+        let current = self
+            .store
+            .current_prompt(session.id)?
+            .ok_or(RuntimeError::NoPrompt(session.id))?;
+        let rebuilt = self.rebuilt_prompt_in(session, &current, choice, cwd)?;
+        if rebuilt.text == current.text {
+            return Ok(Vec::new());
+        }
+        let text_of = |p: &SystemPrompt, name: LayerName| {
+            p.layers
+                .iter()
+                .find(|l| l.name == name)
+                .and_then(|l| p.text.get(l.start..l.end))
+                .map(str::to_owned)
+        };
+        Ok(candidates
+            .iter()
+            .copied()
+            .filter(|&name| text_of(&current, name) != text_of(&rebuilt, name))
+            .collect())
     }
 
     /// The skills available in the session's workspace (config and

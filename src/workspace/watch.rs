@@ -171,6 +171,22 @@ impl WatchPlan {
         }
     }
 
+    /// The layers a change on disk can mark stale under this plan: those
+    /// of its files, of the config-directory names, `skills` when skills
+    /// directories are watched and `project` when instruction files are.
+    #[must_use]
+    pub fn layers(&self) -> BTreeSet<LayerName> {
+        let mut layers: BTreeSet<LayerName> = self.files.values().copied().collect();
+        layers.extend(self.config_names.iter().map(|(_, l)| *l));
+        if !self.skills_dirs.is_empty() {
+            layers.insert(LayerName::Skills);
+        }
+        if self.project {
+            layers.insert(LayerName::Project);
+        }
+        layers
+    }
+
     /// [`WatchPlan::new`] for a frozen prompt (its layers and mode).
     #[must_use]
     pub fn for_prompt(prompt: &SystemPrompt, dirs: &WatchDirs) -> Self {

@@ -10,10 +10,10 @@ use super::watch::PromptWatch;
 use super::{Opening, ServiceEvent, Sink, snapshot};
 use crate::config::{Config, ModelChoice, Paths, ProviderKind, SelectionRequest, select_model};
 use crate::conversation::Conversation;
-use crate::domain::{Message, PromptMode, Session, SessionId};
+use crate::domain::{LayerName, Message, PromptMode, Session, SessionId};
 use crate::provider::ProviderError;
 use crate::runtime::{Connected, Runtime, connect, resolve_mode};
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, mpsc as std_mpsc};
 
 mod commands;
@@ -508,7 +508,9 @@ impl SessionService {
         // A new session, another session or a rebuilt prompt restarts the
         // watch.
         let prompt = self.conversation.as_ref().map(|c| c.prompt().clone());
-        self.watch.follow(Some(&session), prompt.as_ref(), &self.cwd);
+        if let Some(watched) = self.watch.follow(Some(&session), prompt.as_ref(), &self.cwd) {
+            self.mark_drifted(&session, &choice, &watched);
+        }
         // The messages go out first: the context needs the tokenizer,
         // whose table may still be being built on a fresh start.
         let messages = self.rows.as_ref().map(|r| r.messages.clone()).unwrap_or_default();
@@ -521,6 +523,53 @@ impl SessionService {
             self.emit(ServiceEvent::Context(Box::new(context)));
         }
         Ok(())
+    }
+
+    /// Marks stale the layers a new watch follows whose files changed while
+    /// nothing watched them (strata was closed, or another session was
+    /// open): those `/reload` would rebuild differently. A failure only
+    /// leaves them unmarked.
+    fn mark_drifted(
+        &mut self,
+        session: &Session,
+        choice: &ModelChoice,
+        watched: &std::collections::BTreeSet<LayerName>,
+    ) {
+        // Only layers that come from files: the others (date, terminal,
+        // recent sessions) are rebuilt from the moment, not edited.
+        let candidates = watched
+            .iter()
+            .copied()
+            .filter(|l| {
+                matches!(
+                    l,
+                    LayerName::Identity
+                        | LayerName::Guidelines
+                        | LayerName::Skills
+                        | LayerName::Project
+                        | LayerName::Memory
+                )
+            })
+            .collect();
+        let cwd = self.reload_cwd(session);
+        match self.runtime.drifted_layers(session, choice, &cwd, &candidates) {
+            Ok(drifted) => self.watch.mark(&drifted),
+            Err(e) => {
+                tracing::warn!(session = %session.id, error = %e, "could not compare the prompt with its files")
+            }
+        }
+    }
+
+    /// Where `/reload` reads the instruction files from: the directory
+    /// strata was started in when it is inside the session's workspace
+    /// (as the watch follows it), else the workspace root.
+    pub(super) fn reload_cwd(&self, session: &Session) -> PathBuf {
+        let root = Path::new(&session.workspace);
+        if self.cwd.starts_with(root) {
+            self.cwd.clone()
+        } else {
+            root.to_path_buf()
+        }
     }
 
     /// The counter for `session`'s tokens: the connected provider's, else

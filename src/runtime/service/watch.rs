@@ -51,17 +51,24 @@ impl PromptWatch {
 
     /// Watches the sources of `prompt`, the current prompt of `session`
     /// (started in `cwd`), unless that very prompt is watched already;
-    /// `None` (no stored session) stops watching.
-    pub fn follow(&mut self, session: Option<&Session>, prompt: Option<&SystemPrompt>, cwd: &Path) {
+    /// `None` (no stored session) stops watching. A watch started anew
+    /// returns the layers it can mark stale, for [`PromptWatch::mark`] to
+    /// add those that changed while nothing watched.
+    pub fn follow(
+        &mut self,
+        session: Option<&Session>,
+        prompt: Option<&SystemPrompt>,
+        cwd: &Path,
+    ) -> Option<BTreeSet<LayerName>> {
         let (Some(session), Some(prompt)) = (session, prompt) else {
             if self.active.is_some() {
                 self.close();
             }
-            return;
+            return None;
         };
         let key = (session.id, prompt.id);
         if self.active.as_ref().is_some_and(|a| a.key == key) {
-            return;
+            return None;
         }
         if self.active.is_some() {
             self.close();
@@ -76,6 +83,7 @@ impl PromptWatch {
                 config_dir: self.config_dir.clone(),
             },
         );
+        let layers = plan.layers();
         let stale: StaleSet = Arc::new(Mutex::new(Some(BTreeSet::new())));
         let sink_stale = Arc::clone(&stale);
         let events = Arc::clone(&self.events);
@@ -108,6 +116,24 @@ impl PromptWatch {
             stale,
             _watcher: watcher,
         });
+        Some(layers)
+    }
+
+    /// Adds `layers` to the stale set of the current watch and posts the
+    /// set when that changed it (layers found changed some other way than
+    /// by the watcher, e.g. while strata was not running).
+    pub fn mark(&self, layers: &[LayerName]) {
+        let mut guard = self.active.as_ref().and_then(|a| a.stale.lock().ok());
+        let Some(set) = guard.as_mut().and_then(|g| g.as_mut()) else {
+            return;
+        };
+        let before = set.len();
+        set.extend(layers.iter().copied());
+        if set.len() != before {
+            // Under the lock: see the module invariant.
+            (self.events)(ServiceEvent::Stale(set.iter().copied().collect()));
+        }
+        drop(guard);
     }
 
     /// Forgets the layers seen changed (the prompt was rebuilt or found

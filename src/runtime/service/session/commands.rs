@@ -297,7 +297,8 @@ impl SessionService {
                     );
                 };
                 let choice = self.choice()?;
-                let reloaded = self.runtime.reload_prompt(&s, &choice)?;
+                let cwd = self.reload_cwd(&s);
+                let reloaded = self.runtime.reload_prompt(&s, &choice, &cwd)?;
                 // The prompt now matches the files: nothing is stale.
                 self.watch.reset();
                 match reloaded {
