@@ -218,35 +218,103 @@ pub enum Action {
 /// Why no request could be prepared.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 pub enum PrepareError {
-    /// The system prompt, tool schemas and output reserve leave no room for
-    /// any message. Retrying cannot help; compressing the history cannot
-    /// either.
+    /// The system prompt, tool schemas, output reserve and the request's
+    /// framing leave no room for any message. Retrying cannot help;
+    /// compressing the history cannot either.
     #[error(
-        "the context window of {window} tokens is too small: the system prompt, tool schemas and output \
-         reserve alone need {fixed}; choose a model with a larger window, a smaller max_tokens or fewer tools"
+        "the context window of {window} tokens is too small: the system prompt ({system}), tool schemas \
+         ({tools}), output reserve ({reserve}) and request framing ({framing}) alone need {}; choose a model \
+         with a larger window, a smaller max_tokens or fewer tools",
+        system + tools + reserve + framing
     )]
     WindowTooSmall {
-        /// System prompt + tool schemas + reserved output, tokens.
-        fixed: u64,
+        /// System prompt, tokens.
+        system: u64,
+        /// Tool schemas, tokens.
+        tools: u64,
+        /// Reserved output (`max_tokens`), tokens.
+        reserve: u64,
+        /// Per-request framing and room for the omitted-messages note,
+        /// tokens.
+        framing: u64,
         /// The model's window, tokens.
         window: u64,
     },
-    /// The messages that are never dropped (the last user message and the
-    /// pinned messages) do not fit even after truncation.
+    /// The messages that are never dropped (the last user message, the
+    /// pinned messages and the compaction summary) do not fit even after
+    /// truncation.
     #[error(
-        "the last message and the pinned messages need {needed} tokens even after truncation but only {room} \
-         are left in the context window; unpin messages, shorten the message or choose a larger window"
+        "{} {needed} tokens even after truncation but only {room} are left in the context window; {}",
+        must_keep_words(*pinned, *summary),
+        must_keep_advice(*pinned, *summary)
     )]
     TooLargeToSend {
         /// Tokens those messages need.
         needed: u64,
         /// Tokens left for messages.
         room: u64,
+        /// Pinned messages among them.
+        pinned: usize,
+        /// Whether the compaction summary is among them.
+        summary: bool,
     },
     /// The prepared request breaks a provider rule: a bug in strata. The
     /// request is not sent.
     #[error("the prepared request broke a provider rule ({0}); this is a bug in strata and nothing was sent")]
     Invalid(String),
+}
+
+impl PrepareError {
+    /// For [`PrepareError::WindowTooSmall`]: everything but the messages,
+    /// tokens.
+    #[must_use]
+    pub fn fixed_tokens(&self) -> Option<u64> {
+        match self {
+            Self::WindowTooSmall {
+                system,
+                tools,
+                reserve,
+                framing,
+                ..
+            } => Some(system + tools + reserve + framing),
+            _ => None,
+        }
+    }
+}
+
+/// "the last message, 2 pinned messages and the compaction summary need"
+/// ("the last message needs" alone).
+fn must_keep_words(pinned: usize, summary: bool) -> String {
+    let mut parts = vec!["the last message".to_owned()];
+    match pinned {
+        0 => {}
+        1 => parts.push("the pinned message".to_owned()),
+        n => parts.push(format!("{n} pinned messages")),
+    }
+    if summary {
+        parts.push("the compaction summary".to_owned());
+    }
+    match parts.len() {
+        1 => format!("{} needs", parts.remove(0)),
+        _ => {
+            let last = parts.pop().unwrap_or_default();
+            format!("{} and {last} need", parts.join(", "))
+        }
+    }
+}
+
+/// What would make them fit.
+fn must_keep_advice(pinned: usize, summary: bool) -> &'static str {
+    match (pinned > 0, summary) {
+        (true, true) => {
+            "unpin messages, /undo-compress, a smaller max_tokens or a larger window would make room"
+        }
+        (true, false) => {
+            "unpin messages, shorten the message, or choose a smaller max_tokens or a larger window"
+        }
+        (false, true) => "/undo-compress, a smaller max_tokens or a larger window would make room",
+        (false, false) => "shorten the message, or choose a smaller max_tokens or a larger window",
+    }
 }
 
 /// Runs the pipeline: see the module doc for the stages.

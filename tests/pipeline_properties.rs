@@ -290,11 +290,12 @@ proptest! {
             prop_assert_eq!(report.request.messages.len(), full.request.messages.len());
         }
         match prepared {
-            Err(PrepareError::WindowTooSmall { fixed: f, window }) => {
-                prop_assert_eq!(f, fixed);
+            Err(e @ PrepareError::WindowTooSmall { system, tools, reserve, window, .. }) => {
+                prop_assert_eq!(system + tools + reserve, fixed);
+                prop_assert!(e.fixed_tokens().unwrap_or(0) >= window, "the figure given fits {window}: {e}");
                 prop_assert!(fixed + 200 > window, "refused although {fixed} leaves room in {window}");
             }
-            Err(PrepareError::TooLargeToSend { needed, room }) => {
+            Err(PrepareError::TooLargeToSend { needed, room, .. }) => {
                 prop_assert!(needed > room);
                 prop_assert!(
                     must_tokens + 200 > room,

@@ -183,19 +183,27 @@ fn a_fixed_part_larger_than_the_window_is_a_clear_error() {
     inp.system_tokens = 5_000;
     inp.tool_tokens = 3_000;
     let err = prepare(&inp).unwrap_err();
-    assert_eq!(
-        err,
-        PrepareError::WindowTooSmall {
-            fixed: 9_000,
-            window: 8_192
-        }
+    assert!(
+        matches!(
+            err,
+            PrepareError::WindowTooSmall {
+                system: 5_000,
+                tools: 3_000,
+                reserve: 1_000,
+                window: 8_192,
+                ..
+            }
+        ),
+        "{err:?}"
     );
     let text = err.to_string();
     assert!(
         text.contains("context window of 8192 tokens is too small"),
         "{text}"
     );
-    assert!(text.contains("alone need 9000"), "{text}");
+    let need = err.fixed_tokens().unwrap();
+    assert!(need > 9_000, "{err:?}");
+    assert!(text.contains(&format!("alone need {need};")), "{text}");
 }
 
 #[test]
@@ -434,4 +442,43 @@ fn a_memo_of_cut_counts_changes_nothing_and_spares_recounting_on_the_next_turn()
         metered.0.load(Ordering::Relaxed),
         cut
     );
+}
+
+#[test]
+fn messages_too_large_to_send_are_named_as_what_they_are() {
+    use strata::domain::MessageKind;
+    let mut h = Hist::new();
+    let mut summary = Message::new(Default::default(), Role::User, "what happened so far", 0);
+    summary.kind = MessageKind::Summary;
+    h.push(summary, Some(50));
+    let pinned = h.assistant("a long answer worth keeping", Some(3_000));
+    h.msgs[pinned].pinned = true;
+    h.user("hello", Some(5));
+    let sys = system("You are a test.");
+    let err = prepare(&input(&h, &sys, 2_500)).unwrap_err();
+    assert!(
+        matches!(
+            err,
+            PrepareError::TooLargeToSend {
+                pinned: 1,
+                summary: true,
+                ..
+            }
+        ),
+        "{err:?}"
+    );
+    let text = err.to_string();
+    assert!(
+        text.starts_with("the last message, the pinned message and the compaction summary need "),
+        "{text}"
+    );
+    assert!(text.contains("unpin messages, /undo-compress"), "{text}");
+
+    // Only the last message: it is named alone.
+    let mut h = Hist::new();
+    let big = "word ".repeat(400);
+    h.user(&big, None);
+    let err = prepare(&input(&h, &sys, 1_050)).unwrap_err();
+    let text = err.to_string();
+    assert!(text.starts_with("the last message needs "), "{text}");
 }

@@ -265,6 +265,49 @@ async fn empty_200_body_with_content_length_is_an_empty_response_error() {
 }
 
 #[tokio::test]
+async fn a_text_page_instead_of_an_event_stream_says_so_and_is_not_retried() {
+    let page = Reply {
+        status: 200,
+        headers: Vec::new(),
+        body: Body::Full(
+            "<html><body>Directory listing for /v1/</body></html>"
+                .repeat(60)
+                .into_bytes(),
+        ),
+    }
+    .with_header("content-type", "text/html; charset=utf-8");
+    let server = Server::start(vec![page]).await;
+    let (events, error) = collect(provider_for(&server, None).stream(request())).await;
+    assert!(events.is_empty());
+    let text = error.unwrap().to_string();
+    assert!(
+        text.contains("expected an event stream (text/event-stream) but got text/html; check the base URL"),
+        "{text}"
+    );
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn an_html_error_page_is_told_in_one_line() {
+    let page = Reply {
+        status: 501,
+        headers: Vec::new(),
+        body: Body::Full(
+            b"<html><head><title>Error response</title></head><body><h1>Error response</h1>\n<p>Error code: 501</p>\n<p>Message: Unsupported method ('POST').</p></body></html>\n".to_vec(),
+        ),
+    }
+    .with_header("content-type", "text/html");
+    let server = Server::start(vec![page]).await;
+    let (_, error) = collect(provider_for(&server, None).stream(request())).await;
+    let text = error.unwrap().to_string();
+    assert!(
+        text.contains("HTTP 501 (Error response Error code: 501 Message: Unsupported method ('POST').)"),
+        "{text}"
+    );
+    assert!(!text.contains('<') && !text.contains('\n'), "{text}");
+}
+
+#[tokio::test]
 async fn json_error_body_with_status_200_is_classified() {
     let body = r#"{"error":{"message":"the request exceeds the available context size","type":"exceed_context_size_error"}}"#;
     let server = Server::start(vec![Reply::json(200, body)]).await;

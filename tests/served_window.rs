@@ -257,3 +257,26 @@ async fn an_overflow_error_states_the_window_which_then_wins_and_is_remembered()
     assert_eq!(ctx["window"], 3072, "{ctx}");
     assert_eq!(ctx["window_source"], "overflow_error");
 }
+
+#[tokio::test]
+async fn an_overflow_under_a_configured_window_says_the_config_wins_again_next_run() {
+    let sb = Sandbox::new();
+    write_config(
+        &sb,
+        "[model]\ncontext_window = 8000\n[compression]\nsummarizer = \"extractive\"\n",
+    );
+    let id = import_openai(&sb, &history(12, 3000));
+    let server = Server::with(|i| match i {
+        0 => Reply::json(400, &fixture("llama_cpp_overflow.json")),
+        _ => Reply::sse(sse("Fixed.", Some(900))),
+    })
+    .await;
+    let events = chat(&sb, &server, &["--session", &id]).await;
+    let said = notices(&events);
+    assert!(
+        said.iter().any(|n| n.contains("3,072 tokens")
+            && n.contains("for the rest of this run; set [model] context_window = 3072")),
+        "{said:?}"
+    );
+    assert!(!said.iter().any(|n| n.contains("from now on")), "{said:?}");
+}

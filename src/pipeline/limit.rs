@@ -7,7 +7,7 @@ use super::memo::{Cut, CutMemo};
 use super::truncate::{cut_blocks, cut_tool_result, may_have_blocks, shrink_to_fit};
 use super::work::{Fate, Work};
 use super::{PrepareError, PrepareInput, SOFT_LIMIT_APPROXIMATE, SOFT_LIMIT_EXACT};
-use crate::domain::Role;
+use crate::domain::{MessageKind, Role};
 use crate::tokens::{TokenCounter, request_overhead};
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
@@ -45,7 +45,10 @@ impl Budgets {
         let overhead = u64::from(request_overhead(true)) + note_reserve(input);
         if fixed + overhead >= input.window {
             return Err(PrepareError::WindowTooSmall {
-                fixed,
+                system: u64::from(input.system_tokens),
+                tools: input.tool_tokens,
+                reserve: input.reserved_output,
+                framing: overhead,
                 window: input.window,
             });
         }
@@ -256,10 +259,7 @@ pub(crate) fn limit(
         shrink_must_keep(work, budgets.cut_room, walk.used, counter, memo)?;
         walk = Walk::new(work, budgets.hard, budgets.max_messages);
         if walk.used > budgets.hard {
-            return Err(PrepareError::TooLargeToSend {
-                needed: walk.used,
-                room: budgets.hard,
-            });
+            return Err(too_large(work, walk.used, budgets.hard));
         }
     }
     work.prelimit = (0..work.msgs.len())
@@ -322,6 +322,23 @@ fn unit_owner(work: &Work<'_>, i: usize) -> Option<usize> {
     (work.msgs[owner].role == Role::Assistant && !work.msgs[owner].tool_calls.is_empty()).then_some(owner)
 }
 
+/// The error for must-keep messages of `needed` tokens over `room`,
+/// naming what they are.
+fn too_large(work: &Work<'_>, needed: u64, room: u64) -> PrepareError {
+    let kept = |i: &usize| work.must[*i] && work.live(*i);
+    PrepareError::TooLargeToSend {
+        needed,
+        room,
+        pinned: (0..work.msgs.len())
+            .filter(kept)
+            .filter(|&i| work.msgs[i].pinned)
+            .count(),
+        summary: (0..work.msgs.len())
+            .filter(kept)
+            .any(|i| work.msgs[i].kind == MessageKind::Summary),
+    }
+}
+
 /// Cuts the must-keep messages that may be cut so that all must-keep
 /// messages (`used` tokens now) fit `hard`: the smaller ones stay whole
 /// while they fit an equal share, the larger ones are cut to share the rest.
@@ -332,10 +349,7 @@ fn shrink_must_keep(
     counter: &dyn TokenCounter,
     memo: &mut CutMemo,
 ) -> Result<(), PrepareError> {
-    let too_large = PrepareError::TooLargeToSend {
-        needed: used,
-        room: hard,
-    };
+    let too_large = too_large(work, used, hard);
     let cuttable: Vec<usize> = (0..work.msgs.len())
         .filter(|&i| {
             let m = &work.msgs[i];
@@ -595,13 +609,27 @@ mod tests {
             approximate.hard - approximate.hard / 8,
             "an estimate keeps an eighth free"
         );
-        input.window = 3_500;
+        // Room for the fixed part but not for the framing: the figure
+        // given is what is needed, over the window.
+        input.window = 3_500 + overhead - 1;
+        let err = Budgets::new(&input).unwrap_err();
         assert_eq!(
-            Budgets::new(&input).unwrap_err(),
+            err,
             PrepareError::WindowTooSmall {
-                fixed: 3_500,
-                window: 3_500
+                system: 1_000,
+                tools: 500,
+                reserve: 2_000,
+                framing: overhead,
+                window: 3_500 + overhead - 1,
             }
+        );
+        assert_eq!(err.fixed_tokens(), Some(3_500 + overhead));
+        assert!(
+            err.to_string().contains(&format!(
+                "request framing ({overhead}) alone need {}",
+                3_500 + overhead
+            )),
+            "{err}"
         );
     }
 }

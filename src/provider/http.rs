@@ -139,11 +139,26 @@ pub(crate) async fn open_stream(
     };
     let status = response.status().as_u16();
     let retry_after = retry_after(response.headers(), jiff::Timestamp::now());
-    let is_json = response
+    let content_type = response
         .headers()
         .get(reqwest::header::CONTENT_TYPE)
         .and_then(|v| v.to_str().ok())
-        .is_some_and(|v| v.contains("json"));
+        .unwrap_or("")
+        .to_ascii_lowercase();
+    let is_json = content_type.contains("json");
+    // A text body that is not an event stream (an HTML page, plain text) is
+    // not a reply: most likely the base URL points at another server.
+    if response.status().is_success()
+        && content_type.starts_with("text/")
+        && !content_type.starts_with("text/event-stream")
+    {
+        let kind = content_type.split(';').next().unwrap_or("").trim().to_owned();
+        return Err(ProviderError::Protocol {
+            message: format!(
+                "expected an event stream (text/event-stream) but got {kind}; check the base URL"
+            ),
+        });
+    }
     if response.status().is_success() && !is_json {
         return Ok(Box::pin(response.bytes_stream()));
     }
@@ -170,8 +185,30 @@ pub(crate) async fn open_stream(
             },
         });
     }
-    let info = info.unwrap_or_else(|| ErrorInfo::plain(String::from_utf8_lossy(&body).into_owned()));
+    let info = info.unwrap_or_else(|| ErrorInfo::plain(body_text(&body)));
     Err(classify(endpoint, Some(status), retry_after, &info))
+}
+
+/// An error body that is not JSON as one line of text: an HTML page's
+/// text without its markup, styles and scripts, whitespace collapsed.
+pub(crate) fn body_text(body: &[u8]) -> String {
+    static MARKUP: std::sync::LazyLock<Option<regex::Regex>> = std::sync::LazyLock::new(|| {
+        regex::Regex::new(
+            r"(?is)<head\b.*?</head\s*>|<script\b.*?</script\s*>|<style\b.*?</style\s*>|<!--.*?-->|<[^>]*>",
+        )
+        .ok()
+    });
+    let text = String::from_utf8_lossy(body);
+    let text = match MARKUP.as_ref() {
+        Some(markup) if text.trim_start().starts_with('<') => markup.replace_all(&text, " "),
+        _ => text,
+    };
+    let text = text
+        .replace("&nbsp;", " ")
+        .replace("&quot;", "\"")
+        .replace("&#x27;", "'")
+        .replace("&amp;", "&");
+    text.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
 /// A reqwest error in words: what kind of failure, then its root cause
@@ -528,5 +565,22 @@ mod tests {
             Some("500")
         );
         assert!(ErrorInfo::parse(b"<html>bad gateway</html>").is_none());
+    }
+
+    #[test]
+    fn an_html_error_page_becomes_one_line_of_its_text() {
+        // As Python's http.server answers a POST it does not handle.
+        let page = b"<!DOCTYPE HTML>\n<html lang=\"en\">\n    <head>\n        <meta charset=\"utf-8\">\n        \
+            <style type=\"text/css\">\n:root { color-scheme: light dark; }\n</style>\n        \
+            <title>Error response</title>\n    </head>\n    <body>\n        <h1>Error response</h1>\n        \
+            <p>Error code: 501</p>\n        <p>Message: Unsupported method (&#x27;POST&#x27;).</p>\n    </body>\n</html>\n";
+        assert_eq!(
+            body_text(page),
+            "Error response Error code: 501 Message: Unsupported method ('POST')."
+        );
+        let error = classify(&endpoint(), Some(501), None, &ErrorInfo::plain(body_text(page)));
+        let text = error.to_string();
+        assert!(!text.contains('\n') && !text.contains('<'), "{text}");
+        assert_eq!(body_text(b"plain\n  text\n"), "plain text");
     }
 }

@@ -80,8 +80,16 @@ impl SessionService {
         if self.runtime.note_overflow_window(&choice, window).is_none() {
             return;
         }
+        // A configured window wins again in the next process: say so.
+        let until = if choice.window_source == crate::config::WindowSource::Config {
+            format!(
+                "for the rest of this run; set [model] context_window = {window} (or remove it) to keep it"
+            )
+        } else {
+            "from now on".to_owned()
+        };
         self.emit(ServiceEvent::Notice(format!(
-            "The server says its context window is {} tokens, not the {} assumed; strata sizes requests to it from now on.",
+            "The server says its context window is {} tokens, not the {} assumed; strata sizes requests to it {until}.",
             crate::text::group_digits(window),
             crate::text::group_digits(choice.context_window)
         )));
