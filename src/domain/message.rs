@@ -179,6 +179,24 @@ pub struct Message {
 }
 
 impl Message {
+    /// How the message ended when not complete, in words for people:
+    /// `interrupted` (cancelled, or the process died), `cut off by the
+    /// server`, `failed mid-reply`, `error`, `streaming`; `None` when
+    /// complete.
+    #[must_use]
+    pub fn status_words(&self) -> Option<&'static str> {
+        match self.status {
+            MessageStatus::Complete => None,
+            MessageStatus::Streaming => Some("streaming"),
+            MessageStatus::Error => Some("error"),
+            MessageStatus::Interrupted => Some(match self.interruption {
+                Some(Interruption::CutOff) => "cut off by the server",
+                Some(Interruption::Failed) => "failed mid-reply",
+                Some(Interruption::Cancelled) | None => "interrupted",
+            }),
+        }
+    }
+
     /// A complete, normal, unpinned message with no tool data and no cached count.
     #[must_use]
     pub fn new(session_id: SessionId, role: Role, content: impl Into<String>, created_at: i64) -> Self {

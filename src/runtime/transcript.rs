@@ -138,6 +138,9 @@ fn markdown(session: &Session, prompt: Option<&SystemPrompt>, messages: &[Messag
                 let _ = write!(out, " · whole output in `{path}`");
             }
         }
+        if let Some(words) = m.status_words() {
+            let _ = write!(out, " · {words}");
+        }
         if tokens && m.pinned {
             out.push_str(" · pinned");
         }
@@ -307,6 +310,22 @@ mod tests {
             !export.contains("tokens") && !export.contains("pinned"),
             "{export}"
         );
+
+        // A reply that stopped early says how, in show and export alike.
+        let mut failed = counted(Role::Assistant, "half of it", 3);
+        failed.status = crate::domain::MessageStatus::Interrupted;
+        failed.interruption = Some(crate::domain::Interruption::Failed);
+        let mut cancelled = counted(Role::Assistant, "stopped", 1);
+        cancelled.status = crate::domain::MessageStatus::Interrupted;
+        let messages = [failed, cancelled];
+        let md = show_markdown(&session, None, &messages);
+        assert!(
+            md.contains("## 1 · Assistant · failed mid-reply · 3 tokens\n"),
+            "{md}"
+        );
+        assert!(md.contains("## 2 · Assistant · interrupted · 1 token\n"), "{md}");
+        let export = export_markdown(&session, None, &messages);
+        assert!(export.contains("## Assistant · failed mid-reply\n"), "{export}");
     }
 
     #[test]

@@ -105,19 +105,7 @@ pub fn badges(msg: &Message, report: Option<&ReportEntry>) -> Vec<String> {
     if msg.excluded {
         out.push(excluded_badge(msg));
     }
-    match msg.status {
-        MessageStatus::Interrupted => out.push(
-            match msg.interruption {
-                Some(crate::domain::Interruption::CutOff) => "cut off by the server",
-                Some(crate::domain::Interruption::Failed) => "failed mid-reply",
-                Some(crate::domain::Interruption::Cancelled) | None => "interrupted",
-            }
-            .to_owned(),
-        ),
-        MessageStatus::Error => out.push("error".to_owned()),
-        MessageStatus::Streaming => out.push("streaming".to_owned()),
-        MessageStatus::Complete => {}
-    }
+    out.extend(msg.status_words().map(str::to_owned));
     if !msg.excluded {
         out.extend(report.and_then(report_badge));
     }

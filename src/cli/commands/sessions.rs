@@ -118,7 +118,7 @@ pub fn show(env: &Env, args: &ShowArgs) -> anyhow::Result<()> {
                 json!({
                     "id": m.id, "pos": here, "seq": m.seq, "role": m.role, "content": m.content,
                     "tool_calls": m.tool_calls, "tool_call_id": m.tool_call_id, "kind": m.kind,
-                    "status": m.status, "archived_by": m.archived_by, "pinned": m.pinned,
+                    "status": m.status, "interruption": m.interruption, "archived_by": m.archived_by, "pinned": m.pinned,
                     "excluded": m.excluded,
                     "tokens": m.tokens.as_ref().map(|t| t.tokens),
                     "tool": m.tool,
