@@ -89,9 +89,22 @@ impl Conversation {
         if self.active.is_some() {
             return vec![Effect::Busy];
         }
-        let user = Message::new(self.session.id, Role::User, text, now_ms);
-        self.messages.push(user.clone());
-        let mut effects = vec![Effect::SaveMessage(user)];
+        let mut effects = Vec::new();
+        match self.retried(&text) {
+            // The stored message is the turn's again (said as an update, so
+            // a client shows it once).
+            Some(m) => effects.push(Effect::UpdateMessage {
+                id: m.id,
+                content: m.content.clone(),
+                tool_calls: Vec::new(),
+                status: MessageStatus::Complete,
+            }),
+            None => {
+                let user = Message::new(self.session.id, Role::User, text, now_ms);
+                self.messages.push(user.clone());
+                effects.push(Effect::SaveMessage(user));
+            }
+        }
         for (text, ttl) in std::mem::take(&mut self.parts) {
             let mut part = Message::new(self.session.id, Role::User, text, now_ms);
             part.kind = MessageKind::Synthetic;
@@ -103,6 +116,31 @@ impl Conversation {
         effects.push(Effect::Phase(Phase::Preparing));
         effects.extend(self.request(true, now_ms));
         effects
+    }
+
+    /// The last user message when `text` repeats it and it got no reply:
+    /// its turn failed before anything came back (the request was refused
+    /// before it was sent, or only an empty failed reply is stored after
+    /// it). Sending the same words again retries that message instead of
+    /// storing a copy.
+    fn retried(&self, text: &str) -> Option<&Message> {
+        let failed_empty = |m: &Message| {
+            m.role == Role::Assistant
+                && m.status == MessageStatus::Error
+                && m.content.is_empty()
+                && m.tool_calls.is_empty()
+        };
+        if !self.parts.is_empty() {
+            return None;
+        }
+        self.messages.iter().rev().find(|m| !failed_empty(m)).filter(|m| {
+            m.role == Role::User
+                && m.kind == MessageKind::Normal
+                && m.status == MessageStatus::Complete
+                && !m.excluded
+                && m.archived_by.is_none()
+                && m.content == text
+        })
     }
 
     /// Starts the turn's next model request: preflight (when `preflight`),

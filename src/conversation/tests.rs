@@ -410,3 +410,54 @@ fn the_providers_progress_moves_the_phase_and_is_not_reply_text() {
     let e = c.handle(delta("hello", 3));
     assert_eq!(e[0], Effect::Phase(Phase::Streaming));
 }
+
+#[test]
+fn the_same_words_after_a_turn_that_got_no_reply_retry_the_stored_message() {
+    let mut c = conversation();
+    c.handle(Event::Submit {
+        text: "hi".into(),
+        now_ms: 0,
+    });
+    c.handle(Event::Failed {
+        kind: FailureKind::Other,
+        message: "no network".into(),
+        now_ms: 1,
+    });
+    let first = c.messages()[0].id;
+    let e = c.handle(Event::Submit {
+        text: "hi".into(),
+        now_ms: 2,
+    });
+    assert!(
+        !e.iter()
+            .any(|e| matches!(e, Effect::SaveMessage(m) if m.role == Role::User)),
+        "no copy is stored: {e:?}"
+    );
+    assert!(e.contains(&Effect::UpdateMessage {
+        id: first,
+        content: "hi".into(),
+        tool_calls: Vec::new(),
+        status: MessageStatus::Complete,
+    }));
+    let users: Vec<_> = c.messages().iter().filter(|m| m.role == Role::User).collect();
+    assert_eq!(users.len(), 1);
+    let Some(Effect::SendRequest(req)) = e.iter().find(|e| matches!(e, Effect::SendRequest(_))) else {
+        panic!("{e:?}")
+    };
+    assert_eq!(req.messages.len(), 1, "sent once: {:?}", req.messages);
+
+    // Other words are a new message.
+    c.handle(Event::Failed {
+        kind: FailureKind::Other,
+        message: "no network".into(),
+        now_ms: 3,
+    });
+    let e = c.handle(Event::Submit {
+        text: "hello?".into(),
+        now_ms: 4,
+    });
+    assert!(
+        e.iter()
+            .any(|e| matches!(e, Effect::SaveMessage(m) if m.content == "hello?"))
+    );
+}
