@@ -62,11 +62,11 @@ impl Env {
         if let Some(path) = &global.model_path {
             let path = std::path::absolute(path)?;
             if !path.is_file() {
-                return Err(UsageError(format!(
-                    "the model file {} does not exist; pass an existing GGUF file to --model-path",
-                    path.display()
-                ))
-                .into());
+                let problem = strata::provider::local::model_file::file_problem(&path)
+                    .unwrap_or_else(|| format!("{} is not a regular file", path.display()));
+                return Err(
+                    UsageError(format!("{problem}; pass an existing GGUF file to --model-path")).into(),
+                );
             }
             provider.get_or_insert_with(|| "local".to_owned());
             model.get_or_insert_with(|| path.to_string_lossy().into_owned());

@@ -24,6 +24,7 @@ pub mod file_sha;
 pub mod kv_state;
 pub mod model_file;
 pub mod quantize;
+pub mod staging;
 mod tokenizer;
 pub mod utf8;
 

@@ -204,35 +204,42 @@ pub fn mcp_checks(config: &McpConfig, cwd: &Path, env: &dyn Fn(&str) -> Option<S
         .collect()
 }
 
-/// The embedded model's file: present, or to be downloaded on first use.
+/// The embedded model's file: present (a GGUF file by its magic bytes;
+/// for the pulled default, which of its files runs and why, by their
+/// sha256), or to be downloaded on first use. `file` is the configured
+/// file (`--model-path`) or the pulled default's.
 #[must_use]
 pub fn model_check(file: Option<std::path::PathBuf>, models_dir: &std::path::Path) -> Check {
-    match file {
-        Some(path) if path.is_file() => {
-            // The pulled default says which of its files runs and why.
-            let which = crate::provider::local::converted::running(models_dir)
-                .filter(|found| found.path() == path)
-                .map(|found| format!("; {}", found.describe()))
-                .unwrap_or_default();
-            let status = if which.contains("conversion failed") {
-                CheckStatus::Warn
-            } else {
-                CheckStatus::Ok
-            };
-            check("model", status, format!("{} is present{which}", path.display()))
-        }
-        Some(path) => check(
-            "model",
-            CheckStatus::Fail,
-            format!(
-                "the model file {} does not exist; fix the path or run `strata model pull`",
-                path.display()
-            ),
-        ),
-        None => check(
+    use crate::provider::local::{converted, model_file};
+    let Some(path) = file else {
+        return check(
             "model",
             CheckStatus::Warn,
             "the embedded model is not downloaded yet; it is fetched (about 98 MB) on first use, or now with `strata model pull`",
+        );
+    };
+    if let Some(problem) = model_file::file_problem(&path) {
+        return check(
+            "model",
+            CheckStatus::Fail,
+            format!("{problem}; fix the path or run `strata model pull`"),
+        );
+    }
+    match converted::running(models_dir).filter(|found| found.path() == path) {
+        Some(found) if found.damage().is_some() => check("model", CheckStatus::Fail, found.describe()),
+        Some(found) => check(
+            "model",
+            if found.degraded() {
+                CheckStatus::Warn
+            } else {
+                CheckStatus::Ok
+            },
+            format!("{} is present; {}", path.display(), found.describe()),
+        ),
+        None => check(
+            "model",
+            CheckStatus::Ok,
+            format!("{} is present (a GGUF file, run as it is)", path.display()),
         ),
     }
 }

@@ -69,18 +69,18 @@ pub fn ensure_local_model(
     progress: &mut dyn FnMut(&str),
 ) -> Result<PathBuf, ProviderError> {
     if let Some(path) = &config.providers.local.model_path {
-        if !path.is_file() {
+        if let Some(problem) = model_file::file_problem(path) {
             return Err(ProviderError::Local {
-                message: format!(
-                    "the model file {} does not exist; check --model-path",
-                    path.display()
-                ),
+                message: format!("{problem}; pass a GGUF model file to --model-path"),
             });
         }
         return Ok(path.clone());
     }
     // Converted to Q8_0 on first use (once; a failure is said and the Q4_1 file runs).
     if let Some(found) = converted::prepare(&paths.models_dir(), false, progress) {
+        if let Some(damage) = found.damage() {
+            return Err(ProviderError::Local { message: damage });
+        }
         return Ok(found.path().to_path_buf());
     }
     create_private_dir(&paths.data_dir)?;
@@ -146,16 +146,22 @@ pub fn connect(
             })
         }
         ProviderKind::Local => {
-            let path = match explicit_gguf(&choice.model) {
-                Some(path) if path.is_file() => path,
-                Some(path) => {
-                    return Err(ProviderError::Local {
-                        message: format!(
-                            "the model file {} does not exist; check --model-path",
-                            path.display()
-                        ),
-                    });
-                }
+            // `--model-path` names its file as the model, whatever its extension.
+            let given = config
+                .providers
+                .local
+                .model_path
+                .clone()
+                .filter(|p| p.as_os_str() == std::ffi::OsStr::new(&choice.model));
+            let path = match explicit_gguf(&choice.model).or(given) {
+                Some(path) => match model_file::file_problem(&path) {
+                    None => path,
+                    Some(problem) => {
+                        return Err(ProviderError::Local {
+                            message: format!("{problem}; pass a GGUF model file to --model-path"),
+                        });
+                    }
+                },
                 None if choice.model == crate::config::LOCAL_MODEL_NAME => {
                     ensure_local_model(paths, config, progress)?
                 }

