@@ -116,6 +116,50 @@ fn a_follow_up_in_a_new_process_reuses_the_saved_kv_state() {
         detail.contains(" in 1 saved state(s) of a 1000.0 MB cap"),
         "{detail}"
     );
+
+    // Turned off: the state still on disk is shown, then removed at the next start.
+    std::fs::write(
+        sb.home.path().join("config.toml"),
+        "[providers.local]\nkv_state_max_mb = 0\n",
+    )
+    .unwrap();
+    let kv_detail = || {
+        let checks = sb.json(&["doctor", "--json", "--model-path", model]);
+        let kv = checks
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|c| c["name"] == "kv state")
+            .cloned();
+        kv.unwrap()["detail"].as_str().unwrap().to_owned()
+    };
+    let detail = kv_detail();
+    assert!(
+        detail.contains("kv_state_max_mb = 0") && detail.contains("in 1 saved state(s) still in"),
+        "{detail}"
+    );
+    let third = sb.run(&[
+        "chat",
+        "--json",
+        "--model-path",
+        model,
+        "--session",
+        &session,
+        "Thanks.",
+    ]);
+    assert!(
+        third.status.success(),
+        "{}",
+        String::from_utf8_lossy(&third.stderr)
+    );
+    let events = json_lines(&third);
+    let usage = events.iter().find(|e| e["type"] == "usage").unwrap();
+    assert_eq!(usage["cache_read_tokens"].as_u64(), Some(0));
+    let detail = kv_detail();
+    assert!(
+        detail.ends_with("each process prefills its conversation again"),
+        "{detail}"
+    );
 }
 
 /// A sandbox whose models directory holds the pulled Q4_1 file (a hard

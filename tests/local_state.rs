@@ -16,6 +16,7 @@ use std::time::Duration;
 use strata::domain::{ChatRequest, ProviderUsage, RequestMessage, RequestSystem, Role, StreamEvent};
 use strata::provider::Provider;
 use strata::provider::local::{LocalConfig, LocalProvider, LocalStats, kv_state};
+use strata::runtime::doctor;
 
 /// About 330 tokens of instructions, as strata's own system prompt holds.
 const SYSTEM: &str = "You are a careful assistant working in a Rust repository. \
@@ -218,4 +219,99 @@ fn without_a_state_directory_nothing_is_saved_or_restored() {
     assert_eq!(reply, base.follow_up_reply);
     fresh.wait_idle();
     assert_eq!(fresh.last_state_save(), None);
+}
+
+fn provider_with_cap(state_dir: &Path, cap: u64) -> LocalProvider {
+    let mut config = LocalConfig::new(common::test_model());
+    config.max_context = Some(2048);
+    config.state_dir = Some(state_dir.to_path_buf());
+    config.state_cap_bytes = cap;
+    LocalProvider::load(&config).unwrap()
+}
+
+#[test]
+fn a_state_larger_than_the_cap_is_not_reported_saved_and_older_states_stay() {
+    let base = baseline();
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(base.saved.path(), dir.path());
+    let before = kv_state::usage(dir.path());
+    assert_eq!(before.entries, 1);
+    // A cap just above the saved state: the longer follow-up does not fit.
+    let small = provider_with_cap(dir.path(), before.bytes + 1_000);
+    let (reply, _, _) = complete(&small, follow_up(&base.first_reply));
+    assert_eq!(reply, base.follow_up_reply);
+    small.wait_idle();
+    assert_eq!(small.last_state_save(), None);
+    let after = kv_state::usage(dir.path());
+    assert_eq!(after, before, "the older state stays, nothing else is left");
+}
+
+#[test]
+fn with_a_cap_of_0_the_states_saved_before_are_removed_at_start() {
+    let base = baseline();
+    let dir = tempfile::tempdir().unwrap();
+    copy_tree(base.saved.path(), dir.path());
+    let notes = dir.path().join("notes.txt");
+    std::fs::write(&notes, b"not strata's").unwrap();
+    let saved = kv_state::usage(dir.path()).entries;
+    assert_eq!(saved, 1);
+    let check = doctor::kv_state_check(dir.path(), 0);
+    assert!(
+        check.detail.contains("in 1 saved state(s) still in") && check.detail.contains("other files"),
+        "{}",
+        check.detail
+    );
+
+    let off = provider_with_cap(dir.path(), 0);
+    off.wait_idle();
+    assert_eq!(kv_state::usage(dir.path()).entries, 0);
+    let (_, usage, _) = complete(&off, follow_up(&base.first_reply));
+    assert_eq!(usage.cache_read_tokens, Some(0));
+    off.wait_idle();
+    assert_eq!(off.last_state_save(), None);
+    assert_eq!(kv_state::usage(dir.path()).bytes, 0);
+    assert!(notes.exists());
+    let check = doctor::kv_state_check(dir.path(), 0);
+    assert!(
+        check
+            .detail
+            .contains("each process prefills its conversation again"),
+        "{}",
+        check.detail
+    );
+}
+
+#[test]
+fn doctor_counts_states_apart_from_other_files_and_warns_when_it_cannot_write() {
+    let dir = tempfile::tempdir().unwrap();
+    let model_dir = dir.path().join("0123456789abcdef");
+    std::fs::create_dir(&model_dir).unwrap();
+    std::fs::write(model_dir.join(".save-1-0.kv.tmp"), vec![0_u8; 2_000_000]).unwrap();
+    std::fs::write(model_dir.join("copy.bin"), vec![0_u8; 3_000_000]).unwrap();
+    let check = doctor::kv_state_check(dir.path(), 90_000_000);
+    assert_eq!(check.status, doctor::CheckStatus::Ok, "{check:?}");
+    assert!(
+        check
+            .detail
+            .starts_with("0.0 MB in 0 saved state(s) of a 90.0 MB cap")
+            && check.detail.contains("2.0 MB of unfinished saves")
+            && check
+                .detail
+                .contains(&format!("3.0 MB of other files in {}", dir.path().display())),
+        "{}",
+        check.detail
+    );
+
+    // Not a directory where the model's directory should be: nothing can
+    // be saved there, whoever runs strata.
+    std::fs::remove_dir_all(&model_dir).unwrap();
+    std::fs::write(&model_dir, b"").unwrap();
+    let root_as_file = dir.path().join("0123456789abcdef");
+    let check = doctor::kv_state_check(&root_as_file, 90_000_000);
+    assert_eq!(check.status, doctor::CheckStatus::Warn, "{check:?}");
+    assert!(
+        check.detail.contains("cannot create a file in") && check.detail.contains("make it writable"),
+        "{}",
+        check.detail
+    );
 }

@@ -70,7 +70,8 @@ pub struct LocalConfig {
     /// next (see [`kv_state`]); `None` keeps it in memory only.
     pub state_dir: Option<PathBuf>,
     /// Byte cap of `state_dir` (least recently used states go first);
-    /// default [`kv_state::DEFAULT_CAP_BYTES`] (1 GB).
+    /// default [`kv_state::DEFAULT_CAP_BYTES`] (1 GB). 0 saves none and
+    /// removes the states saved there before (at start).
     pub state_cap_bytes: u64,
 }
 
@@ -335,9 +336,17 @@ impl Drop for LocalProvider {
 }
 
 /// The state store of the model file `file` under `dir`, or `None` (logged)
-/// when the file cannot be hashed or the directory not created.
+/// when the file cannot be hashed or the directory not created, or when
+/// `cap` is 0 (the states saved under `dir` are then removed).
 fn open_store(dir: &Path, file: &Path, cap: u64) -> Option<kv_state::StateStore> {
     let started = Instant::now();
+    if cap == 0 {
+        let removed = kv_state::clear(dir);
+        if removed > 0 {
+            tracing::info!(dir = %dir.display(), bytes = removed, "kv states removed: [providers.local] kv_state_max_mb = 0");
+        }
+        return None;
+    }
     if let Err(error) = kv_state::create_private_dir(dir) {
         tracing::warn!(dir = %dir.display(), %error, "the kv state is not saved: cannot create its directory");
         return None;

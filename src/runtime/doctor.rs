@@ -244,28 +244,56 @@ pub fn model_check(file: Option<std::path::PathBuf>, models_dir: &std::path::Pat
     }
 }
 
-/// The embedded model's saved KV state: its directory, disk use and cap.
+/// The embedded model's saved KV state: its directory, disk use (strata's
+/// states, unfinished saves, other files) and cap; a warning when the
+/// directory cannot be written.
 #[must_use]
 pub fn kv_state_check(dir: &std::path::Path, cap_bytes: u64) -> Check {
-    if cap_bytes == 0 {
-        return check(
-            "kv state",
-            CheckStatus::Ok,
-            "not saved ([providers.local] kv_state_max_mb = 0); each process prefills its conversation again",
-        );
-    }
-    let used = crate::provider::local::kv_state::usage(dir);
-    check(
-        "kv state",
-        CheckStatus::Ok,
+    use crate::provider::local::kv_state;
+    let used = kv_state::usage(dir);
+    let mut detail = if cap_bytes == 0 {
+        let on_disk = if used.entries > 0 {
+            format!(
+                "{} in {} saved state(s) still in {} are removed at the next start",
+                megabytes(used.bytes),
+                used.entries,
+                dir.display()
+            )
+        } else {
+            "each process prefills its conversation again".to_owned()
+        };
+        format!("not saved ([providers.local] kv_state_max_mb = 0); {on_disk}")
+    } else {
         format!(
             "{} in {} saved state(s) of a {} cap in {} (set [providers.local] kv_state_max_mb)",
             megabytes(used.bytes),
             used.entries,
             megabytes(cap_bytes),
             dir.display()
+        )
+    };
+    if used.unfinished_bytes > 0 {
+        detail.push_str(&format!(
+            "; {} of unfinished saves (removed once their process has stopped)",
+            megabytes(used.unfinished_bytes)
+        ));
+    }
+    if used.other_bytes > 0 {
+        detail.push_str(&format!(
+            "; {} of other files in {} (not strata's: neither counted nor removed)",
+            megabytes(used.other_bytes),
+            dir.display()
+        ));
+    }
+    // With a cap of 0 the directory is only written to remove old states.
+    match kv_state::write_problem(dir).filter(|_| cap_bytes > 0 || used.entries > 0) {
+        Some(problem) => check(
+            "kv state",
+            CheckStatus::Warn,
+            format!("{problem}: no state is saved; make it writable ({detail})"),
         ),
-    )
+        None => check("kv state", CheckStatus::Ok, detail),
+    }
 }
 
 /// Bytes as megabytes (10^6) with one decimal.

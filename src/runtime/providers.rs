@@ -34,7 +34,8 @@ pub fn local_model_file(paths: &Paths, config: &Config) -> Option<PathBuf> {
 }
 
 /// The byte cap of the embedded model's saved KV state: `[providers.local]
-/// kv_state_max_mb` × 10^6, default 1 GB; 0 turns saving off.
+/// kv_state_max_mb` × 10^6, default 1 GB; 0 turns saving off (and removes
+/// the states saved before).
 #[must_use]
 pub fn kv_state_cap_bytes(config: &Config) -> u64 {
     config
@@ -180,11 +181,9 @@ pub fn connect(
                 c.threads = t.max(1);
             }
             c.max_context = u32::try_from(choice.context_window).ok();
-            let cap = kv_state_cap_bytes(config);
-            if cap > 0 {
-                c.state_dir = Some(paths.kv_state_dir());
-                c.state_cap_bytes = cap;
-            }
+            // A cap of 0 saves none and removes what was saved before.
+            c.state_dir = Some(paths.kv_state_dir());
+            c.state_cap_bytes = kv_state_cap_bytes(config);
             let local = match LocalProvider::load(&c) {
                 Ok(local) => local,
                 // A conversion llama.cpp cannot load: say so, never use it again, run the pulled file.

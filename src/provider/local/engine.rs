@@ -22,7 +22,7 @@
 //! its error; never the prompt or the reply text.
 
 use super::chatml::ChatmlPrompt;
-use super::kv_state::StateStore;
+use super::kv_state::{SaveError, StateStore};
 use super::tokenizer::LocalTokenizer;
 use super::utf8::Utf8Carry;
 use super::{LocalStats, Sampling, StateSave};
@@ -88,6 +88,10 @@ pub(super) enum Command {
 struct Persist {
     store: StateStore,
     saved: Vec<LlamaToken>,
+    /// Tokens of the first state found larger than the cap: longer ones
+    /// are not written (a state grows with its tokens), and that is logged
+    /// once.
+    too_big_at: Option<usize>,
 }
 
 /// One request for the engine.
@@ -156,6 +160,7 @@ impl<'m> Engine<'m> {
         self.persist = Some(Persist {
             store,
             saved: Vec::new(),
+            too_big_at: None,
         });
     }
 
@@ -384,28 +389,39 @@ impl<'m> Engine<'m> {
         }
     }
 
-    /// Saves the cache to the state directory unless it is short or
-    /// already saved. A failure is logged; nothing else changes.
+    /// Saves the cache to the state directory unless it is short, already
+    /// saved, or longer than a state already found too big for the cap. A
+    /// failure is logged (with the file and the OS reason; a state too big
+    /// for the cap once); nothing else changes.
     fn save_state(&mut self) {
         let Some(persist) = self.persist.as_mut() else {
             return;
         };
-        if self.cached.len() < MIN_SAVE_TOKENS || persist.saved == self.cached {
+        if self.cached.len() < MIN_SAVE_TOKENS
+            || persist.saved == self.cached
+            || persist.too_big_at.is_some_and(|at| self.cached.len() >= at)
+        {
             return;
         }
         let started = Instant::now();
-        let staged = persist.store.staging_path();
+        let staged = match persist.store.create_staging() {
+            Ok(staged) => staged,
+            Err(error) => {
+                tracing::warn!(%error, "kv state not saved");
+                return;
+            }
+        };
         let tokens: Vec<i32> = self.cached.iter().map(|t| t.0).collect();
         let result = self
             .ctx
             .state_seq_save_file(&staged, 0, &self.cached)
-            .map_err(|error| error.to_string())
-            .and_then(|_| {
-                persist
-                    .store
-                    .commit(&staged, &tokens)
-                    .map_err(|error| error.to_string())
-            });
+            .map_err(|error| {
+                SaveError::Io(format!(
+                    "llama.cpp could not write {} ({error})",
+                    staged.display()
+                ))
+            })
+            .and_then(|_| persist.store.commit(&staged, &tokens));
         match result {
             Ok(bytes) => {
                 persist.saved.clone_from(&self.cached);
@@ -424,7 +440,12 @@ impl<'m> Engine<'m> {
             }
             Err(error) => {
                 let _ = std::fs::remove_file(&staged);
-                tracing::warn!(%error, "kv state not saved");
+                // Only shorter states are tried after one too big for the cap.
+                let first_too_big = matches!(error, SaveError::TooBig { .. })
+                    && persist.too_big_at.replace(tokens.len()).is_none();
+                if first_too_big || !matches!(error, SaveError::TooBig { .. }) {
+                    tracing::warn!(%error, "kv state not saved");
+                }
             }
         }
     }

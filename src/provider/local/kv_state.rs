@@ -16,7 +16,14 @@
 //! saved it. An entry whose tokens are a prefix of a newer one is dropped
 //! (the newer one serves every request it could serve). The directory is
 //! kept under a byte cap by removing the least recently used entries (a
-//! `.meta` file's modification time is its last use).
+//! `.meta` file's modification time is its last use), never the one just
+//! saved; an entry larger than the cap is not kept.
+//!
+//! The cap counts strata's entry files only. A save is staged in
+//! `.save-PID-N.*.tmp` files; those of a process that no longer runs (or
+//! older than ten minutes) are leftovers of a stopped save and removed at
+//! the next start or save. Any other file is not strata's: neither counted
+//! nor removed, only reported ([`usage`]).
 //!
 //! Nothing here is an error for the user: an unreadable, stale or corrupt
 //! entry is logged, removed and ignored. Blocking file I/O: called on the
@@ -26,7 +33,12 @@ use sha2::{Digest, Sha256};
 use std::fs;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::SystemTime;
+
+mod files;
+
+use files::{FileInfo, Kind, all_files, create_file, is_leftover, is_old};
+pub use files::{StateUsage, clear, usage, write_problem};
 
 /// Default byte cap of the state directory (1 GB).
 pub const DEFAULT_CAP_BYTES: u64 = 1_000_000_000;
@@ -38,9 +50,6 @@ const META_VERSION: u32 = 1;
 /// Bytes of a `.meta` file besides its tokens: magic, version, token count,
 /// `.kv` size, `.kv` sha256, and a sha256 of everything before it.
 const META_FIXED: usize = 8 + 4 + 4 + 8 + 32 + 32;
-/// Files of an unfinished save (`*.tmp`) or `.kv` files without a `.meta`
-/// older than this are leftovers of a process that stopped mid-save.
-const LEFTOVER_AGE: Duration = Duration::from_secs(600);
 
 /// A saved token prefix, as its `.meta` file describes it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -63,43 +72,52 @@ pub(super) struct StateStore {
     cap: u64,
 }
 
-/// Disk use of a state directory (for `strata doctor`).
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
-pub struct StateUsage {
-    /// Bytes of all files under the directory.
-    pub bytes: u64,
-    /// Saved entries (pairs of `.kv` and `.meta`).
-    pub entries: usize,
+/// Why a state was not saved.
+#[derive(Debug)]
+pub(super) enum SaveError {
+    /// The state alone is larger than the cap; nothing was kept.
+    TooBig {
+        /// Bytes of the state (`.kv` and `.meta`).
+        bytes: u64,
+        /// The cap in bytes.
+        cap: u64,
+    },
+    /// A file could not be created, written, read or renamed: the sentence
+    /// names the path and the OS reason.
+    Io(String),
 }
 
-/// Disk use of the state directory `root` (all model files); zero when it
-/// does not exist.
-#[must_use]
-pub fn usage(root: &Path) -> StateUsage {
-    let mut total = StateUsage::default();
-    for file in all_files(root) {
-        total.bytes += file.size;
-        if file.path.extension().is_some_and(|e| e == "meta") {
-            total.entries += 1;
+impl std::fmt::Display for SaveError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::TooBig { bytes, cap } => write!(
+                f,
+                "a state of {:.1} MB does not fit the cap of {:.1} MB; raise [providers.local] kv_state_max_mb to keep it",
+                *bytes as f64 / 1e6,
+                *cap as f64 / 1e6
+            ),
+            Self::Io(sentence) => f.write_str(sentence),
         }
     }
-    total
 }
 
 impl StateStore {
     /// The store of the model whose file has sha256 `model_sha256` (hex)
     /// under `root`, kept to `cap` bytes in all; creates its directory
-    /// (0700 on Unix).
+    /// (0700 on Unix), then sweeps leftovers of stopped saves and enforces
+    /// the cap (it may have been lowered since the last run).
     pub(super) fn open(root: &Path, model_sha256: &str, cap: u64) -> io::Result<Self> {
         let short: String = model_sha256.chars().take(16).collect();
         let dir = root.join(short);
         create_private_dir(root)?;
         create_private_dir(&dir)?;
-        Ok(Self {
+        let store = Self {
             root: root.to_path_buf(),
             dir,
             cap,
-        })
+        };
+        store.sweep(None);
+        Ok(store)
     }
 
     /// The `.kv` file of an entry.
@@ -107,10 +125,20 @@ impl StateStore {
         self.dir.join(format!("{id}.kv"))
     }
 
-    /// A fresh path for the engine to write a `.kv` file to before
-    /// [`StateStore::commit`] (unique per process and call).
-    pub(super) fn staging_path(&self) -> PathBuf {
-        self.dir.join(format!(".save-{}.kv.tmp", unique_suffix()))
+    /// Creates an empty file for the engine to write a `.kv` file to before
+    /// [`StateStore::commit`] (`.save-PID-N.kv.tmp`, unique per process and
+    /// call) and returns its path. Created here, so that a directory that
+    /// cannot be written is reported with its path and the OS reason
+    /// (llama.cpp's own error gives neither).
+    pub(super) fn create_staging(&self) -> Result<PathBuf, SaveError> {
+        let path = self.dir.join(format!(".save-{}.kv.tmp", unique_suffix()));
+        create_file(&path).map_err(|error| {
+            SaveError::Io(format!(
+                "cannot create {} ({error}); make the directory writable",
+                path.display()
+            ))
+        })?;
+        Ok(path)
     }
 
     /// The entries sharing more than `at_least` leading tokens with
@@ -176,9 +204,17 @@ impl StateStore {
     /// Makes the `.kv` file the engine wrote at `staged` the entry for
     /// `tokens`: hashes it, writes the `.meta`, renames both into place,
     /// then drops entries `tokens` supersede and enforces the cap. Returns
-    /// the entry's size in bytes.
-    pub(super) fn commit(&self, staged: &Path, tokens: &[i32]) -> io::Result<u64> {
-        let bytes = fs::read(staged)?;
+    /// the entry's size in bytes (`.kv` file).
+    ///
+    /// # Errors
+    /// [`SaveError::TooBig`] when the entry alone exceeds the cap (the
+    /// staged file is removed, no other entry is); [`SaveError::Io`] naming
+    /// the file and the OS reason.
+    pub(super) fn commit(&self, staged: &Path, tokens: &[i32]) -> Result<u64, SaveError> {
+        let io = |what: &str, path: &Path, error: io::Error| {
+            SaveError::Io(format!("cannot {what} {} ({error})", path.display()))
+        };
+        let bytes = fs::read(staged).map_err(|e| io("read", staged, e))?;
         let entry = Entry {
             id: entry_id(tokens),
             tokens: tokens.to_vec(),
@@ -186,18 +222,29 @@ impl StateStore {
             kv_sha256: Sha256::digest(&bytes).into(),
         };
         drop(bytes);
+        let meta = encode_meta(&entry);
+        let size = entry.kv_size + meta.len() as u64;
+        if size > self.cap {
+            let _ = fs::remove_file(staged);
+            return Err(SaveError::TooBig {
+                bytes: size,
+                cap: self.cap,
+            });
+        }
         let meta_staged = self.dir.join(format!(".save-{}.meta.tmp", unique_suffix()));
-        fs::write(&meta_staged, encode_meta(&entry))?;
-        fs::rename(staged, self.kv_path(&entry.id))?;
-        fs::rename(&meta_staged, self.meta_path(&entry.id))?;
-        self.prune(&entry);
+        fs::write(&meta_staged, meta).map_err(|e| io("write", &meta_staged, e))?;
+        let kv = self.kv_path(&entry.id);
+        fs::rename(staged, &kv).map_err(|e| io("rename the state to", &kv, e))?;
+        let meta_path = self.meta_path(&entry.id);
+        fs::rename(&meta_staged, &meta_path).map_err(|e| io("rename the description to", &meta_path, e))?;
+        self.drop_superseded(&entry);
+        self.sweep(Some(&entry.id));
         Ok(entry.kv_size)
     }
 
     /// Drops the entries of this model whose tokens are a strict prefix of
-    /// `saved`'s, then removes least recently used entries (of any model)
-    /// until the directory fits the cap, and leftovers of stopped saves.
-    fn prune(&self, saved: &Entry) {
+    /// `saved`'s.
+    fn drop_superseded(&self, saved: &Entry) {
         for entry in self.entries() {
             if entry.id != saved.id
                 && entry.tokens.len() < saved.tokens.len()
@@ -206,30 +253,38 @@ impl StateStore {
                 self.remove(&entry.id);
             }
         }
-        let now = SystemTime::now();
+    }
+
+    /// Removes leftovers of stopped saves (of any model), then least
+    /// recently used entries (of any model, never `keep`, the one just
+    /// saved) until strata's state files fit the cap. Files that are not
+    /// strata's are neither counted nor removed.
+    fn sweep(&self, keep: Option<&str>) {
         let mut files = all_files(&self.root);
-        let old = |file: &FileInfo| {
-            now.duration_since(file.modified)
-                .is_ok_and(|age| age > LEFTOVER_AGE)
-        };
         files.retain(|file| {
-            let name = file.path.to_string_lossy();
-            let orphan_kv = file.path.extension().is_some_and(|e| e == "kv")
-                && !file.path.with_extension("meta").exists();
-            if (name.ends_with(".tmp") || orphan_kv) && old(file) {
+            let leftover = match file.kind {
+                Kind::Staging { pid } => is_leftover(pid, file.modified),
+                // A `.kv` is renamed into place just before its `.meta`.
+                Kind::State { meta: false } => {
+                    !file.path.with_extension("meta").exists() && is_old(file.modified)
+                }
+                _ => false,
+            };
+            if leftover {
                 let _ = fs::remove_file(&file.path);
-                return false;
             }
-            true
+            !leftover && matches!(file.kind, Kind::State { .. })
         });
         let mut total: u64 = files.iter().map(|file| file.size).sum();
         if total <= self.cap {
             return;
         }
+        let kept = keep.map(|id| self.meta_path(id));
         // Oldest use first: a `.meta`'s time stands for its entry.
         let mut metas: Vec<&FileInfo> = files
             .iter()
-            .filter(|file| file.path.extension().is_some_and(|e| e == "meta"))
+            .filter(|file| file.kind == Kind::State { meta: true })
+            .filter(|file| kept.as_ref() != Some(&file.path))
             .collect();
         metas.sort_by_key(|file| file.modified);
         for meta in metas {
@@ -286,7 +341,7 @@ impl StateStore {
 
 /// `PID-N`: unique among the staging files of all processes (several
 /// providers of one process may share a directory).
-fn unique_suffix() -> String {
+pub(super) fn unique_suffix() -> String {
     static NEXT: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
     let n = NEXT.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     format!("{}-{n}", std::process::id())
@@ -366,36 +421,6 @@ fn decode_meta(id: &str, bytes: &[u8]) -> Result<Entry, String> {
         kv_size: u64::from_le_bytes(kv_size),
         kv_sha256,
     })
-}
-
-struct FileInfo {
-    path: PathBuf,
-    size: u64,
-    modified: SystemTime,
-}
-
-/// Files directly in `root` and in its subdirectories (one level).
-fn all_files(root: &Path) -> Vec<FileInfo> {
-    let mut files = Vec::new();
-    let Ok(dirs) = fs::read_dir(root) else {
-        return files;
-    };
-    for dir in dirs.flatten() {
-        let Ok(inner) = fs::read_dir(dir.path()) else {
-            continue;
-        };
-        for item in inner.flatten() {
-            let Ok(meta) = item.metadata() else { continue };
-            if meta.is_file() {
-                files.push(FileInfo {
-                    path: item.path(),
-                    size: meta.len(),
-                    modified: meta.modified().unwrap_or(SystemTime::UNIX_EPOCH),
-                });
-            }
-        }
-    }
-    files
 }
 
 #[cfg(test)]

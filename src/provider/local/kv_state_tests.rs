@@ -1,4 +1,5 @@
 use super::*;
+use std::time::Duration;
 
 const MODEL: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
@@ -8,7 +9,7 @@ fn store(root: &Path, cap: u64) -> StateStore {
 
 /// Saves `tokens` with a `.kv` file of `size` bytes.
 fn save(store: &StateStore, tokens: &[i32], size: usize) -> String {
-    let staged = store.staging_path();
+    let staged = store.create_staging().unwrap();
     fs::write(&staged, vec![7_u8; size]).unwrap();
     store.commit(&staged, tokens).unwrap();
     entry_id(tokens)
@@ -110,23 +111,186 @@ fn the_cap_removes_the_least_recently_used_entries() {
     assert_eq!(used.entries, 2);
 }
 
+/// A process that ran and has stopped: its PID is free.
+fn stopped_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+fn set_file_age(path: &Path, seconds_ago: u64) {
+    fs::File::options()
+        .append(true)
+        .open(path)
+        .unwrap()
+        .set_modified(SystemTime::now() - Duration::from_secs(seconds_ago))
+        .unwrap();
+}
+
 #[test]
 fn leftovers_of_a_stopped_save_are_swept_when_old() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(dir.path(), DEFAULT_CAP_BYTES);
-    let leftover = store.dir.join(".save-1.kv.tmp");
+    let own = std::process::id();
+    let leftover = store.dir.join(format!(".save-{own}-90.kv.tmp"));
     fs::write(&leftover, b"partial").unwrap();
-    let fresh = store.dir.join(".save-2.kv.tmp");
+    set_file_age(&leftover, 3600);
+    let fresh = store.dir.join(format!(".save-{own}-91.kv.tmp"));
     fs::write(&fresh, b"being written").unwrap();
-    fs::File::options()
-        .append(true)
-        .open(&leftover)
-        .unwrap()
-        .set_modified(SystemTime::now() - Duration::from_secs(3600))
-        .unwrap();
     save(&store, &[1, 2], 10);
     assert!(!leftover.exists());
-    assert!(fresh.exists(), "another process may still be writing it");
+    assert!(fresh.exists(), "another provider may still be writing it");
+}
+
+#[test]
+fn a_save_left_by_a_killed_process_is_removed_at_once_and_never_costs_a_state() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), 2_000);
+    // `kill -9` during a save: the writer is gone, its file is a minute old.
+    let dead = store.dir.join(format!(".save-{}-0.kv.tmp", stopped_pid()));
+    fs::write(&dead, vec![1_u8; 5_000]).unwrap();
+    assert_eq!(usage(dir.path()).unfinished_bytes, 5_000);
+    // A save another running process is writing: kept, and not counted.
+    let mut writer = std::process::Command::new("sleep").arg("30").spawn().unwrap();
+    let live = store.dir.join(format!(".save-{}-0.kv.tmp", writer.id()));
+    fs::write(&live, vec![1_u8; 5_000]).unwrap();
+
+    let id = save(&store, &[1, 2, 3], 600);
+    assert!(!dead.exists(), "the killed writer's file was swept");
+    assert!(live.exists(), "a running writer's file stays");
+    assert!(store.meta_path(&id).exists() && store.kv_path(&id).exists());
+    let used = usage(dir.path());
+    assert_eq!((used.entries, used.unfinished_bytes), (1, 5_000), "{used:?}");
+    writer.kill().unwrap();
+    writer.wait().unwrap();
+
+    // At start too: a new store sweeps what a stopped process left.
+    let dead = store.dir.join(format!(".save-{}-3.kv.tmp", stopped_pid()));
+    fs::write(&dead, b"partial").unwrap();
+    let _reopened = StateStore::open(dir.path(), MODEL, 2_000).unwrap();
+    assert!(!dead.exists());
+}
+
+#[test]
+fn files_that_are_not_states_are_neither_counted_nor_removed() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), 2_000);
+    let notes = store.dir.join("notes.txt");
+    fs::write(&notes, vec![b'n'; 3_000]).unwrap();
+    let backup = dir.path().join("backup.tar");
+    fs::write(&backup, vec![b'b'; 4_000]).unwrap();
+    set_file_age(&notes, 3600);
+    let a = save(&store, &[1], 600);
+    let b = save(&store, &[2], 600);
+    assert!(store.meta_path(&a).exists() && store.meta_path(&b).exists());
+    assert!(notes.exists() && backup.exists());
+    let used = usage(dir.path());
+    assert_eq!(used.entries, 2);
+    assert_eq!(used.other_bytes, 7_000);
+    assert!(used.bytes > 1_200 && used.bytes < 2_000, "{used:?}");
+}
+
+#[test]
+fn a_state_larger_than_the_cap_is_not_kept_and_evicts_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), 1_000);
+    let small = save(&store, &[1], 300);
+    let staged = store.create_staging().unwrap();
+    fs::write(&staged, vec![7_u8; 2_000]).unwrap();
+    let error = store.commit(&staged, &[2, 3]).unwrap_err();
+    assert!(matches!(error, SaveError::TooBig { cap: 1_000, .. }), "{error:?}");
+    let said = error.to_string();
+    assert!(
+        said.contains("does not fit the cap of 0.0 MB") && said.contains("kv_state_max_mb"),
+        "{said}"
+    );
+    assert!(!staged.exists() && !store.kv_path(&entry_id(&[2, 3])).exists());
+    assert!(store.meta_path(&small).exists(), "an older state that fits stays");
+}
+
+#[test]
+fn the_state_just_saved_is_never_the_one_evicted() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), 2_000);
+    let a = save(&store, &[1], 900);
+    // Used "later" than the next save (a clock step, or coarse file times).
+    let meta = store.meta_path(&a);
+    fs::File::options()
+        .append(true)
+        .open(&meta)
+        .unwrap()
+        .set_modified(SystemTime::now() + Duration::from_secs(3600))
+        .unwrap();
+    let b = save(&store, &[2], 1_500);
+    assert!(store.meta_path(&b).exists() && store.kv_path(&b).exists());
+    assert!(!meta.exists());
+}
+
+#[test]
+fn clearing_removes_every_state_and_leftover_but_not_other_files() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), DEFAULT_CAP_BYTES);
+    let other_model = StateStore::open(dir.path(), &"f".repeat(64), DEFAULT_CAP_BYTES).unwrap();
+    save(&store, &[1], 600);
+    save(&other_model, &[2], 400);
+    let dead = store.dir.join(format!(".save-{}-0.kv.tmp", stopped_pid()));
+    fs::write(&dead, vec![0_u8; 50]).unwrap();
+    let notes = store.dir.join("notes.txt");
+    fs::write(&notes, b"mine").unwrap();
+    let removed = clear(dir.path());
+    assert!(removed > 1_050, "{removed}");
+    let used = usage(dir.path());
+    assert_eq!((used.entries, used.bytes, used.unfinished_bytes), (0, 0, 0));
+    assert!(notes.exists());
+}
+
+#[test]
+fn a_directory_that_cannot_be_written_is_named_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), DEFAULT_CAP_BYTES);
+    assert_eq!(write_problem(dir.path()), None);
+    // Something that is not a directory where the model's directory was:
+    // no file can be created in it, whoever runs the test.
+    fs::remove_dir_all(&store.dir).unwrap();
+    fs::write(&store.dir, b"").unwrap();
+    let said = store.create_staging().unwrap_err().to_string();
+    assert!(
+        said.contains(&store.dir.display().to_string()) && said.contains("os error"),
+        "{said}"
+    );
+    fs::remove_file(&store.dir).unwrap();
+    let root_file = dir.path().join("kv-state");
+    fs::write(&root_file, b"").unwrap();
+    let problem = write_problem(&root_file).unwrap();
+    assert!(
+        problem.contains("kv-state") && problem.contains("os error"),
+        "{problem}"
+    );
+}
+
+#[cfg(unix)]
+#[test]
+fn a_read_only_directory_is_reported() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let store = store(dir.path(), DEFAULT_CAP_BYTES);
+    fs::set_permissions(&store.dir, fs::Permissions::from_mode(0o500)).unwrap();
+    // A privileged user writes anyway: then there is nothing to report.
+    let writable = fs::write(store.dir.join("probe"), b"").is_ok();
+    let result = store.create_staging();
+    let problem = write_problem(dir.path());
+    fs::set_permissions(&store.dir, fs::Permissions::from_mode(0o700)).unwrap();
+    if writable {
+        assert!(result.is_ok() && problem.is_none());
+    } else {
+        let said = result.unwrap_err().to_string();
+        assert!(
+            said.contains("Permission denied") && said.contains(".kv.tmp"),
+            "{said}"
+        );
+        assert!(problem.unwrap().contains("Permission denied"));
+    }
 }
 
 #[test]
