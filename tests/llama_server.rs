@@ -375,6 +375,36 @@ fn the_anthropic_provider_streams_through_the_server_s_messages_api() {
     assert!(!of(&said, "delta").is_empty(), "{said:?}");
     let usage = of(&said, "usage")[0];
     assert!(usage["prompt_tokens"].as_u64().unwrap() > 0, "{usage}");
+
+    // The server is asked its window through this API too, and its KV
+    // cache is predicted as the shared prefix it is.
+    let id = said
+        .iter()
+        .find_map(|e| e["session_id"].as_str())
+        .unwrap()
+        .to_owned();
+    let anthropic = |args: &[&str]| {
+        let mut all = vec!["--provider", "anthropic", "--model", "smollm2"];
+        all.extend_from_slice(args);
+        sb.cmd(&all)
+            .env("ANTHROPIC_BASE_URL", server.root())
+            .env("ANTHROPIC_API_KEY", "sk-ant-test-local")
+            .output()
+            .unwrap()
+    };
+    let out = anthropic(&["chat", "--json", "--session", &id, "And of Spain?"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = anthropic(&["context", &id, "--json", "--no-mcp"]);
+    let ctx: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(ctx["window"], 2048, "{ctx}");
+    assert_eq!(ctx["window_source"], "server");
+    let cache = &ctx["cache"];
+    let (predicted, reported) = (
+        cache["predicted_cached_tokens"].as_u64().unwrap(),
+        cache["reported_cached_tokens"].as_u64().unwrap(),
+    );
+    assert!(reported > 0 && predicted > 0, "{cache}");
+    assert!(predicted.abs_diff(reported) * 10 <= reported, "{cache}");
 }
 
 #[test]

@@ -26,32 +26,29 @@ pub fn anthropic_min_tokens(model: &str) -> u32 {
 }
 
 impl Runtime {
-    /// The rule for `choice`: Anthropic's for Anthropic; the longest
-    /// shared prefix for the embedded model and for an OpenAI-compatible
-    /// server that said what it serves (llama.cpp, Ollama, vLLM, LM Studio
-    /// keep a KV prefix); OpenAI's documented rule otherwise.
+    /// The rule for `choice`: the longest shared prefix for the embedded
+    /// model and for a server that said what it serves (llama.cpp, Ollama,
+    /// vLLM, LM Studio keep a KV prefix), through either API; Anthropic's
+    /// for Anthropic otherwise; OpenAI's documented rule otherwise.
     #[must_use]
     pub fn cache_rule(&self, choice: &ModelChoice) -> CacheRule {
+        // A server that said what it serves is a self-hosted one, whatever
+        // API it is spoken to through.
+        let served = super::served_window::window_key(choice).is_some_and(|(base, model)| {
+            self.store
+                .served_window(&base, &model)
+                .ok()
+                .flatten()
+                .is_some_and(|w| w.source == "server")
+        });
         match choice.provider {
+            ProviderKind::Local => CacheRule::SharedPrefix,
+            _ if served => CacheRule::SharedPrefix,
             ProviderKind::Anthropic => CacheRule::Anthropic {
                 min_tokens: anthropic_min_tokens(&choice.model),
                 ttl_ms: ANTHROPIC_TTL_MS,
             },
-            ProviderKind::Local => CacheRule::SharedPrefix,
-            ProviderKind::OpenAi => {
-                let served = super::served_window::window_key(choice).is_some_and(|(base, model)| {
-                    self.store
-                        .served_window(&base, &model)
-                        .ok()
-                        .flatten()
-                        .is_some_and(|w| w.source == "server")
-                });
-                if served {
-                    CacheRule::SharedPrefix
-                } else {
-                    CacheRule::OPENAI
-                }
-            }
+            ProviderKind::OpenAi => CacheRule::OPENAI,
         }
     }
 }

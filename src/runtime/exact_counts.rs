@@ -87,11 +87,11 @@ pub(super) fn counter_of(choice: &ModelChoice) -> Option<Arc<dyn TokenCounter>> 
     Some(exact.counter.clone() as Arc<dyn TokenCounter>)
 }
 
-/// The exact counter this process set up for `model` on an
-/// OpenAI-compatible server, if any (for
+/// The exact counter this process set up for `model` on a server spoken
+/// to through the OpenAI or the Anthropic API, if any (for
 /// [`crate::runtime::session_counter`], which knows no base URL).
 pub(super) fn counter_for_model(provider: ProviderKind, model: &str) -> Option<Arc<dyn TokenCounter>> {
-    if provider != ProviderKind::OpenAi {
+    if provider == ProviderKind::Local {
         return None;
     }
     exact_of(&tokenizer_id(model)).map(|e| e.counter.clone() as Arc<dyn TokenCounter>)

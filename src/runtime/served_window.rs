@@ -17,15 +17,19 @@ use crate::store::StoredWindow;
 
 /// The key a window is remembered under: the base URL without a trailing
 /// `/`, and the model name; `None` for a choice discovery does not apply to
-/// (not an OpenAI-compatible provider, no base URL, or OpenAI's own API,
-/// whose windows the catalog knows).
+/// (the embedded model, no base URL, or OpenAI's or Anthropic's own API,
+/// whose windows the catalog knows). The Anthropic provider pointed at
+/// another server (llama.cpp serves `POST /v1/messages` too) is asked like
+/// an OpenAI-compatible one.
 #[must_use]
 pub fn window_key(choice: &ModelChoice) -> Option<(String, String)> {
-    if choice.provider != ProviderKind::OpenAi {
-        return None;
-    }
+    let own_api = match choice.provider {
+        ProviderKind::OpenAi => "api.openai.com",
+        ProviderKind::Anthropic => "api.anthropic.com",
+        ProviderKind::Local => return None,
+    };
     let base = choice.base_url.as_deref()?.trim().trim_end_matches('/');
-    if base.is_empty() || base.contains("api.openai.com") {
+    if base.is_empty() || base.contains(own_api) {
         return None;
     }
     Some((base.to_owned(), choice.model.clone()))
