@@ -60,36 +60,10 @@ fn a_follow_up_in_a_new_process_reuses_the_saved_kv_state() {
     let sb = Sandbox::new();
     let model = test_model();
     let model = model.to_str().unwrap();
-    let first = sb.run(&[
-        "chat",
-        "--json",
-        "--model-path",
-        model,
-        "What is the capital of France?",
-    ]);
-    assert!(
-        first.status.success(),
-        "{}",
-        String::from_utf8_lossy(&first.stderr)
-    );
-    let events = json_lines(&first);
+    let events = chat_ok(&sb, model, None, "What is the capital of France?");
     let session = events[0]["session_id"].as_str().unwrap().to_owned();
 
-    let second = sb.run(&[
-        "chat",
-        "--json",
-        "--model-path",
-        model,
-        "--session",
-        &session,
-        "And what is the capital of Germany?",
-    ]);
-    assert!(
-        second.status.success(),
-        "{}",
-        String::from_utf8_lossy(&second.stderr)
-    );
-    let events = json_lines(&second);
+    let events = chat_ok(&sb, model, Some(&session), "And what is the capital of Germany?");
     let usage = events.iter().find(|e| e["type"] == "usage").unwrap();
     let prompt = usage["prompt_tokens"].as_u64().unwrap();
     let read = usage["cache_read_tokens"].as_u64().unwrap();
@@ -104,14 +78,7 @@ fn a_follow_up_in_a_new_process_reuses_the_saved_kv_state() {
         .collect();
     assert!(text.contains("Berlin"), "{text}");
 
-    let checks = sb.json(&["doctor", "--json", "--model-path", model]);
-    let kv = checks
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|c| c["name"] == "kv state")
-        .unwrap();
-    let detail = kv["detail"].as_str().unwrap();
+    let detail = kv_detail(&sb, model);
     assert!(
         detail.contains(" in 1 saved state(s) of a 1000.0 MB cap"),
         "{detail}"
@@ -123,43 +90,44 @@ fn a_follow_up_in_a_new_process_reuses_the_saved_kv_state() {
         "[providers.local]\nkv_state_max_mb = 0\n",
     )
     .unwrap();
-    let kv_detail = || {
-        let checks = sb.json(&["doctor", "--json", "--model-path", model]);
-        let kv = checks
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|c| c["name"] == "kv state")
-            .cloned();
-        kv.unwrap()["detail"].as_str().unwrap().to_owned()
-    };
-    let detail = kv_detail();
+    let detail = kv_detail(&sb, model);
     assert!(
         detail.contains("kv_state_max_mb = 0") && detail.contains("in 1 saved state(s) still in"),
         "{detail}"
     );
-    let third = sb.run(&[
-        "chat",
-        "--json",
-        "--model-path",
-        model,
-        "--session",
-        &session,
-        "Thanks.",
-    ]);
-    assert!(
-        third.status.success(),
-        "{}",
-        String::from_utf8_lossy(&third.stderr)
-    );
-    let events = json_lines(&third);
+    let events = chat_ok(&sb, model, Some(&session), "Thanks.");
     let usage = events.iter().find(|e| e["type"] == "usage").unwrap();
     assert_eq!(usage["cache_read_tokens"].as_u64(), Some(0));
-    let detail = kv_detail();
+    let detail = kv_detail(&sb, model);
     assert!(
         detail.ends_with("each process prefills its conversation again"),
         "{detail}"
     );
+}
+
+/// `strata chat --json` on `model` (in `session` when given), which must
+/// succeed; its events.
+fn chat_ok(sb: &Sandbox, model: &str, session: Option<&str>, text: &str) -> Vec<serde_json::Value> {
+    let mut args = vec!["chat", "--json", "--model-path", model];
+    if let Some(id) = session {
+        args.extend(["--session", id]);
+    }
+    args.push(text);
+    let out = sb.run(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    json_lines(&out)
+}
+
+/// The detail of doctor's `kv state` check.
+fn kv_detail(sb: &Sandbox, model: &str) -> String {
+    let checks = sb.json(&["doctor", "--json", "--model-path", model]);
+    let kv = checks
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|c| c["name"] == "kv state")
+        .cloned();
+    kv.unwrap()["detail"].as_str().unwrap().to_owned()
 }
 
 /// A sandbox whose models directory holds the pulled Q4_1 file (a hard
