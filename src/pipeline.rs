@@ -224,7 +224,8 @@ pub enum PrepareError {
     #[error(
         "the context window of {window} tokens is too small: the system prompt ({system}), tool schemas \
          ({tools}), output reserve ({reserve}) and request framing ({framing}) alone need {}; choose a model \
-         with a larger window, a smaller max_tokens or fewer tools",
+         with a larger window, a smaller max_tokens, fewer tools or a shorter prompt (--prompt-mode minimal or \
+         none)",
         system + tools + reserve + framing
     )]
     WindowTooSmall {

@@ -267,6 +267,30 @@ async fn an_empty_reply_is_an_error_and_the_message_is_kept() {
     assert_eq!(show["messages"][1]["status"], "error");
 }
 
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_stopped_at_the_output_limit_says_so_on_stderr() {
+    let body = sse(&["Once upon a time there was a"], Some((40, 20, 0)))
+        .replace("\"finish_reason\":\"stop\"", "\"finish_reason\":\"length\"");
+    let server = Server::start(vec![Reply::sse(body)]).await;
+    let sb = Sandbox::new();
+    let out = run(chat_cmd(&sb, &server, &["chat", "tell me a long story"])).await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim_end(),
+        "Once upon a time there was a"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("strata: the reply stopped at the output limit"),
+        "{stderr}"
+    );
+}
+
 fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     let mut out = Vec::new();
     for e in std::fs::read_dir(dir).unwrap().flatten() {

@@ -478,7 +478,7 @@ fn messages_too_large_to_send_are_named_as_what_they_are() {
     let mut h = Hist::new();
     let big = "word ".repeat(400);
     h.user(&big, None);
-    let err = prepare(&input(&h, &sys, 1_050)).unwrap_err();
+    let err = prepare(&input(&h, &sys, 1_014)).unwrap_err();
     let text = err.to_string();
     assert!(text.starts_with("the last message needs "), "{text}");
 }

@@ -75,8 +75,12 @@ impl Budgets {
     }
 }
 
-/// Tokens of the omitted-messages note for the largest count it can carry.
+/// Tokens of the omitted-messages note for the largest count it can carry;
+/// none for a history of one message, which has nothing to omit.
 fn note_reserve(input: &PrepareInput<'_>) -> u64 {
+    if input.messages.len() < 2 {
+        return 0;
+    }
     let text = OMITTED_NOTE
         .trim_end()
         .replace("{count}", &input.messages.len().to_string());
@@ -597,6 +601,19 @@ mod tests {
             temperature: None,
         };
         let b = Budgets::new(&input).unwrap();
+        assert_eq!(
+            note_reserve(&input),
+            0,
+            "one message: nothing to omit, no room kept for the note"
+        );
+        let two = history(&[(Role::User, "hi"), (Role::Assistant, "hello")]);
+        let two_counts = counts(&two);
+        let with_history = PrepareInput {
+            messages: &two,
+            counts: &two_counts,
+            ..input
+        };
+        assert!(note_reserve(&with_history) > 0);
         let overhead = 7 + note_reserve(&input);
         assert_eq!(b.hard, 10_000 - 3_500 - overhead);
         assert_eq!(b.soft, 7_200 - 1_500 - overhead);

@@ -374,12 +374,29 @@ pub(crate) fn classify(
             window,
             prompt_tokens,
         },
+        // Not implemented, or no such path with no error object to say
+        // more: another server, or the wrong base URL; no retry helps.
+        Some(status @ 501) => wrong_server(status, &message),
+        Some(status @ (404 | 405)) if info.kind.is_none() && info.code.is_none() => {
+            wrong_server(status, &message)
+        }
         Some(status @ (408 | 500..=599)) => ProviderError::Server { status, message },
         Some(status) => ProviderError::BadRequest { status, message },
         None => match info.kind.as_deref() {
             Some("invalid_request_error") => ProviderError::BadRequest { status: 400, message },
             _ => ProviderError::Server { status: 500, message },
         },
+    }
+}
+
+/// A request the server does not serve at all (HTTP 404, 405, 501).
+fn wrong_server(status: u16, message: &str) -> ProviderError {
+    ProviderError::BadRequest {
+        status,
+        message: format!(
+            "HTTP {status}: {}; check the base URL",
+            message.trim_end_matches('.')
+        ),
     }
 }
 

@@ -54,8 +54,8 @@ impl WindowNote {
     pub fn sentence(&self) -> String {
         match self {
             Self::ConfigLarger { config, served } => format!(
-                "The server serves a context window of {served} tokens but [model] context_window says {config}; \
-                 strata uses {config} as configured, so requests may overflow — lower context_window or remove it."
+                "the server serves a context window of {served} tokens but [model] context_window says {config}; \
+                 strata uses {config} as configured, so requests may overflow — lower context_window or remove it"
             ),
         }
     }

@@ -125,7 +125,15 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     let error = p.error.take();
     p.finish()?;
     let message = match (status, error) {
-        (MessageStatus::Complete, _) => return Ok(()),
+        // A reply that ended with a problem (e.g. the output limit) is
+        // complete; the problem is still said.
+        (MessageStatus::Complete, Some(message)) => {
+            if !p.json {
+                eprintln!("strata: {}", crate::cli::output::printable(&message));
+            }
+            return Ok(());
+        }
+        (MessageStatus::Complete, None) => return Ok(()),
         (_, Some(message)) => return Err(TurnFailed(message).into()),
         (MessageStatus::Interrupted, None) => {
             "the reply was interrupted; the partial reply is kept in the session"

@@ -296,7 +296,7 @@ impl SessionService {
             return;
         }
         self.emit(ServiceEvent::Notice(format!(
-            "The server serves a context window of {} tokens ({} {}); strata sizes requests to it.",
+            "the server serves a context window of {} tokens ({} {}); strata sizes requests to it",
             crate::text::group_digits(found.tokens),
             found.server.label(),
             found.detail

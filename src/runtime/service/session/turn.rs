@@ -89,7 +89,7 @@ impl SessionService {
             "from now on".to_owned()
         };
         self.emit(ServiceEvent::Notice(format!(
-            "The server says its context window is {} tokens, not the {} assumed; strata sizes requests to it {until}.",
+            "the server says its context window is {} tokens, not the {} assumed; strata sizes requests to it {until}",
             crate::text::group_digits(window),
             crate::text::group_digits(choice.context_window)
         )));
