@@ -98,6 +98,11 @@ fn a_follow_up_in_a_new_process_reuses_the_saved_kv_state() {
     let events = chat_ok(&sb, model, Some(&session), "Thanks.");
     let usage = events.iter().find(|e| e["type"] == "usage").unwrap();
     assert_eq!(usage["cache_read_tokens"].as_u64(), Some(0));
+    // Nothing saved, nothing promised: no prediction, no provider miss.
+    let context = sb.json(&["context", &session, "--json", "--model-path", model]);
+    let cache = &context["cache"];
+    assert_eq!(cache["predicted_cached_tokens"], 0, "{cache}");
+    assert!(cache["break"].is_null(), "{cache}");
     let detail = kv_detail(&sb, model);
     assert!(
         detail.ends_with("each process prefills its conversation again"),

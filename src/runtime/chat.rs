@@ -155,10 +155,18 @@ impl Runtime {
         let active = super::session::settled(messages.into_iter().filter(|m| m.archived_by.is_none()));
         let calibration = super::context::calibration_of(usage);
         let engine = self.compression_engine(&session, choice, super::SummarizerArg::Config)?;
-        let last_prefix = self.store.cache_prefix(session.id).unwrap_or_else(|e| {
-            tracing::warn!(error = %e, "the session's last cache prefix could not be read");
+        // The embedded model saving no KV state starts each process with
+        // nothing cached: the last request's blocks promise nothing.
+        let saves_nothing = choice.provider == crate::domain::ProviderKind::Local
+            && super::providers::kv_state_cap_bytes(&self.config) == 0;
+        let last_prefix = if saves_nothing {
             None
-        });
+        } else {
+            self.store.cache_prefix(session.id).unwrap_or_else(|e| {
+                tracing::warn!(error = %e, "the session's last cache prefix could not be read");
+                None
+            })
+        };
         let rule = self.cache_rule(choice);
         Ok(
             Conversation::new(session, prompt, active, counter, choice.max_tokens)
