@@ -441,9 +441,12 @@ fn model_path_messages_say_what_the_given_file_is() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("is not a GGUF file"));
     let check = doctor_model_check(&sb, &["doctor", "--json", "--model-path", text.to_str().unwrap()]);
     assert_eq!(check["status"], "fail", "{check}");
+    let detail = check["detail"].as_str().unwrap();
+    assert!(detail.contains("is not a GGUF file"), "{check}");
     assert!(
-        check["detail"].as_str().unwrap().contains("is not a GGUF file"),
-        "{check}"
+        detail.ends_with("pass another GGUF file to --model-path or [providers.local] model_path")
+            && !detail.contains("model pull"),
+        "a file of the user's own is not fixed by a pull: {check}"
     );
 
     let gguf = sb.home.path().join("own.gguf");
@@ -459,4 +462,14 @@ fn model_path_messages_say_what_the_given_file_is() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+    // Its magic bytes are right but nothing follows: llama.cpp refuses it,
+    // said in words, not as llama.cpp's internal result.
+    let out = sb.run(&["chat", "--model-path", gguf.to_str().unwrap(), "Hi"]);
+    assert!(!out.status.success());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("cannot load") && stderr.contains("as a model, so it is damaged or of a kind"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("null result"), "{stderr}");
 }

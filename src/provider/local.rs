@@ -453,8 +453,10 @@ fn load_model(path: &Path) -> Result<LoadedModel, ProviderError> {
         LlamaModel::load_from_file(backend, path, &LlamaModelParams::default())
     }
     .map_err(|error| {
+        tracing::warn!(path = %path.display(), %error, "llama.cpp could not load the model");
         local(&format!(
-            "cannot load {} ({error}); is it a GGUF file llama.cpp supports?",
+            "llama.cpp cannot load {} as a model, so it is damaged or of a kind llama.cpp does not support; \
+             use another GGUF file",
             path.display()
         ))
     })?;

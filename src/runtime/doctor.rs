@@ -219,11 +219,14 @@ pub fn model_check(file: Option<std::path::PathBuf>, models_dir: &std::path::Pat
         );
     };
     if let Some(problem) = model_file::file_problem(&path) {
-        return check(
-            "model",
-            CheckStatus::Fail,
-            format!("{problem}; fix the path or run `strata model pull`"),
-        );
+        // A file of the user's own is fixed by pointing elsewhere; the
+        // pulled one by pulling it again.
+        let advice = if path.starts_with(models_dir) {
+            "run `strata model pull`"
+        } else {
+            "pass another GGUF file to --model-path or [providers.local] model_path"
+        };
+        return check("model", CheckStatus::Fail, format!("{problem}; {advice}"));
     }
     match converted::running(models_dir).filter(|found| found.path() == path) {
         Some(found) if found.damage().is_some() => check("model", CheckStatus::Fail, found.describe()),
@@ -274,7 +277,7 @@ pub fn kv_state_check(dir: &std::path::Path, cap_bytes: u64) -> Check {
     };
     if used.unfinished_bytes > 0 {
         detail.push_str(&format!(
-            "; {} of unfinished saves (removed once their process has stopped)",
+            "; {} of unfinished saves (being written, or left by a process that stopped: removed at the next start)",
             megabytes(used.unfinished_bytes)
         ));
     }
