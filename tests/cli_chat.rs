@@ -92,6 +92,12 @@ async fn chat_streams_persists_and_records_usage() {
     let show = sb.json(&["show", &session, "--json"]);
     let messages = show["messages"].as_array().unwrap();
     assert_eq!(messages.len(), 2);
+    // `show` counts what was not counted yet: nothing, the reply included.
+    let relisted = sb.json(&["sessions", "--json"]);
+    assert_eq!(
+        relisted[0]["tokens"], listed[0]["tokens"],
+        "the reply was counted as the turn ended"
+    );
     assert_eq!(
         (messages[0]["role"].as_str(), messages[0]["content"].as_str()),
         (Some("user"), Some("say hello"))

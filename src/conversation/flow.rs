@@ -564,6 +564,13 @@ impl Conversation {
             return Vec::new();
         };
         let ended = active.ended;
+        // The turn's reply is counted now, so the stored history's tokens
+        // (session lists, headers) include it at once. A counter whose
+        // counts are looked up ahead of need (a server's tokenizer) would
+        // only estimate it here: it is counted with the next turn instead.
+        if !self.counter.recounts_stored() {
+            self.history_tokens();
+        }
         vec![
             Effect::SaveEngineState(self.engine.state()),
             Effect::Phase(Phase::Done),

@@ -461,3 +461,37 @@ fn the_same_words_after_a_turn_that_got_no_reply_retry_the_stored_message() {
             .any(|e| matches!(e, Effect::SaveMessage(m) if m.content == "hello?"))
     );
 }
+
+#[test]
+fn the_reply_is_counted_when_the_turn_ends() {
+    let mut c = conversation();
+    c.handle(Event::Submit {
+        text: "hi".into(),
+        now_ms: 0,
+    });
+    c.handle(delta("hello there, friend", 10));
+    let effects = c.handle(Event::Stream {
+        event: StreamEvent::Done {
+            finish_reason: Some(crate::domain::FinishReason::Stop),
+        },
+        now_ms: 500,
+    });
+    let reply = c.messages().last().unwrap();
+    assert_eq!(reply.role, Role::Assistant);
+    let Some(Effect::StoreTokenCounts(counts)) =
+        effects.iter().find(|e| matches!(e, Effect::StoreTokenCounts(_)))
+    else {
+        panic!("the reply was not counted: {effects:?}")
+    };
+    assert!(
+        counts.iter().any(|(id, n)| *id == reply.id && n.tokens > 0),
+        "{counts:?}"
+    );
+    let finished = effects
+        .iter()
+        .position(|e| matches!(e, Effect::TurnFinished { .. }));
+    let stored = effects
+        .iter()
+        .position(|e| matches!(e, Effect::StoreTokenCounts(_)));
+    assert!(stored < finished, "stored before the turn ends: {effects:?}");
+}
