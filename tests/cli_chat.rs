@@ -279,6 +279,8 @@ async fn a_reply_stopped_at_the_output_limit_says_so_on_stderr() {
         .replace("\"finish_reason\":\"stop\"", "\"finish_reason\":\"length\"");
     let server = Server::start(vec![Reply::sse(body)]).await;
     let sb = Sandbox::new();
+    // The 20 completion tokens reached the request's max_tokens.
+    std::fs::write(sb.home.path().join("config.toml"), "[model]\nmax_tokens = 20\n").unwrap();
     let out = run(chat_cmd(&sb, &server, &["chat", "tell me a long story"])).await;
     assert_eq!(
         out.status.code(),
@@ -292,7 +294,17 @@ async fn a_reply_stopped_at_the_output_limit_says_so_on_stderr() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains("strata: the reply stopped at the output limit"),
+        stderr.contains("strata: the reply stopped at the output limit (20 tokens)"),
+        "{stderr}"
+    );
+    // Stopped short of max_tokens: the server's window filled first.
+    let body = sse(&["Once upon a time"], Some((1_342, 12, 0)))
+        .replace("\"finish_reason\":\"stop\"", "\"finish_reason\":\"length\"");
+    let server = Server::start(vec![Reply::sse(body)]).await;
+    let out = run(chat_cmd(&sb, &server, &["chat", "tell me more"])).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the reply stopped after 12 tokens because the server's context window filled (1,342 prompt + 12 reply tokens)"),
         "{stderr}"
     );
 }

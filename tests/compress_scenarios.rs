@@ -6,6 +6,7 @@
 mod compress_support;
 
 use compress_support::{Builder, QuarterCounter, engine, tokens};
+use strata::compress::engine::deferral_slack;
 use strata::compress::{
     CompressError, CompressWarning, CompressionEngine, CompressionInput, Decision, END_MARKER, LockReason,
     NOTICE, SkipReason, SummarizerChoice, SummaryFailure, SummaryOutcome, Trigger, feedback_line,
@@ -502,4 +503,27 @@ fn preflight_defers_after_a_compaction_and_on_small_growth() {
         e.should_compress(Trigger::Overflow, 0, 0),
         Decision::Skip(SkipReason::RetryUsed)
     );
+}
+
+#[test]
+fn on_a_small_served_window_preflight_waits_for_a_reading_only_within_a_fifth_of_the_threshold() {
+    // A 3,072-token llama.cpp server: reserve 768, threshold 1,958.
+    let mut e = engine(3_072, 768, 0.75);
+    assert_eq!(Threshold::compute(3_072, 768, 0.75, 256_000).effective, 1_958);
+    assert_eq!(deferral_slack(1_958), 391);
+    // The last request fit because the pipeline left older turns out; the
+    // next one has grown by a whole large turn and is compressed first.
+    e.on_usage(1_871, 1_871);
+    assert_eq!(
+        e.should_compress(Trigger::Preflight, 2_649, 0),
+        Decision::Compress
+    );
+    e.on_usage(1_871, 1_871);
+    assert_eq!(
+        e.should_compress(Trigger::Preflight, 1_871 + 391, 0),
+        Decision::Skip(SkipReason::Deferred)
+    );
+    // Large windows keep DESIGN §7's slack: max(5 % of the threshold, 4,096).
+    assert_eq!(deferral_slack(23_800), 4_096);
+    assert_eq!(deferral_slack(96_000), 4_800);
 }

@@ -155,3 +155,39 @@ async fn an_http_error_of_tokenize_leaves_the_context_estimated() {
     assert!(ctx["input_tokens"].as_u64().unwrap() > 0);
     assert!(logs(&sb).contains("answered HTTP 500"));
 }
+
+#[tokio::test]
+async fn compress_and_pin_count_with_the_server_as_context_does() {
+    let sb = Sandbox::new();
+    let server = llama_cpp(Some(Reply::json(200, r#"{"tokens":[1,2,3]}"#))).await;
+    let id = chat(&sb, &server)
+        .await
+        .iter()
+        .find_map(|e| e["session_id"].as_str().map(str::to_owned))
+        .unwrap();
+    let ctx = context(&sb, &server, &id).await;
+    assert_eq!(ctx["exact"], true, "{ctx}");
+    let compress = json_of(
+        &run(openai(
+            &sb,
+            &server.base_url(),
+            &["compress", &id, "--dry-run", "--json", "--model", "smollm2"],
+        ))
+        .await,
+    );
+    assert_eq!(compress["exact"], true, "{compress}");
+    assert_eq!(
+        compress["tokens_before"], ctx["stored_tokens"],
+        "{compress}\n{ctx}"
+    );
+    let pin = json_of(
+        &run(openai(
+            &sb,
+            &server.base_url(),
+            &["pin", &id, "1", "--json", "--model", "smollm2"],
+        ))
+        .await,
+    );
+    // "hello there" is 9 tokens to this server with its framing, 2 to o200k_base.
+    assert_eq!(pin["pinned_tokens"], 9, "{pin}");
+}

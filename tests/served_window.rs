@@ -280,3 +280,30 @@ async fn an_overflow_under_a_configured_window_says_the_config_wins_again_next_r
     );
     assert!(!said.iter().any(|n| n.contains("from now on")), "{said:?}");
 }
+
+#[tokio::test]
+async fn a_summary_request_too_big_for_the_served_window_is_not_sent_and_the_extractive_summariser_writes_it()
+{
+    let sb = Sandbox::new();
+    // About 9,000 tokens of history, the session's own model as summariser
+    // (the default `auto`), and a server serving 3,072 tokens.
+    let id = import_openai(&sb, &history(12, 3000));
+    let server = Server::start(vec![Reply::sse(sse("Fixed.", Some(900)))]).await;
+    server.answer_discovery("/v1/models", Reply::json(200, &fixture("llama_cpp_models.json")));
+    let events = chat(&sb, &server, &["--session", &id]).await;
+    let said = notices(&events);
+    assert!(
+        said.iter()
+            .any(|n| n.contains("does not fit the model's 3,072-token window")
+                && n.contains("extractive summariser")),
+        "{said:?}"
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 1, "only the turn's request reached the server");
+    let ctx = context(&sb, &server, &id).await;
+    assert_eq!(
+        ctx["compression"]["last_compaction"]["summarizer"], "extractive",
+        "{}",
+        ctx["compression"]
+    );
+}

@@ -177,6 +177,19 @@ pub trait CompressionEngine {
     fn on_session_end(&mut self);
 }
 
+/// How far the preflight estimate may grow past the last reading that fit
+/// before it compresses without waiting for the next reading, in tokens:
+/// `max(5 % of the threshold, 4,096)` (DESIGN §7), but never more than a
+/// fifth of the threshold (the tail budget) when that is smaller. On a small served window
+/// (a 3,072-token llama.cpp server: threshold 1,958) a flat 4,096 would
+/// exceed the whole window, every preflight would wait for a reading, and
+/// the readings always fit because the pipeline leaves older turns out:
+/// the history would never be compressed.
+#[must_use]
+pub fn deferral_slack(threshold: u64) -> u64 {
+    (threshold / 20).max(4_096.min(threshold / 5))
+}
+
 /// strata's engine: the rules of DESIGN §7.
 #[derive(Clone, Debug)]
 pub struct DefaultEngine {
@@ -324,7 +337,7 @@ impl CompressionEngine for DefaultEngine {
                 if self.compacted_since_reading {
                     return Decision::Skip(SkipReason::Deferred);
                 }
-                let slack = (threshold / 20).max(4_096);
+                let slack = deferral_slack(threshold);
                 if let Some(r) = self.last_reading
                     && r.prompt_tokens < threshold
                     && estimate.saturating_sub(r.estimate) <= slack

@@ -139,6 +139,16 @@ pub enum CompressWarning {
     /// A dry run did not call the model; the summary shown is the
     /// extractive stand-in.
     DryRunStandIn,
+    /// The summariser is the session's model, and its request (the
+    /// summary prompt plus twice the target as output) would not fit that
+    /// model's window: the extractive summariser wrote the summary instead
+    /// of a request the server would refuse.
+    SummariserWindow {
+        /// Tokens the summariser's request needs: prompt and output.
+        needed: u64,
+        /// The model's context window, in tokens.
+        window: u64,
+    },
     /// A model summary was asked for a session on the embedded model,
     /// which cannot summarise; the extractive summariser wrote it.
     EmbeddedExtractive,

@@ -303,8 +303,25 @@ impl Conversation {
             StreamEvent::Done { finish_reason } => {
                 // A reply cut by the output limit is complete as far as the
                 // provider is concerned, but the user must know it stopped.
-                let cut = (finish_reason == Some(FinishReason::Length))
-                    .then_some(TurnNotice::OutputLimit { max_tokens });
+                // Stopped short of `max_tokens`: the server's window filled
+                // first (a window smaller than strata believes).
+                let cut = (finish_reason == Some(FinishReason::Length)).then(|| {
+                    let read = reply
+                        .usage
+                        .as_ref()
+                        .map(|u| (u.prompt_tokens, u.completion_tokens));
+                    match read {
+                        Some((Some(prompt_tokens), Some(completion_tokens)))
+                            if completion_tokens < max_tokens =>
+                        {
+                            TurnNotice::WindowFull {
+                                prompt_tokens,
+                                completion_tokens,
+                            }
+                        }
+                        _ => TurnNotice::OutputLimit { max_tokens },
+                    }
+                });
                 let mut done = self.finish_reply(MessageStatus::Complete, cut, now_ms);
                 let calls = self.unanswered_calls();
                 if calls.is_empty() {

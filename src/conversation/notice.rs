@@ -12,6 +12,15 @@ pub enum TurnNotice {
         /// The request's `max_tokens`.
         max_tokens: u64,
     },
+    /// The provider stopped the reply for length before `max_tokens`
+    /// output tokens: the server's context window filled (its usage says
+    /// how), as a server serving less than the configured window does.
+    WindowFull {
+        /// The request's `prompt_tokens`, as the provider reported them.
+        prompt_tokens: u64,
+        /// The reply's `completion_tokens`.
+        completion_tokens: u64,
+    },
     /// The stream ended after some output but before the provider said
     /// the reply was done (the partial reply is kept, interrupted).
     CutOff,

@@ -354,6 +354,39 @@ fn a_reply_cut_by_the_output_limit_is_complete_and_says_so() {
 }
 
 #[test]
+fn a_reply_stopped_for_length_before_max_tokens_says_the_server_s_window_filled() {
+    let mut c = conversation();
+    c.handle(Event::Submit {
+        text: "write a lot".into(),
+        now_ms: 0,
+    });
+    c.handle(delta("Once upon", 5));
+    // A server serving 1,500 tokens under a configured window: the reply
+    // stopped at 900 of its 1,024 output tokens.
+    c.handle(Event::Stream {
+        event: StreamEvent::Usage(crate::domain::ProviderUsage {
+            prompt_tokens: Some(600),
+            completion_tokens: Some(900),
+            ..Default::default()
+        }),
+        now_ms: 8,
+    });
+    let e = c.handle(Event::Stream {
+        event: StreamEvent::Done {
+            finish_reason: Some(crate::domain::FinishReason::Length),
+        },
+        now_ms: 10,
+    });
+    assert!(
+        e.contains(&Effect::ShowError(TurnNotice::WindowFull {
+            prompt_tokens: 600,
+            completion_tokens: 900,
+        })),
+        "{e:?}"
+    );
+}
+
+#[test]
 fn parts_ride_after_the_user_message_as_synthetic_user_messages() {
     let mut c = conversation();
     c.attach("<system-reminder>\nclean\n</system-reminder>".into(), Some(1));

@@ -101,6 +101,28 @@ pub(super) struct StoredCompaction {
     pub compaction: Compaction,
 }
 
+/// When the summariser is the session's own model and its request (the
+/// summary prompt, counted with the session's counter, plus twice the
+/// target as output, as [`summarise`] asks) exceeds `choice`'s context
+/// window: the warning that the extractive summariser writes the summary
+/// instead. A small served window (a llama.cpp server started with `-c
+/// 512`) would refuse the request, and its error would become the summary.
+fn summariser_overflow(
+    choice: &ModelChoice,
+    pending: &compress::Pending,
+    request: &compress::SummaryRequest,
+    snapshot: &Snapshot,
+) -> Option<CompressWarning> {
+    if pending.summarizer.as_str() != choice.model {
+        return None;
+    }
+    let needed = snapshot.counter.count(&request.prompt) as u64 + 2 * u64::from(request.target_tokens);
+    (needed > choice.context_window).then_some(CompressWarning::SummariserWindow {
+        needed,
+        window: choice.context_window,
+    })
+}
+
 /// Who writes the summary, as asked on the command line.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub enum SummarizerArg {
@@ -453,15 +475,23 @@ impl Runtime {
                 warnings.push(CompressWarning::DryRunStandIn);
                 None
             }
-            (None, Some(request), false) => Some(
-                summarise(
-                    req.provider,
-                    pending.summarizer.as_str(),
-                    &request.prompt,
-                    request.target_tokens,
-                )
-                .await,
-            ),
+            (None, Some(request), false) => {
+                match summariser_overflow(req.choice, &pending, request, snapshot) {
+                    Some(warning) => {
+                        warnings.push(warning);
+                        None
+                    }
+                    None => Some(
+                        summarise(
+                            req.provider,
+                            pending.summarizer.as_str(),
+                            &request.prompt,
+                            request.target_tokens,
+                        )
+                        .await,
+                    ),
+                }
+            }
         };
         let mut plan = match engine.finish(pending, outcome, snapshot.counter.as_ref(), now) {
             Ok(plan) => plan,

@@ -110,6 +110,11 @@ impl Client {
                     "The summariser failed ({why}); a fallback summary extracted without a model was used."
                 )
             }
+            CompressWarning::SummariserWindow { needed, window } => format!(
+                "The summariser's request ({} tokens with its reply) does not fit the model's {}-token window, so the extractive summariser wrote this summary.",
+                group_digits(*needed),
+                group_digits(*window)
+            ),
             CompressWarning::DryRunStandIn => {
                 "Dry run: the model was not called; the summary shown is the extractive stand-in.".to_owned()
             }
@@ -159,6 +164,15 @@ impl Client {
         match notice {
             TurnNotice::OutputLimit { max_tokens } => format!(
                 "the reply stopped at the output limit ({max_tokens} tokens); ask to continue, or raise [model] max_tokens"
+            ),
+            TurnNotice::WindowFull {
+                prompt_tokens,
+                completion_tokens,
+            } => format!(
+                "the reply stopped after {} tokens because the server's context window filled ({} prompt + {} reply tokens); ask to continue, or give the server a larger window",
+                group_digits(*completion_tokens),
+                group_digits(*prompt_tokens),
+                group_digits(*completion_tokens)
             ),
             TurnNotice::CutOff => "the reply was cut off before it ended".to_owned(),
             TurnNotice::EmptyReply => {

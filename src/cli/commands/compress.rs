@@ -14,6 +14,9 @@ pub fn compress(env: &Env, args: &CompressArgs) -> anyhow::Result<()> {
     let mut runtime = env.runtime()?;
     let session = runtime.find_session(&args.id)?;
     let (choice, _) = runtime.apply_served_window(env.choice_for(&session)?);
+    // A llama.cpp server counts the session's texts itself, so
+    // `tokens_before` is the figure `strata context` shows.
+    runtime.precount_session_blocking(&session, &choice);
     let summarizer = match args.summarizer {
         None => SummarizerArg::Config,
         Some(SummarizerValue::Model) => SummarizerArg::Model,

@@ -16,6 +16,8 @@ pub fn control(env: &Env, args: &ControlArgs, action: ControlAction) -> anyhow::
         ControlAction::Pin | ControlAction::Unpin => {
             // The half-window rule uses the window the server serves.
             let (choice, _) = runtime.apply_served_window(env.choice_for(&session)?);
+            // The pinned size is counted as `strata context` counts it.
+            runtime.precount_session_blocking(&session, &choice);
             runtime.set_pin(&session, &choice, &args.msg, action == ControlAction::Pin)?
         }
         ControlAction::Exclude | ControlAction::Include => {
