@@ -572,8 +572,9 @@ async fn kill_9_during_a_compaction_leaves_the_old_state() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kill_9_during_preflight_compression_keeps_the_typed_message() {
     let sb = Sandbox::new();
+    // Over the threshold, with a summary request that fits the window.
     write_config(&sb, "[model]\ncontext_window = 8000\nmax_tokens = 500\n");
-    let id = import_openai(&sb, &history(30, 600));
+    let id = import_openai(&sb, &history(24, 600));
     let before = state(&sb, &id).0.len();
     let (server, mut child) =
         stalled_summariser(&sb, &["chat", "--session", &id, "IMPORTANT user text 42"]).await;

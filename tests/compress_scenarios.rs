@@ -527,3 +527,21 @@ fn on_a_small_served_window_preflight_waits_for_a_reading_only_within_a_fifth_of
     assert_eq!(deferral_slack(23_800), 4_096);
     assert_eq!(deferral_slack(96_000), 4_800);
 }
+
+#[test]
+fn right_after_a_compaction_preflight_waits_unless_the_pipeline_would_leave_turns_out() {
+    let history = long_history();
+    let mut e = engine(32_000, 4_000, 0.75);
+    e.compress_extractive(Trigger::Manual, &input(&history, None), 0)
+        .unwrap();
+    assert_eq!(
+        e.should_compress_preflight(30_000, false, 0),
+        Decision::Skip(SkipReason::Deferred)
+    );
+    assert_eq!(e.should_compress_preflight(30_000, true, 0), Decision::Compress);
+    // Under the threshold nothing compresses, turns left out or not.
+    assert_eq!(
+        e.should_compress_preflight(1_000, true, 0),
+        Decision::Skip(SkipReason::BelowThreshold)
+    );
+}

@@ -302,6 +302,26 @@ fn doctor_counts_states_apart_from_other_files_and_warns_when_it_cannot_write() 
         check.detail
     );
 
+    // A state whose description is gone: counted apart, and the directory
+    // over a cap it exceeds is a warning.
+    std::fs::write(
+        model_dir.join(format!("{}.kv", "ab".repeat(16))),
+        vec![0_u8; 4_000_000],
+    )
+    .unwrap();
+    assert_eq!(kv_state::usage(dir.path()).orphan_bytes, 4_000_000);
+    assert_eq!(kv_state::usage(dir.path()).bytes, 0);
+    let check = doctor::kv_state_check(dir.path(), 1_000_000);
+    assert_eq!(check.status, doctor::CheckStatus::Warn, "{check:?}");
+    assert!(
+        check
+            .detail
+            .contains("4.0 MB of states without their .meta description")
+            && check.detail.contains("over the cap"),
+        "{}",
+        check.detail
+    );
+
     // Not a directory where the model's directory should be: nothing can
     // be saved there, whoever runs strata.
     std::fs::remove_dir_all(&model_dir).unwrap();

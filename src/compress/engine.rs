@@ -134,6 +134,19 @@ pub trait CompressionEngine {
     /// Whether to compress now, for `trigger`, with the current request
     /// estimate (tokens); records the overflow retry.
     fn should_compress(&mut self, trigger: Trigger, estimate: u64, now_ms: i64) -> Decision;
+    /// [`should_compress`](Self::should_compress) for a preflight whose
+    /// prepared request leaves whole turns out to fit the window
+    /// (`leaves_turns_out`: its pre-limit estimate exceeds what is sent).
+    /// Waiting for a reading is then no longer safe: the reading would fit
+    /// only because turns were left out, and the next one too, so the
+    /// history would never be compressed. Deferral does not apply; the
+    /// other rules do.
+    fn should_compress_preflight(&mut self, estimate: u64, leaves_turns_out: bool, now_ms: i64) -> Decision {
+        match self.should_compress(Trigger::Preflight, estimate, now_ms) {
+            Decision::Skip(SkipReason::Deferred) if leaves_turns_out => Decision::Compress,
+            decision => decision,
+        }
+    }
     /// Phases 1–3: pruning, boundaries, summariser input. Errors when there
     /// is nothing worth compressing (a strike for automatic triggers).
     fn prepare(&mut self, trigger: Trigger, input: &CompressionInput<'_>) -> Result<Pending, CompressError> {
@@ -347,6 +360,16 @@ impl CompressionEngine for DefaultEngine {
                 self.passes = 0;
                 Decision::Compress
             }
+        }
+    }
+
+    fn should_compress_preflight(&mut self, estimate: u64, leaves_turns_out: bool, now_ms: i64) -> Decision {
+        match self.should_compress(Trigger::Preflight, estimate, now_ms) {
+            Decision::Skip(SkipReason::Deferred) if leaves_turns_out => {
+                self.passes = 0;
+                Decision::Compress
+            }
+            decision => decision,
         }
     }
 

@@ -152,25 +152,21 @@ impl Conversation {
             // help: the fixed part or the must-keep messages do not fit.
             Err(e) => return self.fail_request(TurnNotice::Prepare(e), now_ms),
         };
-        if preflight
-            && self.wants_compression(Trigger::Preflight, prepared.prelimit_tokens, &prepared, now_ms)
-        {
+        if preflight && self.wants_preflight_compression(&prepared, now_ms) {
             return self.start_compression(Trigger::Preflight);
         }
         self.send(prepared, now_ms)
     }
 
-    /// Whether `trigger` should compress now at `estimate` tokens: the
-    /// engine's rules (threshold, deferral, strikes, lockout, cooldown),
+    /// Whether to compress before sending `prepared`: the engine's rules on
+    /// its pre-limit estimate (threshold, deferral, strikes, lockout,
+    /// cooldown; no deferral when the pipeline leaves whole turns out),
     /// and something outside the protected head and tail to compress.
-    fn wants_compression(
-        &mut self,
-        trigger: Trigger,
-        estimate: u64,
-        prepared: &Prepared,
-        now_ms: i64,
-    ) -> bool {
-        self.engine.should_compress(trigger, estimate, now_ms) == Decision::Compress
+    fn wants_preflight_compression(&mut self, prepared: &Prepared, now_ms: i64) -> bool {
+        let leaves_turns_out = prepared.prelimit_tokens > prepared.prepared_tokens;
+        self.engine
+            .should_compress_preflight(prepared.prelimit_tokens, leaves_turns_out, now_ms)
+            == Decision::Compress
             && self.worth_compressing(prepared)
     }
 

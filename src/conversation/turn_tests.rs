@@ -451,3 +451,32 @@ fn stored_counts_are_reported_for_the_store_before_the_request_goes_out() {
         "{e:?}"
     );
 }
+
+#[test]
+fn a_preflight_right_after_a_compaction_compresses_when_the_pipeline_would_leave_turns_out() {
+    let s = session();
+    // The previous turn ended with a compaction; no reading came since, so
+    // a preflight would wait for one.
+    let mut engine = engine();
+    let earlier = history(&s, 12, 30, false);
+    let counter = TiktokenCounter::new(Encoding::O200kBase, true);
+    let input = CompressionInput {
+        messages: &earlier,
+        fixed_tokens: 100,
+        counter: &counter,
+        topic: None,
+    };
+    let pending = engine.prepare(Trigger::Manual, &input).unwrap();
+    engine.finish(pending, None, &counter, 0).unwrap();
+    assert_eq!(
+        engine.should_compress(Trigger::Preflight, 1_000_000, 0),
+        Decision::Skip(SkipReason::Deferred)
+    );
+    // Far more history than the 8,192-token window holds: the reading of
+    // this request would fit only because older turns are left out.
+    let mut c = conversation(history(&s, 40, 120, false), s).with_engine(engine);
+    let mut run = Runner::new(&c);
+    let e = run.handle(&mut c, submit("and now?", 1));
+    assert_eq!(compress_of(&e), Some(Trigger::Preflight), "{e:?}");
+    assert!(request_of(&e).is_none(), "nothing is sent before the compression");
+}

@@ -82,6 +82,16 @@ pub enum ProviderError {
         /// What went wrong.
         message: String,
     },
+    /// The connection broke, or closed, after the reply had begun. Retried
+    /// like [`ProviderError::Network`] while nothing of the reply arrived;
+    /// otherwise reported (the partial reply is kept).
+    #[error("the connection to the provider at {url} broke during the reply ({message}); try again")]
+    Broken {
+        /// The endpoint of the request.
+        url: String,
+        /// What went wrong.
+        message: String,
+    },
     /// The stream ended without a reply (e.g. HTTP 200 with an empty body).
     #[error("the provider ended the reply without sending anything; try again")]
     EmptyResponse,
@@ -105,7 +115,11 @@ impl ProviderError {
     pub fn is_retryable(&self) -> bool {
         matches!(
             self,
-            Self::RateLimited { .. } | Self::Overloaded { .. } | Self::Server { .. } | Self::Network { .. }
+            Self::RateLimited { .. }
+                | Self::Overloaded { .. }
+                | Self::Server { .. }
+                | Self::Network { .. }
+                | Self::Broken { .. }
         )
     }
 

@@ -87,9 +87,17 @@ impl Endpoint {
         }
     }
 
+    /// The error for a connection that broke after the reply had begun.
+    pub fn broken(&self, message: impl AsRef<str>) -> ProviderError {
+        ProviderError::Broken {
+            url: self.url.clone(),
+            message: self.redact(message.as_ref()),
+        }
+    }
+
     /// The error for a body that ended before the reply finished.
     pub fn cut(&self) -> ProviderError {
-        self.network("the connection closed before the reply finished")
+        self.broken("the connection closed before the reply finished")
     }
 }
 

@@ -379,7 +379,7 @@ where
                 if self.decoder.progress() == Progress::Finished {
                     self.end();
                 } else {
-                    let error = self.endpoint.network(format!(
+                    let error = self.endpoint.broken(format!(
                         "the connection broke before the reply finished ({})",
                         super::http::describe_reqwest(&error)
                     ));

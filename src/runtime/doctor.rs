@@ -275,6 +275,16 @@ pub fn kv_state_check(dir: &std::path::Path, cap_bytes: u64) -> Check {
             dir.display()
         )
     };
+    if used.orphan_bytes > 0 {
+        detail.push_str(&format!(
+            "; {} of states without their .meta description (a save that stopped, or a file removed by hand: removed 10 minutes after they were written)",
+            megabytes(used.orphan_bytes)
+        ));
+    }
+    let over_cap = cap_bytes > 0 && used.bytes + used.orphan_bytes > cap_bytes;
+    if over_cap {
+        detail.push_str("; over the cap: the next save removes the least recently used states");
+    }
     if used.unfinished_bytes > 0 {
         detail.push_str(&format!(
             "; {} of unfinished saves (being written, or left by a process that stopped: removed at the next start)",
@@ -295,6 +305,7 @@ pub fn kv_state_check(dir: &std::path::Path, cap_bytes: u64) -> Check {
             CheckStatus::Warn,
             format!("{problem}: no state is saved; make it writable ({detail})"),
         ),
+        None if over_cap => check("kv state", CheckStatus::Warn, detail),
         None => check("kv state", CheckStatus::Ok, detail),
     }
 }

@@ -57,6 +57,10 @@ pub enum RunningFile {
         path: PathBuf,
         /// Its record.
         record: Record,
+        /// The pulled Q4_1 file's sha256 when it is not the pinned one:
+        /// the Q8_0 file still runs, but cannot be converted again until
+        /// `strata model pull` downloads the source anew.
+        damaged_source: Option<String>,
     },
     /// The pulled Q4_1 file (its sha256 is the pinned one).
     Pulled {
@@ -117,7 +121,12 @@ impl RunningFile {
     pub fn degraded(&self) -> bool {
         matches!(
             self,
-            Self::Pulled { failure: Some(_), .. } | Self::Mismatched { .. }
+            Self::Pulled { failure: Some(_), .. }
+                | Self::Mismatched { .. }
+                | Self::Converted {
+                    damaged_source: Some(_),
+                    ..
+                }
         )
     }
 
@@ -125,9 +134,21 @@ impl RunningFile {
     #[must_use]
     pub fn describe(&self) -> String {
         match self {
-            Self::Converted { record, .. } => format!(
+            Self::Converted {
+                record,
+                damaged_source: None,
+                ..
+            } => format!(
                 "runs the Q8_0 file converted from the pulled Q4_1 {} (source sha256 {}, Q8_0 sha256 {})",
                 record.source, record.source_sha256, record.sha256
+            ),
+            Self::Converted {
+                record,
+                damaged_source: Some(sha256),
+                ..
+            } => format!(
+                "runs the Q8_0 file (sha256 {}), but the pulled Q4_1 {} it was converted from is damaged (sha256 {sha256}, not the pinned {}), so it cannot be converted again; run `strata model pull` to download it again",
+                record.sha256, record.source, record.source_sha256
             ),
             Self::Pulled { failure: None, .. } => {
                 "runs the pulled Q4_1 file; it is converted to the faster Q8_0 on first use".to_owned()
@@ -168,14 +189,20 @@ pub fn running(models_dir: &Path) -> Option<RunningFile> {
         .flatten()
         .and_then(|bytes| serde_json::from_slice::<Record>(&bytes).ok())
         .filter(|r| r.source_sha256 == GGUF_SHA256)
-        .filter(|r| fs::metadata(&converted).is_ok_and(|m| m.is_file() && m.len() == r.size));
+        // A Q8_0 file of another size (cut short, say) is hashed like any
+        // other and found damaged; a missing one is converted on first use.
+        .filter(|_| converted.is_file());
     let mut mismatch = None;
     if let Some(record) = record {
         match cached_sha256(&converted, &cache) {
             Ok(sha256) if sha256 == record.sha256 => {
+                let damaged_source = cached_sha256(&source, &cache)
+                    .ok()
+                    .filter(|sha256| sha256 != GGUF_SHA256);
                 return Some(RunningFile::Converted {
                     path: converted,
                     record,
+                    damaged_source,
                 });
             }
             Ok(sha256) => mismatch = Some((sha256, record.sha256)),
@@ -385,23 +412,64 @@ mod tests {
     }
 
     #[test]
-    fn a_converted_file_without_a_matching_record_is_not_used() {
+    fn a_converted_file_cut_short_is_damaged_not_unconverted() {
         let dir = tempfile::tempdir().unwrap();
         let source = pulled(dir.path());
-        fs::write(dir.path().join(Q8_0_NAME), b"GGUF half written").unwrap();
-        let record = Record {
-            source: GGUF_NAME.to_owned(),
-            source_sha256: GGUF_SHA256.to_owned(),
-            sha256: "x".to_owned(),
-            size: 1_000,
-        };
-        fs::write(dir.path().join(RECORD_NAME), serde_json::to_vec(&record).unwrap()).unwrap();
+        let record = converted_file(dir.path(), b"GGUF converted bytes");
+        // Cut short: another size than the record's.
+        let file = dir.path().join(Q8_0_NAME);
+        fs::write(&file, b"GGUF conv").unwrap();
+        let found = running(dir.path()).unwrap();
         assert_eq!(
-            running(dir.path()),
-            Some(RunningFile::Pulled {
+            found,
+            RunningFile::Mismatched {
                 path: source,
-                failure: None
-            })
+                sha256: super::super::model_file::sha256_file(&file).unwrap(),
+                recorded: record.sha256,
+            }
+        );
+        assert!(found.describe().contains("is damaged"), "{}", found.describe());
+        // Missing: converted on first use, nothing damaged.
+        fs::remove_file(&file).unwrap();
+        assert!(matches!(
+            running(dir.path()),
+            Some(RunningFile::Pulled { failure: None, .. })
+        ));
+    }
+
+    #[test]
+    fn a_damaged_source_beside_a_good_conversion_is_said_while_the_conversion_runs() {
+        let dir = tempfile::tempdir().unwrap();
+        let source = pulled(dir.path());
+        converted_file(dir.path(), b"GGUF converted bytes");
+        // Damaged in place: the cache no longer vouches for it (new mtime).
+        fs::File::options()
+            .write(true)
+            .open(&source)
+            .unwrap()
+            .set_len(GGUF_SIZE)
+            .unwrap();
+        let future = SystemTime::now() + Duration::from_secs(5);
+        fs::File::options()
+            .write(true)
+            .open(&source)
+            .unwrap()
+            .set_modified(future)
+            .unwrap();
+        let found = running(dir.path()).unwrap();
+        let RunningFile::Converted {
+            damaged_source: Some(sha256),
+            ..
+        } = &found
+        else {
+            panic!("{found:?}");
+        };
+        assert_ne!(sha256, GGUF_SHA256);
+        assert!(found.degraded());
+        assert!(
+            found.describe().contains("is damaged") && found.describe().contains("strata model pull"),
+            "{}",
+            found.describe()
         );
     }
 

@@ -53,7 +53,7 @@ fn failure_of(e: ProviderError) -> SummaryFailure {
     let why = e.to_string();
     match e {
         ProviderError::Auth { .. } | ProviderError::NoKey { .. } => SummaryFailure::Auth(why),
-        ProviderError::Network { .. } => SummaryFailure::Network(why),
+        ProviderError::Network { .. } | ProviderError::Broken { .. } => SummaryFailure::Network(why),
         ProviderError::EmptyResponse | ProviderError::Protocol { .. } => SummaryFailure::Malformed(why),
         ProviderError::Local { .. } => SummaryFailure::NoModel(why),
         _ => SummaryFailure::Other(why),

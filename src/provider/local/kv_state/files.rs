@@ -16,9 +16,13 @@ const LEFTOVER_AGE: Duration = Duration::from_secs(600);
 /// Disk use of a state directory (for `strata doctor`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct StateUsage {
-    /// Bytes of strata's state files (`ID.kv` and `ID.meta`): what the cap
-    /// counts.
+    /// Bytes of strata's saved entries (`ID.kv` with its `ID.meta`): what
+    /// the cap counts, with `orphan_bytes`.
     pub bytes: u64,
+    /// Bytes of `ID.kv` files without their `ID.meta` (a save stopped
+    /// between its two renames, or a description removed by hand): counted
+    /// by the cap, and removed 10 minutes after they were written.
+    pub orphan_bytes: u64,
     /// Saved entries (`.meta` files).
     pub entries: usize,
     /// Bytes of unfinished saves (`.save-*.tmp`): being written, or left by
@@ -35,6 +39,9 @@ pub fn usage(root: &Path) -> StateUsage {
     let mut total = StateUsage::default();
     for file in all_files(root) {
         match file.kind {
+            Kind::State { meta: false } if !file.path.with_extension("meta").exists() => {
+                total.orphan_bytes += file.size;
+            }
             Kind::State { meta } => {
                 total.bytes += file.size;
                 total.entries += usize::from(meta);
