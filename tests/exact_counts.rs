@@ -61,15 +61,15 @@ fn of<'a>(events: &'a [Value], kind: &str) -> Vec<&'a Value> {
     events.iter().filter(|e| e["type"] == kind).collect()
 }
 
+/// `strata ARGS --model smollm2` against `server`, its JSON output.
+async fn json(sb: &Sandbox, server: &Server, args: &[&str]) -> Value {
+    let mut args = args.to_vec();
+    args.extend(["--model", "smollm2"]);
+    json_of(&run(openai(sb, &server.base_url(), &args)).await)
+}
+
 async fn context(sb: &Sandbox, server: &Server, id: &str) -> Value {
-    json_of(
-        &run(openai(
-            sb,
-            &server.base_url(),
-            &["context", id, "--json", "--no-mcp", "--model", "smollm2"],
-        ))
-        .await,
-    )
+    json(sb, server, &["context", id, "--json", "--no-mcp"]).await
 }
 
 fn logs(sb: &Sandbox) -> String {
@@ -167,27 +167,13 @@ async fn compress_and_pin_count_with_the_server_as_context_does() {
         .unwrap();
     let ctx = context(&sb, &server, &id).await;
     assert_eq!(ctx["exact"], true, "{ctx}");
-    let compress = json_of(
-        &run(openai(
-            &sb,
-            &server.base_url(),
-            &["compress", &id, "--dry-run", "--json", "--model", "smollm2"],
-        ))
-        .await,
-    );
+    let compress = json(&sb, &server, &["compress", &id, "--dry-run", "--json"]).await;
     assert_eq!(compress["exact"], true, "{compress}");
     assert_eq!(
         compress["tokens_before"], ctx["stored_tokens"],
         "{compress}\n{ctx}"
     );
-    let pin = json_of(
-        &run(openai(
-            &sb,
-            &server.base_url(),
-            &["pin", &id, "1", "--json", "--model", "smollm2"],
-        ))
-        .await,
-    );
+    let pin = json(&sb, &server, &["pin", &id, "1", "--json"]).await;
     // "hello there" is 9 tokens to this server with its framing, 2 to o200k_base.
     assert_eq!(pin["pinned_tokens"], 9, "{pin}");
 }

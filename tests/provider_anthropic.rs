@@ -293,7 +293,7 @@ async fn stream_cut_before_message_stop_is_an_error_after_the_text() {
     let server = Server::start(vec![Reply::sse_cut(&TEXT_WITH_PING[..cut])]).await;
     let (events, error) = collect(provider_for(&server, Some(KEY)).stream(simple())).await;
     assert_eq!(text(&events), "Grüße aus 東京 🗼!");
-    assert!(matches!(error, Some(ProviderError::Network { .. })), "{error:?}");
+    assert!(matches!(error, Some(ProviderError::Broken { .. })), "{error:?}");
 }
 
 #[tokio::test]

@@ -207,7 +207,7 @@ async fn disconnect_mid_reply_keeps_the_text_and_reports_a_cut_without_retrying(
     assert_eq!(text(&events), "Half a reply");
     assert!(!events.iter().any(|e| matches!(e, StreamEvent::Done { .. })));
     let error = error.expect("a cut stream is an error");
-    assert!(matches!(error, ProviderError::Network { .. }), "{error:?}");
+    assert!(matches!(error, ProviderError::Broken { .. }), "{error:?}");
     assert!(error.to_string().contains("before the reply finished"), "{error}");
     assert_eq!(server.requests().len(), 1, "output was shown, so no retry");
 }
@@ -532,7 +532,7 @@ async fn dropping_the_stream_closes_the_connection() {
 }
 
 #[tokio::test]
-async fn silence_longer_than_the_idle_timeout_is_a_network_error() {
+async fn silence_longer_than_the_idle_timeout_after_text_is_a_broken_reply() {
     let server = Server::start(vec![Reply::sse_hold(chunk("then nothing"))]).await;
     let provider = OpenAiProvider::new(HttpProviderConfig {
         base_url: server.base_url(),
@@ -547,7 +547,7 @@ async fn silence_longer_than_the_idle_timeout_is_a_network_error() {
     let (events, error) = collect(provider.stream(request())).await;
     assert_eq!(text(&events), "then nothing");
     let error = error.unwrap();
-    assert!(matches!(error, ProviderError::Network { .. }));
+    assert!(matches!(error, ProviderError::Broken { .. }), "{error:?}");
     assert!(error.to_string().contains("no data for 300ms"), "{error}");
 }
 

@@ -361,7 +361,12 @@ where
         use eventsource_stream::EventStreamError;
         match next {
             Err(_) => {
-                let error = self.endpoint.network(format!("no data for {:?}", self.idle));
+                let silence = format!("no data for {:?}", self.idle);
+                // A stall after the reply began: the server was reached.
+                let error = match self.decoder.progress() {
+                    Progress::Partial => self.endpoint.broken(silence),
+                    Progress::Nothing | Progress::Finished => self.endpoint.network(silence),
+                };
                 self.fail(error);
             }
             Ok(None) => self.end(),
