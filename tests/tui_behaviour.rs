@@ -29,6 +29,11 @@ async fn sending_a_message_streams_the_reply_and_stores_it() {
     assert_eq!(m[0].content, "say hello");
     assert_eq!(m[1].content, "Hello wörld");
     assert_eq!(m[1].status, MessageStatus::Complete);
+    // Both are counted during the turn, and their headers say so at once.
+    assert!(m.iter().all(|m| m.tokens.is_some()), "{m:?}");
+    let screen = draw(&h.app, 120, 36);
+    let you = format!("you  {} tok", m[0].tokens.as_ref().unwrap().tokens);
+    assert!(screen.contains(&you), "{screen}");
     assert_eq!(h.app.session().unwrap().title, "say hello");
     let ctx = h.app.context().unwrap();
     assert_eq!(ctx.last_usage.as_ref().unwrap().cache_read_tokens, Some(100));

@@ -44,6 +44,9 @@ pub enum ChatOutput<'a> {
     /// A message was stored in its final form (the user's message and its
     /// parts; a reply once finished).
     Stored(&'a crate::domain::Message),
+    /// Messages were counted (the user's message before its request, the
+    /// reply as the turn ends) and their counts stored.
+    Counted(&'a [(crate::domain::MessageId, crate::domain::TokenCount)]),
     /// A request went to the provider; the conversation holds what the
     /// pipeline said of it ([`Conversation::sent`]) and the history it was
     /// made from.
@@ -269,7 +272,10 @@ impl Runtime {
                             out(ChatOutput::Stored(m));
                         }
                     }
-                    Effect::StoreTokenCounts(counts) => self.store.set_message_tokens(&counts)?,
+                    Effect::StoreTokenCounts(counts) => {
+                        self.store.set_message_tokens(&counts)?;
+                        out(ChatOutput::Counted(&counts));
+                    }
                     Effect::SendRequest(request) => {
                         error = None;
                         stream = Some(provider.stream(request));

@@ -47,6 +47,9 @@ pub enum ServiceEvent {
     /// message, a finished reply); clients replace the one with its id or
     /// append it.
     Message(Box<Message>),
+    /// Messages of the open session were counted: their ids and counts
+    /// (clients show them in the messages' headers).
+    Tokens(Vec<(crate::domain::MessageId, crate::domain::TokenCount)>),
     /// The context of the open session's next request, recomputed from
     /// what the service holds.
     Context(Box<ContextSnapshot>),

@@ -325,6 +325,10 @@ impl App {
                 self.chat.upsert(*m);
                 Vec::new()
             }
+            AppEvent::Tokens(counts) => {
+                self.chat.set_tokens(counts);
+                Vec::new()
+            }
             AppEvent::Context(c) => {
                 self.chat.set_report(c.report.clone());
                 if c.last_usage.is_some() {

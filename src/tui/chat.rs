@@ -152,6 +152,8 @@ struct CacheKey {
     status: MessageStatus,
     badges: Vec<String>,
     calls: usize,
+    /// The header's token count.
+    tokens: Option<u32>,
 }
 
 /// A block of the pane, as drawn by `render`.
@@ -286,6 +288,16 @@ impl ChatPane {
         }
     }
 
+    /// Sets the token counts of the messages they name (the service's
+    /// delta after counting); headers follow at the next frame.
+    pub fn set_tokens(&mut self, counts: Vec<(MessageId, crate::domain::TokenCount)>) {
+        for (id, count) in counts {
+            if let Some(m) = self.messages.iter_mut().rev().find(|m| m.id == id) {
+                m.tokens = Some(count);
+            }
+        }
+    }
+
     /// Replaces the pipeline report (badges follow at the next frame).
     pub fn set_report(&mut self, report: Vec<ReportEntry>) {
         self.report = report.into_iter().map(|r| (r.message_id, r)).collect();
@@ -416,6 +428,7 @@ impl ChatPane {
             status: msg.status,
             badges,
             calls: msg.tool_calls.len(),
+            tokens: msg.tokens.as_ref().map(|t| t.tokens),
         };
         if let Some(c) = self.cache.borrow().get(&msg.id)
             && c.key == key

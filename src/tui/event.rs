@@ -43,6 +43,8 @@ pub enum AppEvent {
     /// A message of the open session was stored or changed: replaces the
     /// one with its id, or is appended.
     Message(Box<Message>),
+    /// Messages of the open session were counted: their ids and counts.
+    Tokens(Vec<(crate::domain::MessageId, crate::domain::TokenCount)>),
     /// The context of the open session's next request.
     Context(Box<ContextSnapshot>),
     /// The turn moved to another phase (compressing, connecting,

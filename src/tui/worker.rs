@@ -68,6 +68,7 @@ impl From<ServiceEvent> for AppEvent {
             },
             ServiceEvent::Loaded(view) => Self::Loaded(view),
             ServiceEvent::Message(m) => Self::Message(m),
+            ServiceEvent::Tokens(counts) => Self::Tokens(counts),
             ServiceEvent::Context(c) => Self::Context(c),
             ServiceEvent::StreamStarted { now_ms } => Self::StreamStarted { now_ms },
             ServiceEvent::Delta { text, now_ms } => Self::Delta { text, now_ms },

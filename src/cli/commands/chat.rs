@@ -337,6 +337,7 @@ impl Printer {
             ServiceEvent::Connected { .. }
             | ServiceEvent::Tool(_)
             | ServiceEvent::Context(_)
+            | ServiceEvent::Tokens(_)
             | ServiceEvent::StreamStarted { .. }
             | ServiceEvent::Phase(_)
             | ServiceEvent::DraftTokens { .. }

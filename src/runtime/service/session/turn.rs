@@ -229,6 +229,7 @@ impl SessionService {
                     return;
                 }
                 ChatOutput::Phase(phase) => ServiceEvent::Phase(phase),
+                ChatOutput::Counted(counts) => ServiceEvent::Tokens(counts.to_vec()),
                 ChatOutput::ToolStarted(call) => {
                     let arguments = serde_json::from_str(&call.arguments).unwrap_or(serde_json::Value::Null);
                     ServiceEvent::Tool(ToolEvent::Started {
