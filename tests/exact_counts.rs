@@ -157,7 +157,7 @@ async fn an_http_error_of_tokenize_leaves_the_context_estimated() {
 }
 
 #[tokio::test]
-async fn compress_and_pin_count_with_the_server_as_context_does() {
+async fn compress_show_and_pin_count_with_the_server_as_context_does() {
     let sb = Sandbox::new();
     let server = llama_cpp(Some(Reply::json(200, r#"{"tokens":[1,2,3]}"#))).await;
     let id = chat(&sb, &server)
@@ -173,6 +173,8 @@ async fn compress_and_pin_count_with_the_server_as_context_does() {
         compress["tokens_before"], ctx["stored_tokens"],
         "{compress}\n{ctx}"
     );
+    let show = json(&sb, &server, &["show", &id, "--json"]).await;
+    assert_eq!(show["messages"][0]["tokens"], 9, "{show}");
     let pin = json(&sb, &server, &["pin", &id, "1", "--json"]).await;
     // "hello there" is 9 tokens to this server with its framing, 2 to o200k_base.
     assert_eq!(pin["pinned_tokens"], 9, "{pin}");

@@ -317,7 +317,9 @@ fn doctor_counts_states_apart_from_other_files_and_warns_when_it_cannot_write() 
         check
             .detail
             .contains("4.0 MB of states without their .meta description")
-            && check.detail.contains("over the cap"),
+            && check
+                .detail
+                .contains("over the cap until the states without a description are removed"),
         "{}",
         check.detail
     );

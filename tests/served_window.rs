@@ -307,3 +307,27 @@ async fn a_summary_request_too_big_for_the_served_window_is_not_sent_and_the_ext
         ctx["compression"]
     );
 }
+
+#[tokio::test]
+async fn older_messages_left_out_to_fit_the_served_window_are_said_once() {
+    let sb = Sandbox::new();
+    // Compression off: about 9,000 tokens of history on a 3,072-token server.
+    write_config(&sb, "[compression]\nenabled = false\n");
+    let id = import_openai(&sb, &history(12, 3000));
+    let server = Server::start(vec![Reply::sse(sse("Fine.", Some(900)))]).await;
+    server.answer_discovery("/v1/models", Reply::json(200, &fixture("llama_cpp_models.json")));
+    let events = chat(&sb, &server, &["--session", &id]).await;
+    let said: Vec<String> = notices(&events)
+        .into_iter()
+        .filter(|n| n.contains("left out of this request"))
+        .collect();
+    assert_eq!(said.len(), 1, "{said:?}");
+    assert!(
+        said[0].contains("older messages (~")
+            && said[0]
+                .contains("to fit the 3,072-token window; `strata compress ID` summarises them instead"),
+        "{said:?}"
+    );
+    let sent = server.requests()[0].json();
+    assert!(sent["messages"].as_array().unwrap().len() < 25, "{sent}");
+}

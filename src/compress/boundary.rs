@@ -10,7 +10,10 @@
 //! Tail: walk back from the end while the tokens fit the budget; one message
 //! may overshoot it up to 1.5× rather than be cut; at least
 //! [`min_tail_messages`] messages unless one of them alone exceeds 1.5× the
-//! budget. Then the last real user message and the last visible assistant
+//! budget, or taking it would bring the tail past 2.5× the budget (half the
+//! threshold: on a small window a few long messages would otherwise fill
+//! the tail, leave nothing to summarise, and the pipeline would leave the
+//! older turns out instead). Then the last real user message and the last visible assistant
 //! reply are pulled in, and the start moves back until it neither begins
 //! with a tool result nor separates a user message from its reply.
 //!
@@ -92,12 +95,13 @@ pub fn find_boundaries_with(
     let mut used = 0u64;
     let mut overshot = false;
     let hard = tail_budget.saturating_mul(3) / 2;
+    let minimum_cap = tail_budget.saturating_mul(5) / 2;
     let min_tail = min_tail_messages(protect_last_n);
     while start > head_end {
         let t = u64::from(tokens[start - 1]);
         let within = !minimum_only && used + t <= tail_budget;
         let overshoot = !minimum_only && !overshot && used + t <= hard;
-        let for_minimum = n - start < min_tail && t <= hard;
+        let for_minimum = n - start < min_tail && t <= hard && used + t <= minimum_cap;
         if !(within || overshoot || for_minimum) {
             break;
         }
@@ -185,6 +189,23 @@ mod tests {
         let b = find_boundaries(&h, &[10; 13], 30, 3);
         assert_eq!(b.head_end, 3, "S U A; the third (U) is followed by its reply");
         assert_eq!(b.tail_start, 9, "three fit, a fourth overshoots");
+    }
+
+    #[test]
+    fn the_minimum_tail_count_stops_at_two_and_a_half_budgets() {
+        use Role::{Assistant as A, User as U};
+        // A 3,072-token server: a tail budget of 391, turns of ~500 tokens.
+        let h = history(&[U, A, U, A, U, A, U, A, U]);
+        let tokens = [500, 300, 500, 300, 500, 300, 500, 300, 500];
+        let b = find_boundaries(&h, &tokens, 391, 6);
+        // The last user message overshoots, its predecessor's reply fits
+        // under 2.5 budgets (977), and the turn is kept whole.
+        assert_eq!(b.tail_start, 6, "{b:?}");
+        assert!(!b.is_empty(), "older turns are left to summarise");
+        // Small messages still get the minimum count: six, then the turn
+        // the sixth answers.
+        let b = find_boundaries(&h, &[4; 9], 10, 6);
+        assert_eq!(b.tail_start, 2, "{b:?}");
     }
 
     #[test]

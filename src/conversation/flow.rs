@@ -241,6 +241,9 @@ impl Conversation {
             }
             None => false,
         };
+        // Another pass only when it would find something worth it: a pass
+        // that finds nothing is a strike.
+        let more = more && self.prepare().is_ok_and(|next| self.worth_compressing(&next));
         let mut effects = vec![Effect::SaveEngineState(self.engine.state())];
         effects.extend(match trigger {
             Trigger::Preflight if more => self.start_compression(Trigger::Preflight),

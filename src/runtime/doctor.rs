@@ -282,8 +282,10 @@ pub fn kv_state_check(dir: &std::path::Path, cap_bytes: u64) -> Check {
         ));
     }
     let over_cap = cap_bytes > 0 && used.bytes + used.orphan_bytes > cap_bytes;
-    if over_cap {
+    if over_cap && used.bytes > cap_bytes {
         detail.push_str("; over the cap: the next save removes the least recently used states");
+    } else if over_cap {
+        detail.push_str("; over the cap until the states without a description are removed");
     }
     if used.unfinished_bytes > 0 {
         detail.push_str(&format!(

@@ -61,6 +61,23 @@ impl Client {
         }
     }
 
+    /// That the request just sent left `messages` older messages (`tokens`
+    /// of them) out to fit `window`, and how to keep them as a summary.
+    #[must_use]
+    pub fn left_out(self, messages: usize, tokens: u64, window: u64) -> String {
+        let (what, verb, them) = if messages == 1 {
+            ("1 older message".to_owned(), "was", "it")
+        } else {
+            (format!("{messages} older messages"), "were", "them")
+        };
+        format!(
+            "{what} (~{} tokens) {verb} left out of this request to fit the {}-token window; {} summarises {them} instead",
+            group_digits(tokens),
+            group_digits(window),
+            self.commands().compress
+        )
+    }
+
     /// Why automatic compression is paused, with what to do instead.
     #[must_use]
     pub fn lockout(self, reason: &LockReason) -> String {

@@ -104,6 +104,12 @@ pub fn show(env: &Env, args: &ShowArgs) -> anyhow::Result<()> {
     let mut runtime = env.runtime()?;
     let session = runtime.find_session(&args.id)?;
     let prompt = runtime.current_prompt(session.id)?;
+    // A llama.cpp server counts the session's texts itself, as `strata
+    // context` shows them; without a usable provider, strata's own counts.
+    if let Ok(choice) = env.choice_for(&session) {
+        let (choice, _) = runtime.apply_served_window(choice);
+        runtime.precount_session_blocking(&session, &choice);
+    }
     let messages = runtime.counted_messages(&session, args.archived)?;
     if args.json {
         let mut pos = 0;

@@ -270,8 +270,8 @@ impl StateStore {
                 }
                 _ => false,
             };
-            if leftover {
-                let _ = fs::remove_file(&file.path);
+            if leftover && fs::remove_file(&file.path).is_ok() {
+                tracing::info!(file = %file.path.display(), bytes = file.size, "kv state leftover removed");
             }
             !leftover && matches!(file.kind, Kind::State { .. })
         });

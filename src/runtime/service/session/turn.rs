@@ -169,12 +169,29 @@ impl SessionService {
         let tool_env = self.tool_env.clone();
         let mut compacted = false;
         let mut stated = None;
+        // Said once a turn: older messages left out of a request.
+        let mut said_left_out = false;
+        let client = self.runtime.client();
         let mut out = |o: ChatOutput<'_>| {
             let e = match o {
                 ChatOutput::Sent(conversation) => {
                     let (Some(choice), Some(sent)) = (&choice, conversation.sent()) else {
                         return;
                     };
+                    let dropped = sent
+                        .report
+                        .iter()
+                        .filter(|r| r.action == crate::pipeline::Action::Dropped);
+                    let (count, tokens) =
+                        dropped.fold((0, 0), |(n, t), r| (n + 1, t + u64::from(r.tokens_before)));
+                    if count > 0 && !said_left_out {
+                        said_left_out = true;
+                        sink(ServiceEvent::Notice(client.left_out(
+                            count,
+                            tokens,
+                            choice.context_window,
+                        )));
+                    }
                     let stored: Vec<u32> = conversation
                         .messages()
                         .iter()
