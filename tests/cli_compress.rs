@@ -398,11 +398,17 @@ async fn with_compression_disabled_an_overflow_is_a_clear_error_and_nothing_chan
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_history_inside_the_protected_head_and_tail_is_neither_compressed_nor_a_strike() {
     let sb = Sandbox::new();
-    // Window 16,000, reserve 4,096: the threshold is 85 % of 11,904.
+    // Window 16,000, reserve 4,096: the threshold is 85 % of 11,904. A
+    // short first exchange (the protected start) and one of about 5,000
+    // tokens a message, which the next request's end always keeps whole
+    // (the last reply with its request): over the threshold, with nothing
+    // between them to summarise.
     write_config(&sb, "[model]\ncontext_window = 16000\nmax_tokens = 4096\n");
-    let id = import_openai(&sb, &history(2, 12_000));
-    let server = Server::start(vec![Reply::sse(sse("one", None)), Reply::sse(sse("two", None))]).await;
-    for word in ["first", "second"] {
+    let mut messages: Vec<Value> = serde_json::from_str(&history(1, 200)).unwrap();
+    messages.extend(serde_json::from_str::<Vec<Value>>(&history(1, 22_000)).unwrap());
+    let id = import_openai(&sb, &serde_json::to_string(&messages).unwrap());
+    let server = Server::start(vec![Reply::sse(sse("one", None))]).await;
+    for word in ["first"] {
         let out = run(openai(
             &sb,
             &server.base_url(),
@@ -417,6 +423,10 @@ async fn a_history_inside_the_protected_head_and_tail_is_neither_compressed_nor_
         );
     }
     let context = sb.json(&["context", &id, "--json"]);
+    assert!(
+        context["prelimit_tokens"].as_u64().unwrap() >= context["threshold"]["effective"].as_u64().unwrap(),
+        "over the threshold: {context}"
+    );
     assert_eq!(context["compression"]["strikes"], 0);
     assert!(context["compression"]["blocked"].is_null(), "{context}");
 }
