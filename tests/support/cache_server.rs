@@ -10,7 +10,7 @@
 //! `forget()` makes it report 0 (an eviction).
 #![allow(dead_code, clippy::unwrap_used)]
 
-use crate::server::{Recorded, Reply};
+use crate::support::server::{Recorded, Reply};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
