@@ -56,8 +56,8 @@ fn compress_prints_the_json_contract_and_undo_restores_messages_and_prompt_bytes
     assert_eq!(out["topic"], "parser");
     let summary = out["summary"].as_str().unwrap();
     assert!(
-        summary.contains("reference only") || summary.contains("background"),
-        "{summary}"
+        summary.starts_with(strata::compress::NOTICE.trim()),
+        "the summary opens with the notice that it is background for reference only: {summary}"
     );
 
     let (after, prompt_after) = state(&sb, &id);

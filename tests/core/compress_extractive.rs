@@ -159,6 +159,24 @@ fn varied(n: usize) -> Vec<Message> {
     b.build()
 }
 
+/// `history` and then `more`, in `history`'s session, numbered after it
+/// (call ids made distinct from `history`'s).
+fn followed_by(history: &[Message], more: Vec<Message>) -> Vec<Message> {
+    let last = history.last().map_or(0, |m| m.seq);
+    let renamed = |id: &str| format!("later_{id}");
+    let mut all = history.to_vec();
+    all.extend(more.into_iter().map(|mut m| {
+        m.session_id = history[0].session_id;
+        m.seq += last;
+        for call in &mut m.tool_calls {
+            call.id = renamed(&call.id);
+        }
+        m.tool_call_id = m.tool_call_id.as_deref().map(renamed);
+        m
+    }));
+    all
+}
+
 #[test]
 fn the_summary_token_count_is_exact() {
     use strata::compress::{CompressionInput, Trigger, tokens_of};
@@ -192,19 +210,23 @@ fn the_summary_token_count_is_exact() {
                 .map(|m| u64::from(tokens_of(&counter, m)))
                 .sum();
             assert_eq!(plan.tokens_after, 100 + total);
-            // A second compression updates the first summary.
+            // A second compression, after 40 more turns, updates the first
+            // summary and counts it exactly too.
+            let next = followed_by(&plan.messages, varied(40));
             let input = CompressionInput {
-                messages: &plan.messages,
+                messages: &next,
                 fixed_tokens: 100,
                 counter: &counter,
                 topic,
             };
-            if let Ok(again) = engine.compress_extractive(Trigger::Manual, &input, 0) {
-                assert_eq!(
-                    again.summary_tokens,
-                    u64::from(message_tokens(&counter, &again.summary))
-                );
-            }
+            let again = engine.compress_extractive(Trigger::Manual, &input, 0).unwrap();
+            assert!(again.archived.contains(&plan.summary.id), "{encoding:?}");
+            assert_eq!(
+                again.summary_tokens,
+                u64::from(message_tokens(&counter, &again.summary)),
+                "{encoding:?}:\n{}",
+                again.summary.content
+            );
         }
     }
 }

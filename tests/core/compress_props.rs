@@ -14,7 +14,7 @@ use proptest::prelude::*;
 use std::collections::HashSet;
 use strata::compress::{
     CompressError, CompressionEngine, CompressionInput, CompressionPlan, Trigger, find_boundaries,
-    is_real_user, is_visible_assistant, split_summary, tokens_of,
+    find_boundaries_with, is_real_user, is_visible_assistant, split_summary, tokens_of,
 };
 use strata::domain::{Message, MessageId, MessageKind, Role};
 
@@ -165,8 +165,36 @@ proptest! {
                 let b = find_boundaries(&plan.messages, &counts, 1_000, 4);
                 let system_count = plan.messages.iter().take_while(|m| m.role == Role::System).count();
                 prop_assert_eq!(b.head_end, system_count);
-                if let Ok(second) = e.compress_extractive(Trigger::Manual, &input(&plan.messages), 0) {
-                    check_plan(&plan.messages, &second)?;
+                match e.compress_extractive(Trigger::Manual, &input(&plan.messages), 0) {
+                    Ok(second) => check_plan(&plan.messages, &second)?,
+                    // Nothing new to summarise: a summary merged into a
+                    // message stays in the protected end (it is not
+                    // summarised again), or between the protected start and
+                    // the smallest protected end each turn is the summary or
+                    // pinned.
+                    Err(CompressError::NothingToCompress) => {
+                        let m = &plan.messages;
+                        let budget = e.config().threshold.effective / 5;
+                        let counts: Vec<u32> = m.iter().map(|m| tokens_of(&QuarterCounter, m)).collect();
+                        let mut b = find_boundaries(m, &counts, budget, 4);
+                        if b.is_empty() {
+                            b = find_boundaries_with(m, &counts, budget, 4, true);
+                        }
+                        let merged_in_tail = m[b.tail_start..]
+                            .iter()
+                            .any(|m| m.kind == MessageKind::Summary && split_summary(&m.content).1.is_some());
+                        if !merged_in_tail {
+                            for turn in m[b.middle()].chunk_by(|_, m| m.role != Role::User) {
+                                let summary_only = turn.iter().all(|m| m.kind == MessageKind::Summary);
+                                prop_assert!(
+                                    summary_only || turn.iter().any(|m| m.pinned),
+                                    "a turn left to summarise: {:?}",
+                                    turn.iter().map(|m| (m.role, m.kind, m.content.len())).collect::<Vec<_>>()
+                                );
+                            }
+                        }
+                    }
+                    Err(other) => prop_assert!(false, "second pass: unexpected {other}"),
                 }
             }
             Err(CompressError::NothingToCompress) => {

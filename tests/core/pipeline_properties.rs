@@ -281,13 +281,23 @@ proptest! {
         let mut memo = CutMemo::new();
         prop_assert_eq!(&prepare_with(&inp, &mut memo), &prepared);
         prop_assert_eq!(&prepare_with(&inp, &mut memo), &prepared);
-        // The report-only run (for showing the next request) says the same.
-        if let (Ok(report), Ok(full)) = (report_with(&inp, &mut memo), &prepared) {
-            prop_assert_eq!(&report.report, &full.report);
-            prop_assert_eq!(report.prepared_tokens, full.prepared_tokens);
-            prop_assert_eq!(report.prelimit_tokens, full.prelimit_tokens);
-            prop_assert_eq!(&report.prelimit_counts, &full.prelimit_counts);
-            prop_assert_eq!(report.request.messages.len(), full.request.messages.len());
+        // The report-only run (for showing the next request) says the same,
+        // and refuses what the full run refuses, as it does.
+        match (report_with(&inp, &mut memo), &prepared) {
+            (Ok(report), Ok(full)) => {
+                prop_assert_eq!(&report.report, &full.report);
+                prop_assert_eq!(report.prepared_tokens, full.prepared_tokens);
+                prop_assert_eq!(report.prelimit_tokens, full.prelimit_tokens);
+                prop_assert_eq!(&report.prelimit_counts, &full.prelimit_counts);
+                prop_assert_eq!(report.request.messages.len(), full.request.messages.len());
+            }
+            (Err(refused), Err(full)) => prop_assert_eq!(&refused, full),
+            (report, full) => prop_assert!(
+                false,
+                "the report-only run gave {:?}, the full run {:?}",
+                report.map(|r| r.prepared_tokens),
+                full.as_ref().map(|f| f.prepared_tokens)
+            ),
         }
         match prepared {
             Err(e @ PrepareError::WindowTooSmall { system, tools, reserve, window, .. }) => {

@@ -243,8 +243,22 @@ fn empty_layers_are_left_out() {
 
 #[test]
 fn gathering_warnings_come_first() {
-    let p = build(&inputs(PromptMode::Full));
-    assert_eq!(p.warnings[0], "A warning from gathering.");
+    let mut i = inputs(PromptMode::Full);
+    i.warnings.push("A second warning from gathering.".to_owned());
+    // Two warnings of the assembly itself, in layer order: memory, then
+    // the computed layer.
+    i.memory_file.as_mut().unwrap().lossy = true;
+    i.computed.as_mut().unwrap().output = "x".repeat(100_001);
+    let p = build(&i);
+    assert_eq!(
+        p.warnings,
+        [
+            "A warning from gathering.",
+            "A second warning from gathering.",
+            "/h/MEMORY.md is not valid UTF-8; the invalid bytes were replaced with U+FFFD.",
+            "The output of prompt.context_cmd `git status --short` is longer than 100,000 characters; the prompt keeps its beginning.",
+        ]
+    );
 }
 
 #[test]

@@ -283,7 +283,7 @@ fn kill_9_of_strata_leaves_no_mcp_server_behind() {
     .unwrap();
     let _ = strata.wait();
     assert!(
-        eventually(3.0, || tree.iter().all(|p| !alive(*p))),
+        mcp_support::gone(&tree),
         "left: {:?}",
         tree.iter().filter(|p| alive(**p)).collect::<Vec<_>>()
     );

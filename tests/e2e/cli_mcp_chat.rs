@@ -114,9 +114,12 @@ fn the_real_servers_tools_are_offered_after_the_built_ins_and_answer_the_model()
         assert!(result("e").contains("こんにちは 世界"), "{}", result("e"));
         let refused = result("w");
         assert!(!std::path::Path::new("/etc/strata-test-outside").exists());
-        assert!(
-            refused.to_lowercase().contains("denied") || refused.to_lowercase().contains("outside"),
-            "{refused}"
+        assert_eq!(
+            refused,
+            format!(
+                "Access denied - path outside allowed directories: /etc/strata-test-outside not in {}",
+                sb.ws().join("allowed").display()
+            )
         );
         let ev = events(&out);
         let statuses: Vec<&str> = of_type(&ev, "tool_result")
@@ -329,24 +332,45 @@ fn kill_9_of_a_chat_during_an_mcp_call_leaves_no_server_behind() {
             &server,
             &["chat", "--json", "--new", "--approve", "all", "wait"],
         )
-        .stdout(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
+        // The `tool_call` line says the call is under way (the server
+        // answers after 60 s).
+        let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let (called, calling) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            use std::io::BufRead as _;
+            for line in stdout.lines().map_while(Result::ok) {
+                if line.contains(r#""type":"tool_call""#) {
+                    let _ = called.send(line);
+                }
+            }
+        });
         let supervised = format!("--parent\u{0}{}\u{0}", child.id());
         assert!(
-            mcp_support::eventually(30.0, || server.requests().len() == 1
+            mcp_support::eventually(mcp_support::PATIENCE.as_secs_f64(), || server.requests().len()
+                == 1
                 && mcp_support::processes_with(&supervised).len() == 3),
             "the three servers never ran"
         );
-        // The call is under way (the server answers after 60 s).
-        tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+        let call = calling
+            .recv_timeout(mcp_support::PATIENCE)
+            .expect("the call never started");
+        assert!(
+            call.contains("everything__trigger-long-running-operation"),
+            "{call}"
+        );
         assert!(!mcp_support::processes_with(unique.to_str().unwrap()).is_empty());
         child.kill().unwrap();
         child.wait().unwrap();
         assert!(
-            mcp_support::eventually(10.0, || mcp_support::processes_with(&supervised).is_empty()
-                && mcp_support::processes_with(unique.to_str().unwrap()).is_empty()),
+            mcp_support::eventually(
+                mcp_support::PATIENCE.as_secs_f64(),
+                || mcp_support::processes_with(&supervised).is_empty()
+                    && mcp_support::processes_with(unique.to_str().unwrap()).is_empty()
+            ),
             "a server outlived strata"
         );
     });

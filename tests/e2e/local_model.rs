@@ -96,16 +96,13 @@ fn greedy_generation_streams_a_non_empty_answer() {
     .unwrap();
     assert!(!reply.text.trim().is_empty());
     let completion = reply.usage.completion_tokens.unwrap();
-    assert!(completion >= 8, "only {completion} tokens: {:?}", reply.text);
-    assert!(completion <= 16);
+    // A poem does not fit in 16 tokens: greedy decoding writes all of them.
+    assert_eq!(completion, 16, "{:?}", reply.text);
     assert_eq!(reply.usage.cache_read_tokens, Some(0));
     let stats = provider.last_stats().unwrap();
     assert_eq!(stats.prompt_tokens as u64, reply.usage.prompt_tokens.unwrap());
     assert_eq!(stats.prefilled_tokens, stats.prompt_tokens);
-    assert!(matches!(
-        reply.finish_reason,
-        Some(FinishReason::Stop | FinishReason::Length)
-    ));
+    assert_eq!(reply.finish_reason, Some(FinishReason::Length));
 }
 
 #[test]

@@ -1,10 +1,10 @@
 //! End to end in tmux: the real `strata` app against the local test server
 //! playing a provider's cache (`support/cache_server.rs`). Each turn grows
 //! the history by about 6 % of the compression threshold; the warning
-//! "auto-compress in ~N turns" is not there at first, appears as the next
-//! request comes within 10 % of the threshold, and is on screen the turn
-//! before automatic compression fires. The pane shows the cache reads
-//! after each turn.
+//! "auto-compress in ~N turns" is not there at first and appears as the next
+//! request comes within 10 % of the threshold; the turn before automatic
+//! compression fires the screen says the history is over the compression
+//! threshold. The pane shows the cache reads after each turn.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
@@ -72,6 +72,7 @@ async fn the_warning_appears_the_turn_before_automatic_compression_fires() {
         "no warning at 75 %:\n{first}"
     );
     let mut before = first;
+    let mut counted_down = false;
     for n in 0..8 {
         tmux.keys("app", &[&format!("question {n}"), "Enter"]);
         let screen = tmux
@@ -81,14 +82,18 @@ async fn the_warning_appears_the_turn_before_automatic_compression_fires() {
             .await;
         if screen.contains("compacted auto") {
             assert!(n >= 1, "compression fired on the first turn:\n{screen}");
+            // The turn before went over the threshold: the warning says so
+            // (not a count of turns left).
             assert!(
-                before.contains("auto-compress in") || before.contains("over the compression threshold"),
+                before.contains("over the compression threshold"),
                 "the warning was not on screen the turn before compression fired:\n{before}"
             );
             assert!(before.contains("/compress now"), "{before}");
             assert!(screen.contains("cached "), "{screen}");
+            assert!(counted_down, "no turn said \"auto-compress in\" before");
             return;
         }
+        counted_down |= screen.contains("auto-compress in");
         before = screen;
     }
     panic!("automatic compression never fired; the last screen:\n{before}");

@@ -1,7 +1,9 @@
 //! The real app in tmux with the three real MCP servers (installed by
 //! `scripts/install-mcp-servers.sh`; missing ones fail in CI): after a
 //! turn answered by the local server, the servers run below strata, and
-//! quitting the app (Ctrl-C twice) stops every one of them within 2 s.
+//! quitting the app (Ctrl-C twice) ends it and stops every one of them.
+//! How long that takes is printed, not bounded: speed is for benches
+//! (`benches/mcp_start.rs` times the servers' shutdown).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
@@ -17,9 +19,6 @@ use server::{Reply, Server};
 use std::time::{Duration, Instant};
 use tmux::Tmux;
 use tool_sse::openai_text;
-
-/// How long quitting may take to stop every server (the bound).
-const QUIT_LIMIT: Duration = Duration::from_secs(2);
 
 fn cmdline(pid: u32) -> String {
     std::fs::read(format!("/proc/{pid}/cmdline"))
@@ -68,7 +67,7 @@ fn config(sb: &Sandbox, server: &Server) {
     strata_missing_mcp_servers,
     ignore = "needs the real MCP servers: scripts/install-mcp-servers.sh"
 )]
-fn quitting_the_app_stops_its_mcp_servers_within_two_seconds() {
+fn quitting_the_app_stops_its_mcp_servers() {
     mcp_support::run(quit_stops_the_servers());
 }
 
@@ -127,7 +126,7 @@ async fn quit_stops_the_servers() {
         }
         left.retain(|p| alive(*p));
         assert!(
-            quit.elapsed() < QUIT_LIMIT,
+            quit.elapsed() < mcp_support::PATIENCE,
             "{:?} after the quit key, strata {} and these are left: {:#?}",
             quit.elapsed(),
             if alive(strata) { "runs" } else { "exited" },

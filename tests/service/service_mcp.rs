@@ -12,6 +12,7 @@ use crate::support::tool_sse;
 use crate::support::mcp as mcp_support;
 use crate::support::service as service_support;
 
+use mcp_support::PATIENCE;
 use server::{Reply, Server};
 use service_support::{Dirs, history, recorder};
 use std::time::{Duration, Instant};
@@ -64,6 +65,41 @@ fn misbehaving(pids: &std::path::Path) -> String {
     )
 }
 
+/// Waits until the misbehaving server's `--ready-file` `listed` says it
+/// has answered the whole `tools/list` with `tools` tools.
+async fn until_listed(listed: &std::path::Path, tools: usize) {
+    let line = format!("listed {tools} tools");
+    let deadline = Instant::now() + PATIENCE;
+    while !std::fs::read_to_string(listed).is_ok_and(|l| l.lines().any(|l| l == line)) {
+        assert!(Instant::now() < deadline, "the server never {line}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A shell line that waits for `gate` to exist, then runs the misbehaving
+/// server with `--ready-file listed`: a server that is ready only after the
+/// test opens the gate.
+fn late_server(gate: &std::path::Path, listed: &std::path::Path) -> String {
+    format!(
+        "while [ ! -e {} ]; do sleep 0.05; done; exec {} {} --ready-file {}",
+        gate.display(),
+        mcp_support::python().display(),
+        mcp_support::misbehaving().display(),
+        listed.display()
+    )
+}
+
+/// Gives the skip signal every 50 ms until aborted: it counts only while
+/// a request waits for the servers, whenever that begins.
+fn keep_skipping(skip: std::sync::Arc<tokio::sync::Notify>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        loop {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            skip.notify_waiters();
+        }
+    })
+}
+
 #[test]
 fn the_servers_start_when_the_session_opens_before_anything_is_sent() {
     mcp_support::run(async {
@@ -73,7 +109,7 @@ fn the_servers_start_when_the_session_opens_before_anything_is_sent() {
         let config = config(&server, &misbehaving(&pids));
         let (service, _events) = session(&dirs, config, true);
         // Nothing was sent, and the server runs already.
-        let started = mcp_support::eventually(10.0, || {
+        let started = mcp_support::eventually(PATIENCE.as_secs_f64(), || {
             std::fs::read_to_string(&pids).is_ok_and(|p| !p.trim().is_empty())
         });
         assert!(started, "the server was not started when the session opened");
@@ -141,7 +177,15 @@ fn a_tool_list_changed_between_turns_is_offered_with_the_next_request() {
         .await;
         let dirs = Dirs::new();
         let pids = dirs.ws.path().join("pids");
-        let config = config(&server, &misbehaving(&pids));
+        let listed = dirs.ws.path().join("listed");
+        let bad = misbehaving(&pids).replace(
+            "]\nstartup_timeout_s",
+            &format!(
+                ", \"--ready-file\", {:?}]\nstartup_timeout_s",
+                listed.to_string_lossy()
+            ),
+        );
+        let config = config(&server, &bad);
         let (mut service, events) = session(&dirs, config, false);
         service
             .send("add one".into(), std::future::pending())
@@ -150,8 +194,9 @@ fn a_tool_list_changed_between_turns_is_offered_with_the_next_request() {
         let first = tool_names(&server.requests()[0].json());
         assert!(first.contains(&"bad__add_tool".to_owned()), "{first:?}");
         assert!(!first.contains(&"bad__extra".to_owned()), "{first:?}");
-        // The notification arrives on its own time; the next turn takes it.
-        tokio::time::sleep(Duration::from_millis(500)).await;
+        // The notification arrives on its own time (the hub lists the
+        // tools again); the next turn takes it.
+        until_listed(&listed, 13).await;
         service
             .send("again".into(), std::future::pending())
             .await
@@ -319,10 +364,7 @@ fn a_workspace_mcp_json_is_announced_and_started_once_accepted_in_the_app() {
             .unwrap();
         let declined = tool_names(&server.requests()[2].json());
         assert_eq!(declined, before, "back to the built-in tools");
-        assert!(
-            mcp_support::eventually(5.0, || !mcp_support::alive(pid)),
-            "the declined server stopped"
-        );
+        assert!(mcp_support::gone(&[pid]), "the declined server stopped");
     });
 }
 
@@ -424,22 +466,19 @@ fn a_server_the_first_request_went_without_stays_out_when_it_is_ready_later() {
     mcp_support::run(async {
         let server = Server::with(|_| Reply::sse(openai_text("ok"))).await;
         let dirs = Dirs::new();
-        // The misbehaving server, ready about 2 s after it is started.
+        // The misbehaving server, started once `gate` exists.
+        let (gate, listed) = (dirs.ws.path().join("gate"), dirs.ws.path().join("listed"));
         let late = format!(
-            "[mcp.servers.late]\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"sleep 2; exec {} {}\"]\nstartup_timeout_s = 30\n",
-            mcp_support::python().to_string_lossy(),
-            mcp_support::misbehaving().to_string_lossy()
+            "[mcp.servers.late]\ncommand = \"/bin/sh\"\nargs = [\"-c\", \"{}\"]\nstartup_timeout_s = 30\n",
+            late_server(&gate, &listed)
         );
         let config = config(&server, &late);
         let (mut service, events) = session(&dirs, config, true);
-        let skip = service.skip_signal();
-        let skipper = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(300)).await;
-            skip.notify_waiters();
-        });
+        let skipper = keep_skipping(service.skip_signal());
         service.send("one".into(), std::future::pending()).await.unwrap();
-        skipper.await.unwrap();
-        tokio::time::sleep(Duration::from_secs(4)).await;
+        skipper.abort();
+        std::fs::write(&gate, "").unwrap();
+        until_listed(&listed, 12).await;
         service.send("two".into(), std::future::pending()).await.unwrap();
         for request in server.requests() {
             let names = tool_names(&request.json());
@@ -495,29 +534,43 @@ fn servers_started_again_by_an_accept_join_once_ready_even_after_esc() {
         let server = Server::with(|_| Reply::sse(openai_text("ok"))).await;
         let dirs = Dirs::new();
         let pids = dirs.ws.path().join("pids");
-        // A `.mcp.json` server ready about 2 s after it is started.
+        // A `.mcp.json` server started once `gate` exists.
+        let (gate, listed) = (dirs.ws.path().join("gate"), dirs.ws.path().join("listed"));
         std::fs::write(
             dirs.ws.path().join(".mcp.json"),
             serde_json::json!({"mcpServers": {"late": {
                 "command": "/bin/sh",
-                "args": ["-c", format!("sleep 2; exec {} {}", mcp_support::python().display(), mcp_support::misbehaving().display())],
+                "args": ["-c", late_server(&gate, &listed)],
             }}})
             .to_string(),
         )
         .unwrap();
         let config = config(&server, &misbehaving(&pids));
-        let (mut service, _events) = session(&dirs, config, true);
+        let (mut service, events) = session(&dirs, config, true);
         service.send("one".into(), std::future::pending()).await.unwrap();
         assert!(tool_names(&server.requests()[0].json()).contains(&"bad__add_tool".to_owned()));
         service.run(Command::Mcp(McpAction::Accept)).await.unwrap();
-        let skip = service.skip_signal();
-        let skipper = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(100)).await;
-            skip.notify_waiters();
-        });
+        let skipper = keep_skipping(service.skip_signal());
         service.send("two".into(), std::future::pending()).await.unwrap();
-        skipper.await.unwrap();
-        tokio::time::sleep(Duration::from_secs(4)).await;
+        skipper.abort();
+        let second = tool_names(&server.requests()[1].json());
+        assert!(
+            !second.iter().any(|n| n.starts_with("late__")),
+            "sent without it: {second:?}"
+        );
+        std::fs::write(&gate, "").unwrap();
+        // `/mcp` says when both are ready (the skipped one not yet offered).
+        let deadline = Instant::now() + PATIENCE;
+        loop {
+            service.run(Command::Mcp(McpAction::List)).await.unwrap();
+            let said = notices(&events);
+            let listing = said.iter().rfind(|n| n.starts_with("MCP servers")).unwrap();
+            if listing.contains(" · bad  ready  ") && listing.contains(" · late  ready  ") {
+                break;
+            }
+            assert!(Instant::now() < deadline, "not both ready: {listing}");
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
         service
             .send("three".into(), std::future::pending())
             .await

@@ -73,6 +73,24 @@ pub fn processes_with(needle: &str) -> Vec<u32> {
         .collect()
 }
 
+/// How long a test waits for what must happen (a server ready, a call
+/// arrived, processes gone): a bound that only keeps a broken run from
+/// hanging, not a figure of speed (`benches/mcp_start.rs` measures that).
+pub const PATIENCE: std::time::Duration = std::time::Duration::from_secs(30);
+
+/// Waits up to [`PATIENCE`] for every one of `pids` to be gone.
+pub fn gone(pids: &[u32]) -> bool {
+    eventually(PATIENCE.as_secs_f64(), || pids.iter().all(|p| !alive(*p)))
+}
+
+/// Waits up to [`PATIENCE`] for `file` to hold the line `line` (the
+/// misbehaving server's `--ready-file` and `--calls-file`).
+pub fn file_has_line(file: &Path, line: &str) -> bool {
+    eventually(PATIENCE.as_secs_f64(), || {
+        std::fs::read_to_string(file).is_ok_and(|text| text.lines().any(|l| l == line))
+    })
+}
+
 /// Waits up to `seconds` for `check` to hold.
 pub fn eventually(seconds: f64, mut check: impl FnMut() -> bool) -> bool {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs_f64(seconds);
