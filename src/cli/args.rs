@@ -420,6 +420,12 @@ pub struct ChatArgs {
     /// Offer tools to the model, or not, for this command.
     #[arg(long, value_name = "on|off")]
     pub tools: Option<OnOff>,
+    /// Allow an `@path` mention of this file (or of what is under this
+    /// directory) to be attached for this command, though it is outside
+    /// the workspace and [tools] allow_paths or looks like a credential;
+    /// repeatable.
+    #[arg(long, value_name = "PATH")]
+    pub attach: Vec<PathBuf>,
 }
 
 /// `--approve`.
