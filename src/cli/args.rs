@@ -431,7 +431,9 @@ pub struct ChatArgs {
 /// `--approve`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Approve {
-    /// Read-only tools run; `write_file`, `edit_file` and `shell` are denied.
+    /// Read-only tools run; tools that may change things (`write_file`,
+    /// `edit_file`, `shell`, `memory`, MCP tools of untrusted servers) are
+    /// denied.
     ReadOnly,
     /// Every tool runs without asking.
     All,

@@ -92,16 +92,24 @@ fn screened_with(
     }
     let list: Vec<String> = findings.iter().map(ToString::to_string).collect();
     let list = list.join("; ");
+    let (what, review) = if findings.iter().any(|f| f.kind == FindingKind::StandingOrder) {
+        (
+            "gives standing orders or looks like a prompt injection",
+            "memory should hold facts, so remove the line if you did not write it",
+        )
+    } else {
+        ("looks like a prompt injection", "review it")
+    };
     if block {
         warnings.push(format!(
-            "{path} looks like a prompt injection ({list}); it was withheld from the prompt because prompt.block_suspicious is on."
+            "{path} {what} ({list}); it was withheld from the prompt because prompt.block_suspicious is on."
         ));
         info.status = crate::domain::SourceStatus::Blocked;
         info.kept_chars = 0;
         super::template::fill(super::assets::BLOCKED_NOTICE, &[("findings", Some(&list))])
     } else {
         warnings.push(format!(
-            "{path} looks like a prompt injection ({list}); review it, or set prompt.block_suspicious = true to withhold such files."
+            "{path} {what} ({list}); {review}, or set prompt.block_suspicious = true to withhold such files."
         ));
         body
     }
