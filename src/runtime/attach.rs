@@ -204,7 +204,7 @@ pub fn withheld_notice(withheld: &[Withheld], headless: bool) -> Option<String> 
         if withheld.len() == 1 {
             format!("pass {example} to attach it for this command")
         } else {
-            format!("pass --attach PATH for each one to attach (such as {example}) for this command")
+            format!("pass --attach PATH for each to attach it for this command (such as {example})")
         }
     } else {
         format!("send the message again and confirm to attach {them} once")
