@@ -22,7 +22,7 @@ use strata::domain::{
 use strata::pipeline::{CutMemo, PrepareInput, context_rows, report_with, sort_by_cost, sort_by_position};
 use strata::tokens::{Encoding, TiktokenCounter, TokenCache, TokenCounter};
 
-#[path = "../tests/common/mixed_text.rs"]
+#[path = "../tests/support/mixed_text.rs"]
 mod mixed_text;
 
 const MESSAGES: usize = 10_000;

@@ -19,13 +19,16 @@
 //! (default 3) and the median is printed.
 //!
 //! The model comes from `$STRATA_TEST_MODEL` (that file only) or
-//! `target/test-model/` (pulled and converted if absent: both files). Thread counts: `STRATA_BENCH_THREADS` (default `1,2`);
+//! `test-model/` in strata's cache (pulled and converted if absent: both files). Thread counts: `STRATA_BENCH_THREADS` (default `1,2`);
 //! repetition penalty: `STRATA_BENCH_REPEAT_PENALTY` (default 1.1, as the
 //! provider; 1.0 turns it off, as llama-server's default does).
 //!
 //! When llama.cpp's own `llama-server` is installed (`$LLAMA_SERVER`, or on
 //! `PATH`), the same prompts go through it too, on 127.0.0.1 with the same
 //! GGUF, threads and window, and its own `timings` are printed beside ours.
+
+#[path = "../tests/support/locate.rs"]
+mod locate;
 
 use futures::executor::block_on_stream;
 use std::path::PathBuf;
@@ -65,9 +68,12 @@ fn model_paths() -> Vec<PathBuf> {
     if let Some(path) = std::env::var_os("STRATA_TEST_MODEL") {
         return vec![PathBuf::from(path)];
     }
-    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("target")
-        .join("test-model");
+    // The tests' cache (see `tests/support/locate.rs`), so a model pulled
+    // for either serves both.
+    let dir = locate::cache_root().map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/test-model"),
+        |root| root.join("test-model"),
+    );
     let runs = model_file::pull(&dir, &mut |line| eprintln!("model pull: {line}")).unwrap();
     let mut paths = vec![model_file::source_path(&dir).unwrap()];
     if !paths.contains(&runs) {

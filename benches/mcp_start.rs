@@ -16,8 +16,9 @@
 //! Run: `cargo bench --bench mcp_start`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
-#[path = "../tests/mcp_support/mod.rs"]
-mod mcp_support;
+#[path = "../tests/support/mod.rs"]
+mod support;
+use support::mcp as mcp_support;
 #[path = "support/stats.rs"]
 mod stats;
 
@@ -69,7 +70,8 @@ fn report(what: &str, samples: &RefCell<Vec<Duration>>) {
 }
 
 fn bench(c: &mut Criterion) {
-    let Some(servers) = mcp_support::real_servers() else {
+    let Some(servers) = support::locate::mcp_servers() else {
+        println!("skipped: {}", support::needs::MCP_SERVERS);
         return;
     };
     let home = tempfile::tempdir().unwrap();

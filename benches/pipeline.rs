@@ -23,7 +23,7 @@ use strata::domain::{Message, RequestSystem, Role, SessionId, ToolCall};
 use strata::pipeline::{CutMemo, PrepareInput, prepare, prepare_with};
 use strata::tokens::{Encoding, TiktokenCounter, TokenCache, TokenCounter};
 
-#[path = "../tests/common/mixed_text.rs"]
+#[path = "../tests/support/mixed_text.rs"]
 mod mixed_text;
 
 const MESSAGES: usize = 10_000;

@@ -13,10 +13,9 @@
 //! figures).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
-#[path = "../tests/support/server.rs"]
-mod server;
-#[path = "../tests/service_support/mod.rs"]
-mod service_support;
+#[path = "../tests/support/mod.rs"]
+mod support;
+use support::{server, service as service_support};
 #[path = "support/stats.rs"]
 mod stats;
 

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 use strata::domain::{Message, Role, SessionId, ToolCall};
 use strata::tokens::{Encoding, TiktokenCounter, TokenCache, TokenCounter, message_tokens};
 
-#[path = "../tests/common/mixed_text.rs"]
+#[path = "../tests/support/mixed_text.rs"]
 mod mixed_text;
 
 const ONE_MB: usize = 1_000_000;

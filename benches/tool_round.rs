@@ -10,14 +10,12 @@
 //! figures).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stdout)]
 
-#[path = "../tests/support/server.rs"]
-mod server;
-#[path = "../tests/service_support/mod.rs"]
-mod service_support;
+#[path = "../tests/support/mod.rs"]
+mod support;
+use support::{server, service as service_support};
 #[path = "support/stats.rs"]
 mod stats;
-#[path = "../tests/support/tool_sse.rs"]
-mod tool_sse;
+use support::tool_sse;
 
 use server::{Reply, Server};
 use service_support::Dirs;

@@ -22,8 +22,9 @@ use std::hint::black_box;
 use strata::domain::Role;
 use strata::tui::AppEvent;
 
-#[path = "../tests/tui_support/mod.rs"]
-mod tui_support;
+#[path = "../tests/support/mod.rs"]
+mod support;
+use support::tui as tui_support;
 
 const MESSAGES: usize = 10_000;
 

@@ -39,14 +39,13 @@ use strata::store::{SessionQuery, Store};
 use strata::tokens::TokenCounter;
 use strata::tui::{AppEvent, Effect};
 
-#[path = "../tests/tui_support/mod.rs"]
-mod tui_support;
+#[path = "../tests/support/mod.rs"]
+mod support;
+use support::tui as tui_support;
 
-#[path = "../tests/store_support/mod.rs"]
-mod store_support;
+use support::store as store_support;
 
-#[path = "../tests/mcp_support/mod.rs"]
-mod mcp_support;
+use support::mcp as mcp_support;
 
 const MESSAGES: usize = 10_000;
 const SESSIONS: usize = 10_000;
@@ -399,7 +398,7 @@ fn first_frame_with_servers() {
         println!("MCP first-frame figures skipped: tmux is not installed");
         return;
     }
-    let Some([time, everything, filesystem]) = mcp_support::real_servers() else {
+    let Some([time, everything, filesystem]) = support::locate::mcp_servers() else {
         println!("MCP first-frame figures skipped: the real servers are not installed");
         return;
     };

@@ -4,8 +4,8 @@
 
 #![allow(dead_code, clippy::unwrap_used)]
 
-use crate::common::Sandbox;
-use crate::server::Server;
+use crate::support::common::Sandbox;
+use crate::support::server::Server;
 use serde_json::Value;
 use std::process::{Command, Output};
 

@@ -1,7 +1,9 @@
 //! A provider's prompt cache, played by the local test server: each request
-//! body is counted the way strata estimates (`o200k_base` and OpenAI's
-//! message framing, so the calibration stays at 1.0) and compared with the
-//! previous body, element by element — the tools array, the system prompt,
+//! body is counted as the provider counts it — `o200k_base` through the
+//! tokenizer crate directly (checked against Python tiktoken by
+//! `core::tokens_reference`) and OpenAI's published message framing, spelt
+//! out here: nothing of `strata::tokens` — and compared with the previous
+//! body, element by element — the tools array, the system prompt,
 //! each message — the way the provider matches a cached prefix. The reply
 //! reports `prompt_tokens` and the cached tokens the provider's documented
 //! rule gives: OpenAI's (at least 1,024 tokens, 128-token steps, in
@@ -10,12 +12,10 @@
 //! `forget()` makes it report 0 (an eviction).
 #![allow(dead_code, clippy::unwrap_used)]
 
-use crate::server::{Recorded, Reply};
+use crate::support::server::{Recorded, Reply};
 use serde_json::{Value, json};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
-use strata::domain::{Message, Role, SessionId, ToolCall};
-use strata::tokens::{Encoding, TiktokenCounter, message_tokens, tool_schema_tokens};
 
 /// The wire a cache speaks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -53,7 +53,7 @@ fn shared_tokens(prev: &Seen, cur: &Seen) -> u64 {
                 .take_while(|(p, q)| p == q)
                 .map(|(p, _)| p)
                 .collect();
-            shared += strata::tokens::TokenCounter::count(&counter(), &common) as u64;
+            shared += count(&common);
         }
         break;
     }
@@ -120,60 +120,50 @@ impl Cache {
     }
 }
 
-fn counter() -> TiktokenCounter {
-    TiktokenCounter::new(Encoding::O200kBase, false)
+/// Tokens of `text` in `o200k_base`.
+fn count(text: &str) -> u64 {
+    bpe_openai::o200k_base().count(text) as u64
 }
 
-/// strata's count of one message (OpenAI framing).
-fn tokens_of(role: Role, content: &str, calls: Vec<ToolCall>, call_id: Option<String>) -> u64 {
-    let mut m = Message::new(SessionId::new(), role, content, 0);
-    m.tool_calls = calls;
-    m.tool_call_id = call_id;
-    u64::from(message_tokens(&counter(), &m))
+/// OpenAI's framing (the cookbook's `num_tokens_from_messages`): every
+/// message costs 3 tokens besides its role and content, and 3 more prime
+/// the reply.
+const PER_MESSAGE: u64 = 3;
+const REPLY_PRIMING: u64 = 3;
+/// A tool call besides its name and arguments: the `harmony` rendering's
+/// fixed 14 tokens (`<|start|>assistant<|channel|>commentary
+/// to=functions.NAME <|constrain|>json<|message|>ARGS<|call|>`) less the 4
+/// of a message's own framing and role.
+const PER_TOOL_CALL: u64 = 10;
+
+/// One wire message of the OpenAI shape: framing, role, content, each tool
+/// call, and a tool result's `tool_call_id`.
+fn openai_message_tokens(m: &Value) -> u64 {
+    let role = m["role"].as_str().unwrap();
+    let mut n = PER_MESSAGE + count(role) + count(m["content"].as_str().unwrap_or_default());
+    for call in m["tool_calls"].as_array().into_iter().flatten() {
+        n += PER_TOOL_CALL
+            + count(call["function"]["name"].as_str().unwrap())
+            + count(call["function"]["arguments"].as_str().unwrap());
+    }
+    if let Some(id) = m["tool_call_id"].as_str() {
+        n += count(id);
+    }
+    n
 }
 
 fn openai_elements(body: &Value) -> Seen {
-    let c = counter();
     let mut elements = Vec::new();
     let tools = body["tools"].as_array().cloned().unwrap_or_default();
     if !tools.is_empty() {
-        elements.push((
-            Value::Array(tools.clone()).to_string(),
-            u64::from(tool_schema_tokens(&c, &tools)),
-        ));
+        // Each tool definition as the JSON text it arrived as.
+        let tokens = tools.iter().map(|t| count(&t.to_string())).sum();
+        elements.push((Value::Array(tools).to_string(), tokens));
     }
     for m in body["messages"].as_array().unwrap() {
-        let role = Role::parse(m["role"].as_str().unwrap()).unwrap();
-        let content = m["content"].as_str().unwrap_or_default();
-        let tokens = if role == Role::System {
-            // The system prompt: its text and framing (3 + 1).
-            strata::tokens::TOKENS_PER_MESSAGE as u64
-                + strata::tokens::SYSTEM_ROLE_TOKENS as u64
-                + strata::tokens::TokenCounter::count(&c, content) as u64
-        } else {
-            let calls = m["tool_calls"]
-                .as_array()
-                .map(|calls| {
-                    calls
-                        .iter()
-                        .map(|t| ToolCall {
-                            id: t["id"].as_str().unwrap().into(),
-                            name: t["function"]["name"].as_str().unwrap().into(),
-                            arguments: t["function"]["arguments"].as_str().unwrap().into(),
-                        })
-                        .collect()
-                })
-                .unwrap_or_default();
-            tokens_of(
-                role,
-                content,
-                calls,
-                m["tool_call_id"].as_str().map(str::to_owned),
-            )
-        };
-        elements.push((m.to_string(), tokens));
+        elements.push((m.to_string(), openai_message_tokens(m)));
     }
-    let total = elements.iter().map(|e| e.1).sum::<u64>() + u64::from(strata::tokens::REPLY_PRIMING_TOKENS);
+    let total = elements.iter().map(|e| e.1).sum::<u64>() + REPLY_PRIMING;
     let system = body["messages"]
         .as_array()
         .and_then(|ms| ms.iter().find(|m| m["role"] == "system"))
@@ -187,20 +177,17 @@ fn openai_elements(body: &Value) -> Seen {
 }
 
 fn anthropic_elements(body: &Value) -> Seen {
-    let c = counter();
     let mut elements = Vec::new();
     let system: String = body["system"]
         .as_array()
         .map(|blocks| blocks.iter().filter_map(|b| b["text"].as_str()).collect())
         .unwrap_or_default();
     if !system.is_empty() {
-        let tokens = strata::tokens::TOKENS_PER_MESSAGE as u64
-            + strata::tokens::SYSTEM_ROLE_TOKENS as u64
-            + strata::tokens::TokenCounter::count(&c, &system) as u64;
+        let tokens = PER_MESSAGE + count("system") + count(&system);
         elements.push((system, tokens));
     }
     for m in body["messages"].as_array().unwrap() {
-        let role = Role::parse(m["role"].as_str().unwrap()).unwrap();
+        let role = m["role"].as_str().unwrap();
         let text: String = m["content"]
             .as_array()
             .map(|blocks| blocks.iter().filter_map(|b| b["text"].as_str()).collect())
@@ -208,9 +195,9 @@ fn anthropic_elements(body: &Value) -> Seen {
         // Where the markers sit is not content: compare without them.
         let mut plain = m.clone();
         strip_markers(&mut plain);
-        elements.push((plain.to_string(), tokens_of(role, &text, Vec::new(), None)));
+        elements.push((plain.to_string(), PER_MESSAGE + count(role) + count(&text)));
     }
-    let total = elements.iter().map(|e| e.1).sum::<u64>() + u64::from(strata::tokens::REPLY_PRIMING_TOKENS);
+    let total = elements.iter().map(|e| e.1).sum::<u64>() + REPLY_PRIMING;
     Seen {
         elements,
         system: None,

@@ -13,20 +13,14 @@ pub struct Tmux {
 }
 
 impl Tmux {
-    /// A private server for this test process, or `None` when tmux is not
-    /// installed: the caller skips then, except in CI (`CI=true`), where a
-    /// missing tmux fails the test.
-    pub fn private(tag: &str) -> Option<Self> {
-        if Command::new("tmux").arg("-V").output().is_err() {
-            assert!(
-                std::env::var("CI").is_err(),
-                "tmux is not installed; CI must install it (.ci/run does)"
-            );
-            return None;
-        }
-        Some(Self {
+    /// A private server for this test (its own socket, named by `tag` and
+    /// the process); fails the test when tmux is missing (see
+    /// [`super::needs`]).
+    pub fn private(tag: &str) -> Self {
+        super::needs::tmux();
+        Self {
             socket: format!("strata-{tag}-{}", std::process::id()),
-        })
+        }
     }
 
     pub fn cmd(&self, args: &[&str]) -> std::process::Output {

@@ -1,0 +1,438 @@
+//! `strata chat` against a local OpenAI-compatible server on 127.0.0.1:
+//! streaming, persistence, the frozen prompt across processes, crash
+//! safety under `kill -9`, and keys never stored.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::support::common;
+use crate::support::server;
+
+use common::Sandbox;
+use server::{Reply, Server};
+use std::process::{Command, Output};
+use std::time::{Duration, Instant};
+
+const KEY: &str = "sk-test-PLANTED-9f8e7d6c5b4a";
+
+fn sse(deltas: &[&str], usage: Option<(u64, u64, u64)>) -> String {
+    let mut body = String::new();
+    for d in deltas {
+        let chunk =
+            serde_json::json!({"choices": [{"index": 0, "delta": {"content": d}, "finish_reason": null}]});
+        body.push_str(&format!("data: {chunk}\n\n"));
+    }
+    body.push_str("data: {\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}]}\n\n");
+    if let Some((p, c, cached)) = usage {
+        let u = serde_json::json!({"choices": [], "usage": {"prompt_tokens": p, "completion_tokens": c,
+            "prompt_tokens_details": {"cached_tokens": cached}}});
+        body.push_str(&format!("data: {u}\n\n"));
+    }
+    body.push_str("data: [DONE]\n\n");
+    body
+}
+
+/// `strata ARGS` in the sandbox, talking to `server` with a planted key.
+fn chat_cmd(sb: &Sandbox, server: &Server, args: &[&str]) -> Command {
+    let mut c = sb.cmd(args);
+    c.env("OPENAI_BASE_URL", format!("{}/v1", server.base_url()))
+        .env("OPENAI_API_KEY", KEY);
+    c
+}
+
+async fn run(mut cmd: Command) -> Output {
+    tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap()
+}
+
+fn lines(out: &Output) -> Vec<serde_json::Value> {
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_streams_persists_and_records_usage() {
+    let server = Server::start(vec![Reply::sse(sse(
+        &["Hel", "lo ", "wörld"],
+        Some((120, 3, 100)),
+    ))])
+    .await;
+    let sb = Sandbox::new();
+    // Without tools, so the estimate stays near the scripted count.
+    let out = run(chat_cmd(
+        &sb,
+        &server,
+        &["chat", "--json", "--tools", "off", "say", "hello"],
+    ))
+    .await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let events = lines(&out);
+    assert_eq!(events[0]["type"], "start");
+    let session = events[0]["session_id"].as_str().unwrap().to_owned();
+    let text: String = events
+        .iter()
+        .filter(|e| e["type"] == "delta")
+        .map(|e| e["text"].as_str().unwrap())
+        .collect();
+    assert_eq!(text, "Hello wörld");
+    let usage = events.iter().find(|e| e["type"] == "usage").unwrap();
+    assert_eq!(usage["prompt_tokens"], 120);
+    assert_eq!(usage["cache_read_tokens"], 100);
+    assert!(usage["estimated_prompt_tokens"].as_u64().unwrap() > 0);
+    assert_eq!(events.last().unwrap()["type"], "done");
+    assert_eq!(events.last().unwrap()["status"], "complete");
+
+    // Counted as the turn ends: the listing shows the session's size.
+    let listed = sb.json(&["sessions", "--json"]);
+    assert!(listed[0]["tokens"].as_u64().unwrap() > 0, "{listed}");
+
+    let show = sb.json(&["show", &session, "--json"]);
+    let messages = show["messages"].as_array().unwrap();
+    assert_eq!(messages.len(), 2);
+    // `show` counts what was not counted yet: nothing, the reply included.
+    let relisted = sb.json(&["sessions", "--json"]);
+    assert_eq!(
+        relisted[0]["tokens"], listed[0]["tokens"],
+        "the reply was counted as the turn ended"
+    );
+    assert_eq!(
+        (messages[0]["role"].as_str(), messages[0]["content"].as_str()),
+        (Some("user"), Some("say hello"))
+    );
+    assert_eq!(
+        (messages[1]["content"].as_str(), messages[1]["status"].as_str()),
+        (Some("Hello wörld"), Some("complete"))
+    );
+
+    // The provider's count calibrates later estimates.
+    let estimate = usage["estimated_prompt_tokens"].as_f64().unwrap();
+    let context = sb.json(&["context", &session, "--json"]);
+    let ratio = context["calibration_ratio"].as_f64().unwrap();
+    assert!(
+        (ratio - 120.0 / estimate).abs() < 1e-9,
+        "ratio {ratio}, estimate {estimate}"
+    );
+    let input = context["input_tokens"].as_f64().unwrap();
+    assert_eq!(
+        context["calibrated_input_tokens"].as_f64().unwrap(),
+        (input * ratio).round()
+    );
+
+    // The request carried the frozen prompt as its system message.
+    let body = server.requests()[0].json();
+    assert_eq!(body["messages"][0]["role"], "system");
+    assert_eq!(body["messages"][0]["content"], show["system_prompt"]["text"]);
+    assert_eq!(body["stream"], true);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frozen_prompt_bytes_are_identical_across_turns_and_processes() {
+    let server = Server::start(vec![
+        Reply::sse(sse(&["one"], None)),
+        Reply::sse(sse(&["two"], None)),
+    ])
+    .await;
+    let sb = Sandbox::new();
+    std::fs::write(sb.ws().join("AGENTS.md"), "Prefer small commits.\n").unwrap();
+    let first = run(chat_cmd(&sb, &server, &["chat", "--new", "first"])).await;
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    assert_eq!(String::from_utf8_lossy(&first.stdout), "one\n");
+    std::fs::write(sb.ws().join("AGENTS.md"), "Prefer large commits.\n").unwrap();
+    let second = run(chat_cmd(&sb, &server, &["chat", "second"])).await;
+    assert!(
+        second.status.success(),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    let requests = server.requests();
+    assert_eq!(requests.len(), 2);
+    let (a, b) = (requests[0].json(), requests[1].json());
+    assert_eq!(
+        a["messages"][0]["content"], b["messages"][0]["content"],
+        "system prompt bytes changed"
+    );
+    assert!(
+        a["messages"][0]["content"]
+            .as_str()
+            .unwrap()
+            .contains("Prefer small commits.")
+    );
+    // The second turn continued the same session: its history holds the first turn.
+    let roles: Vec<&str> = b["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["role"].as_str().unwrap())
+        .collect();
+    assert_eq!(roles, ["system", "user", "assistant", "user"]);
+    assert_eq!(b["messages"][2]["content"], "one");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn kill_9_mid_stream_keeps_the_partial_reply_marked_interrupted() {
+    let partial = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"partial answ\"}}]}\n\n";
+    let server = Server::start(vec![Reply::sse_hold(partial)]).await;
+    let sb = Sandbox::new();
+    let mut child = chat_cmd(&sb, &server, &["chat", "tell me a long story"])
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the partial reply is in the database (a concurrent reader
+    // must not mark a live stream interrupted).
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let session = loop {
+        assert!(
+            Instant::now() < deadline,
+            "the partial reply never reached the database"
+        );
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let list = sb.run(&["sessions", "--json"]);
+        let Ok(list) = serde_json::from_slice::<serde_json::Value>(&list.stdout) else {
+            continue;
+        };
+        let Some(id) = list.get(0).and_then(|s| s["id"].as_str()).map(str::to_owned) else {
+            continue;
+        };
+        let show = sb.json(&["show", &id, "--json"]);
+        let m = &show["messages"];
+        if m.get(1).is_some_and(|r| r["content"] == "partial answ") {
+            assert_eq!(m[1]["status"], "streaming", "a live stream must stay streaming");
+            break id;
+        }
+    };
+    child.kill().unwrap(); // SIGKILL
+    child.wait().unwrap();
+    let show = sb.json(&["show", &session, "--json"]);
+    let m = show["messages"].as_array().unwrap();
+    assert_eq!(m[0]["content"], "tell me a long story");
+    assert_eq!(m[1]["content"], "partial answ");
+    assert_eq!(m[1]["status"], "interrupted");
+    let conn = rusqlite::Connection::open(sb.db()).unwrap();
+    let check: String = conn
+        .query_row("PRAGMA integrity_check", [], |r| r.get(0))
+        .unwrap();
+    assert_eq!(check, "ok");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_api_key_never_reaches_the_database_or_output() {
+    let server = Server::start(vec![
+        Reply::sse(sse(&["fine"], Some((10, 1, 0)))),
+        Reply::json(401, &format!(r#"{{"error":{{"message":"Incorrect API key provided: {KEY}","type":"invalid_request_error","code":"invalid_api_key"}}}}"#)),
+    ])
+    .await;
+    let sb = Sandbox::new();
+    let ok = run(chat_cmd(&sb, &server, &["chat", "--json", "hi"])).await;
+    assert!(ok.status.success());
+    let denied = run(chat_cmd(&sb, &server, &["chat", "again"])).await;
+    assert_eq!(denied.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&denied.stderr);
+    assert!(err.contains("OPENAI_API_KEY"), "{err}");
+    let id = lines(&ok)[0]["session_id"].as_str().unwrap().to_owned();
+    let mut seen = Vec::new();
+    for out in [&ok, &denied] {
+        seen.extend_from_slice(&out.stdout);
+        seen.extend_from_slice(&out.stderr);
+    }
+    seen.extend(sb.ok(&["show", &id, "--json"]).into_bytes());
+    seen.extend(sb.ok(&["export", &id, "--format", "json"]).into_bytes());
+    seen.extend(sb.ok(&["export", &id, "--format", "md"]).into_bytes());
+    for entry in walk(sb.home.path()) {
+        seen.extend(std::fs::read(entry).unwrap_or_default());
+    }
+    let needle = KEY.as_bytes();
+    assert!(
+        !seen.windows(needle.len()).any(|w| w == needle),
+        "the API key leaked"
+    );
+    // The server did receive it, so the test would see a leak.
+    assert_eq!(
+        server.requests()[0].header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_empty_reply_is_an_error_and_the_message_is_kept() {
+    let server = Server::start(vec![Reply::sse("")]).await;
+    let sb = Sandbox::new();
+    let out = run(chat_cmd(&sb, &server, &["chat", "anyone there?"])).await;
+    assert_eq!(out.status.code(), Some(1));
+    common::one_line_error(&out);
+    let list = sb.json(&["sessions", "--json"]);
+    let show = sb.json(&["show", list[0]["id"].as_str().unwrap(), "--json"]);
+    assert_eq!(show["messages"][0]["content"], "anyone there?");
+    assert_eq!(show["messages"][1]["status"], "error");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_stopped_at_the_output_limit_says_so_on_stderr() {
+    let body = sse(&["Once upon a time there was a"], Some((40, 20, 0)))
+        .replace("\"finish_reason\":\"stop\"", "\"finish_reason\":\"length\"");
+    let server = Server::start(vec![Reply::sse(body)]).await;
+    let sb = Sandbox::new();
+    // The 20 completion tokens reached the request's max_tokens.
+    std::fs::write(sb.home.path().join("config.toml"), "[model]\nmax_tokens = 20\n").unwrap();
+    let out = run(chat_cmd(&sb, &server, &["chat", "tell me a long story"])).await;
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim_end(),
+        "Once upon a time there was a"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("strata: the reply stopped at the output limit (20 tokens)"),
+        "{stderr}"
+    );
+    // Stopped short of max_tokens: the server's window filled first.
+    let body = sse(&["Once upon a time"], Some((1_342, 12, 0)))
+        .replace("\"finish_reason\":\"stop\"", "\"finish_reason\":\"length\"");
+    let server = Server::start(vec![Reply::sse(body)]).await;
+    let out = run(chat_cmd(&sb, &server, &["chat", "tell me more"])).await;
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("the reply stopped after 12 tokens because the server's context window filled (1,342 prompt + 12 reply tokens)"),
+        "{stderr}"
+    );
+}
+
+fn walk(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    for e in std::fs::read_dir(dir).unwrap().flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            out.extend(walk(&p));
+        } else {
+            out.push(p);
+        }
+    }
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_oversized_imported_message_is_truncated_in_the_request_not_refused() {
+    let server = Server::start(vec![Reply::sse(sse(&["ok"], None))]).await;
+    let sb = Sandbox::new();
+    // ~600k tokens of code in one imported tool-free message, in a 128k window.
+    let code = (0..60_000)
+        .map(|i| format!("let value_{i} = compute({i});"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let huge = format!("Please review:\n```rust\n{code}\n```\nThanks.");
+    let id = sb.import(&serde_json::to_string(&serde_json::json!([{"role": "user", "content": huge}, {"role": "assistant", "content": "Reviewed."}])).unwrap());
+    let out = run(chat_cmd(
+        &sb,
+        &server,
+        &[
+            "chat",
+            "--session",
+            &id,
+            "--provider",
+            "openai",
+            "--model",
+            "gpt-4o",
+            "and now?",
+        ],
+    ))
+    .await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let body = server.requests()[0].json();
+    let sent = body["messages"][1]["content"].as_str().unwrap();
+    assert!(sent.len() < huge.len() / 2, "the huge message was sent whole");
+    assert!(sent.starts_with("Please review:"));
+    assert_eq!(
+        body["messages"].as_array().unwrap().last().unwrap()["content"],
+        "and now?"
+    );
+}
+
+/// A reply another live strata is still streaming into the session is not
+/// history yet: a second chat on the session does not send the partial.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_still_streaming_in_another_process_is_not_sent_as_history() {
+    let server = Server::start(vec![
+        Reply::sse(sse(&["one"], None)),
+        Reply::sse(sse(&["two"], None)),
+    ])
+    .await;
+    let sb = Sandbox::new();
+    let first = run(chat_cmd(&sb, &server, &["chat", "--new", "first"])).await;
+    assert!(first.status.success());
+    let id = sb.json(&["sessions", "--json"])[0]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    {
+        // This test process plays the other strata: alive, mid-reply.
+        let mut store = strata::store::Store::open(sb.db()).unwrap();
+        let session = store.find_session(&id).unwrap();
+        let mut user =
+            strata::domain::Message::new(session.id, strata::domain::Role::User, "other question", 1);
+        store.append_message(&mut user).unwrap();
+        let mut partial = strata::domain::Message::new(session.id, strata::domain::Role::Assistant, "", 2);
+        partial.status = strata::domain::MessageStatus::Streaming;
+        store.append_message(&mut partial).unwrap();
+        store
+            .update_message(
+                partial.id,
+                "half of a rep",
+                &[],
+                strata::domain::MessageStatus::Streaming,
+            )
+            .unwrap();
+    }
+    let second = run(chat_cmd(&sb, &server, &["chat", "--session", &id, "second"])).await;
+    assert!(
+        second.status.success(),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    let sent = server.requests()[1].json().to_string();
+    assert!(!sent.contains("half of a rep"), "{sent}");
+    assert!(sent.contains("other question"));
+}
+
+/// `chat --json` says a failure once, in the event stream, before `done`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_turn_is_one_error_event_in_the_json_stream() {
+    let server = Server::start(vec![Reply::sse("")]).await;
+    let sb = Sandbox::new();
+    let out = run(chat_cmd(&sb, &server, &["chat", "--json", "anyone there?"])).await;
+    assert_eq!(out.status.code(), Some(1));
+    let events = lines(&out);
+    let kinds: Vec<&str> = events.iter().map(|e| e["type"].as_str().unwrap()).collect();
+    assert_eq!(kinds.iter().filter(|k| **k == "error").count(), 1, "{kinds:?}");
+    assert_eq!(kinds.last(), Some(&"done"), "{kinds:?}");
+    assert_eq!(events.last().unwrap()["status"], "error");
+}
+
+/// The full-screen app without a terminal (a script, a pipe) says so in one
+/// sentence instead of an operating-system error.
+#[test]
+fn the_app_without_a_terminal_says_what_to_use_instead() {
+    let sb = Sandbox::new();
+    let out = sb
+        .cmd(&["--provider", "openai"])
+        .env("OPENAI_BASE_URL", "http://127.0.0.1:9/v1")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let err = common::one_line_error(&out);
+    assert!(
+        err.contains("needs a terminal") && err.contains("strata chat"),
+        "{err}"
+    );
+}

@@ -1,0 +1,285 @@
+//! The approval overlay on small screens: the command or the diff keeps
+//! its rows before the optional parts (snapshots at 40×12 and 20×6), a
+//! `↓ more` hint when it does not fit, and no approval on a screen too
+//! small to show it; the heading of an edit names its path and the diff
+//! starts under it; a call that would fail says so in the error style.
+//! And what the app shows of a turn cancelled with Ctrl-C: the status bar
+//! once it ends, the duration of the call it cut short.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::support::tui as tui_support;
+
+use crossterm::event::KeyCode;
+use ratatui::buffer::Buffer;
+use ratatui::layout::Rect;
+use ratatui::style::Color;
+use serde_json::json;
+use strata::conversation::Approval;
+use strata::domain::{MessageStatus, ToolStatus};
+use strata::runtime::service::ApprovalRequest;
+use strata::tooling::Access;
+use strata::tui::{AppEvent, Effect, Overlay};
+use tui_support::tools::*;
+use tui_support::*;
+
+/// A command a little longer than a 40-column overlay is wide.
+const COMMAND: &str = "cargo test --locked && echo second part";
+
+fn long_shell_request() -> ApprovalRequest {
+    ApprovalRequest {
+        call: call("run_3", "shell", json!({ "command": COMMAND })),
+        summary: COMMAND.into(),
+        detail: COMMAND.into(),
+        access: Access::Run,
+        grant: "shell:cargo test".into(),
+        why: String::new(),
+    }
+}
+
+/// The screen of `w`×`h` with `request` waiting for approval.
+fn screen_of(w: u16, h: u16, request: ApprovalRequest) -> String {
+    draw(&asking(w, h, request), w, h)
+}
+
+#[test]
+fn at_40x12_the_whole_command_shows_before_the_extras() {
+    let screen = screen_of(40, 12, long_shell_request());
+    insta::assert_snapshot!("approval_shell_40x12", screen);
+    assert!(screen.contains("── command"), "{screen}");
+    assert!(screen.contains("echo second"), "{screen}");
+    assert!(screen.contains("│part"), "the end of the command shows: {screen}");
+    assert!(!screen.contains("↓ more"), "{screen}");
+    // The choices went to one line; the warning stays.
+    assert!(screen.contains("y once · a"), "{screen}");
+    assert!(screen.contains("strata does not confine"), "{screen}");
+}
+
+#[test]
+fn at_40x12_an_edit_shows_its_diff_with_a_hint_when_it_does_not_fit() {
+    let mut app = asking(40, 12, edit_request());
+    let screen = draw(&app, 40, 12);
+    insta::assert_snapshot!("approval_edit_40x12", screen);
+    assert!(screen.contains("--- a/src/parser.rs"), "{screen}");
+    assert!(screen.contains("↓ more ("), "{screen}");
+    app.handle(key(KeyCode::End));
+    let screen = draw(&app, 40, 12);
+    assert!(screen.contains("self.expect(Token::RBrace)?;"), "{screen}");
+    assert!(screen.contains("above"), "{screen}");
+    assert!(!screen.contains("↓ more"), "{screen}");
+}
+
+#[test]
+fn at_20x6_a_line_of_the_detail_and_a_hint_show() {
+    let mut app = asking(20, 6, edit_request());
+    let screen = draw(&app, 20, 6);
+    insta::assert_snapshot!("approval_edit_20x6", screen);
+    // The diff's first row (`--- a/src/parser.rs` wraps at its space).
+    assert!(screen.contains("│---  "), "{screen}");
+    assert!(screen.contains("↓ more ("), "{screen}");
+    // Down brings the next row of the diff.
+    app.handle(key(KeyCode::Down));
+    let screen = draw(&app, 20, 6);
+    assert!(screen.contains("│a/src/parser.rs"), "{screen}");
+    assert!(screen.contains("↓ more (27 lines)"), "{screen}");
+    app.handle(key(KeyCode::End));
+    let screen = draw(&app, 20, 6);
+    assert!(screen.contains("↑ 28 lines above"), "{screen}");
+
+    let screen = screen_of(20, 6, long_shell_request());
+    insta::assert_snapshot!("approval_shell_20x6", screen);
+    assert!(screen.contains("cargo test"), "{screen}");
+    assert!(screen.contains("↓ more (2 lines)"), "{screen}");
+    assert!(screen.contains("unconfined"), "{screen}");
+    // Seen in part, with the hint: the call can be allowed.
+    let mut app = asking(20, 6, long_shell_request());
+    assert_eq!(
+        app.handle(key(KeyCode::Char('y'))),
+        answer("run_3", Approval::Once)
+    );
+}
+
+#[test]
+fn too_small_to_show_the_command_it_says_so_and_y_does_not_allow() {
+    insta::assert_snapshot!("approval_too_small_20x4", screen_of(20, 4, long_shell_request()));
+    for (w, h) in [(20, 4), (40, 5), (2, 2)] {
+        let mut app = asking(w, h, long_shell_request());
+        let screen = draw(&app, w, h);
+        if h >= 4 {
+            assert!(screen.contains("Enlarge "), "{w}x{h}: {screen}");
+            assert!(!screen.contains("y once"), "{w}x{h}: {screen}");
+        }
+        for k in ['y', 'a', 'Y'] {
+            assert!(app.handle(key(KeyCode::Char(k))).is_empty(), "{w}x{h}: {k}");
+        }
+        assert!(matches!(app.overlay(), Some(Overlay::Approval(_))));
+        let notice = app.notice().unwrap();
+        assert!(notice.error && notice.text.contains("too small"), "{notice:?}");
+        // Enlarged, the same key allows; the notice goes.
+        app.handle(AppEvent::Resize {
+            width: 80,
+            height: 24,
+        });
+        assert_eq!(
+            app.handle(key(KeyCode::Char('a'))),
+            answer("run_3", Approval::UntilExit)
+        );
+        assert!(app.notice().is_none_or(|n| !n.text.contains("too small")));
+    }
+    // Denying needs no detail.
+    let mut app = asking(20, 4, long_shell_request());
+    assert_eq!(
+        app.handle(key(KeyCode::Esc)),
+        answer("run_3", Approval::Deny { reason: None })
+    );
+    let mut app = asking(20, 4, long_shell_request());
+    app.handle(key(KeyCode::Char('n')));
+    type_text(&mut app, "no");
+    let screen = draw(&app, 20, 4);
+    assert!(screen.contains("Enter denies"), "{screen}");
+    assert!(screen.contains("reason: no"), "{screen}");
+    assert_eq!(
+        app.handle(key(KeyCode::Enter)),
+        answer(
+            "run_3",
+            Approval::Deny {
+                reason: Some("no".into())
+            }
+        )
+    );
+}
+
+#[test]
+fn an_edit_is_headed_by_its_path_and_the_diff_starts_under_it() {
+    let screen = screen_of(80, 24, edit_request());
+    assert!(screen.contains("── edit of src/parser.rs ──"), "{screen}");
+    assert!(screen.contains("│--- a/src/parser.rs"), "{screen}");
+    assert!(!screen.contains("edit of ---"), "{screen}");
+    let mut write = edit_request();
+    write.call = call(
+        "run_3",
+        "write_file",
+        json!({"path": "NOTES.md", "content": "# Notes\n"}),
+    );
+    write.summary = "NOTES.md".into();
+    write.detail = "--- a/NOTES.md\n+++ b/NOTES.md\n@@ -0,0 +1 @@\n+# Notes\n".into();
+    let screen = screen_of(80, 24, write);
+    assert!(screen.contains("── write of NOTES.md ──"), "{screen}");
+    assert!(screen.contains("│+# Notes"), "{screen}");
+}
+
+#[test]
+fn an_edit_that_would_fail_says_why_in_the_error_style() {
+    let sentence = "This call would fail: src/parser.rs changed since it was read; read it again first.";
+    let mut request = edit_request();
+    request.detail = sentence.into();
+    let app = asking(80, 24, request);
+    let area = Rect::new(0, 0, 80, 24);
+    let mut buf = Buffer::empty(area);
+    strata::tui::draw(&app, area, &mut buf);
+    let rows: Vec<String> = (0..24)
+        .map(|y| (0..80).map(|x| buf[(x, y)].symbol()).collect())
+        .collect();
+    let heading = rows
+        .iter()
+        .position(|r| r.contains("── edit of src/parser.rs ──"));
+    let at = rows.iter().position(|r| r.contains("This call would fail:"));
+    assert!(heading.is_some() && at > heading, "{rows:#?}");
+    let y = at.unwrap();
+    let x = rows[y]
+        .find("This")
+        .map(|b| rows[y][..b].chars().count())
+        .unwrap();
+    let cell = &buf[(u16::try_from(x).unwrap(), u16::try_from(y).unwrap())];
+    assert_eq!(cell.fg, Color::Red, "{rows:#?}");
+    assert!(
+        rows.iter().any(|r| r.contains("read it again first.")),
+        "{rows:#?}"
+    );
+}
+
+#[test]
+fn the_cancelling_notice_ends_with_the_turn() {
+    // Ctrl-C while a command runs, then while an approval is open.
+    let (mut app, _) = running_app(80, 24);
+    assert_eq!(app.handle(ctrl('c')), vec![Effect::Cancel]);
+    assert!(draw(&app, 80, 24).contains("cancelling the reply"));
+    app.handle(AppEvent::TurnDone {
+        status: MessageStatus::Complete,
+    });
+    let screen = draw(&app, 80, 24);
+    assert!(!screen.contains("cancelling"), "{screen}");
+    assert!(screen.contains("idle · cancelled"), "{screen}");
+
+    let mut app = asking(80, 24, long_shell_request());
+    assert_eq!(app.handle(ctrl('c')), vec![Effect::Cancel]);
+    app.handle(AppEvent::TurnDone {
+        status: MessageStatus::Complete,
+    });
+    assert!(!draw(&app, 80, 24).contains("cancelling"));
+
+    // A cancelled reply says the partial reply is kept.
+    let (mut app, _) = running_app(80, 24);
+    app.handle(ctrl('c'));
+    app.handle(AppEvent::TurnDone {
+        status: MessageStatus::Interrupted,
+    });
+    assert!(app.notice().unwrap().text.contains("partial reply is kept"));
+}
+
+#[test]
+fn a_cancelled_call_shows_the_time_it_was_seen_running() {
+    // The shell call started at 100 s and was seen running until 112.4 s,
+    // when it is cancelled; its result carries no duration of its own.
+    let (mut app, _) = running_app(120, 36);
+    let cancelled = |ms| {
+        result(
+            "run_1",
+            "shell",
+            ToolStatus::Interrupted,
+            "Interrupted: the turn was cancelled while this call ran.",
+            12,
+            ms,
+        )
+    };
+    app.handle(AppEvent::Message(Box::new(cancelled(Some(0)))));
+    app.handle(AppEvent::Tick { now_ms: 130_000 });
+    app.handle(AppEvent::TurnDone {
+        status: MessageStatus::Complete,
+    });
+    let screen = draw(&app, 120, 36);
+    assert!(screen.contains("! interrupted · 12s"), "{screen}");
+    assert!(!screen.contains("0ms"), "{screen}");
+
+    // Read back without having been seen running: no duration at all.
+    let app = app_with(
+        120,
+        36,
+        vec![
+            reply("", vec![call("run_1", "shell", json!({"command": "sleep 9"}))]),
+            cancelled(Some(0)),
+        ],
+        None,
+    );
+    let screen = draw(&app, 120, 36);
+    assert!(screen.contains("! interrupted · 12 tok"), "{screen}");
+}
+
+#[test]
+fn an_mcp_tool_is_described_as_running_in_its_server_not_as_a_shell_command() {
+    let request = ApprovalRequest {
+        call: call(
+            "run_4",
+            "filesystem__write_file",
+            json!({"path": "/tmp/x", "content": "y"}),
+        ),
+        summary: r#"{"content":"y","path":"/tmp/x"}"#.into(),
+        detail: "{\n  \"content\": \"y\",\n  \"path\": \"/tmp/x\"\n}".into(),
+        access: Access::Run,
+        grant: "filesystem__write_file".into(),
+        why: String::new(),
+    };
+    let screen = screen_of(120, 36, request);
+    assert!(screen.contains("runs in its MCP server"), "{screen}");
+    assert!(!screen.contains("does not confine this command"), "{screen}");
+}

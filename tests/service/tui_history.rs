@@ -1,0 +1,166 @@
+//! The composer's history across runs: the app with the real driver on a
+//! temporary home and workspace, started twice; and the runtime's history
+//! thread on its own.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::support::server;
+use crate::support::tui as tui_support;
+
+use crossterm::event::KeyCode;
+use server::{Reply, Server};
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+use strata::config::{Config, Paths};
+use strata::runtime::input_history::{HISTORY_ENTRY_MAX_BYTES, HistoryEvent, spawn_input_history};
+use strata::store::Store;
+use strata::tui::{App, AppEvent, Driver, KeyMap, Launch, Opening};
+use tokio::sync::mpsc;
+use tui_support::{key, type_text};
+
+fn sse(text: &str) -> String {
+    let chunk =
+        serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]});
+    format!(
+        "data: {chunk}\n\ndata: {{\"choices\":[{{\"index\":0,\"delta\":{{}},\"finish_reason\":\"stop\"}}]}}\n\ndata: [DONE]\n\n"
+    )
+}
+
+/// One run of the app on `home` and `ws`.
+struct Run {
+    app: App,
+    driver: Driver,
+    rx: mpsc::UnboundedReceiver<AppEvent>,
+}
+
+impl Run {
+    fn start(server: &Server, home: &Path, ws: &Path) -> Self {
+        let text = format!(
+            "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n",
+            server.base_url()
+        );
+        let (tx, rx) = mpsc::unbounded_channel();
+        let driver = Driver::start(
+            Launch {
+                paths: Paths::under(home),
+                config: Config::parse(&text).unwrap().config,
+                provider: None,
+                model: None,
+                prompt_mode: None,
+                opening: Opening::New,
+                cwd: ws.to_path_buf(),
+                env: Arc::new(|_: &str| None),
+                interactive: true,
+            },
+            tx,
+        );
+        Self {
+            app: App::new(KeyMap::default(), 120, 36),
+            driver,
+            rx,
+        }
+    }
+
+    fn act(&mut self, event: AppEvent) {
+        for e in self.app.handle(event) {
+            self.driver.run(e);
+        }
+    }
+
+    fn enter(&mut self, line: &str) {
+        for e in type_text(&mut self.app, line) {
+            self.driver.run(e);
+        }
+        self.act(key(KeyCode::Enter));
+    }
+
+    async fn until(&mut self, what: &str, done: impl Fn(&App) -> bool) {
+        let deadline = tokio::time::Instant::now() + Duration::from_secs(10);
+        while !done(&self.app) {
+            let e = tokio::time::timeout_at(deadline, self.rx.recv())
+                .await
+                .unwrap_or_else(|_| panic!("timed out waiting for {what}; notice: {:?}", self.app.notice()))
+                .unwrap();
+            self.act(e);
+        }
+    }
+}
+
+/// The inputs the database under `home` holds for `ws`.
+fn stored(home: &Path, ws: &Path) -> Vec<String> {
+    let root = strata::workspace::workspace_root(ws)
+        .to_string_lossy()
+        .into_owned();
+    let store = Store::open(Paths::under(home).database()).unwrap();
+    store.input_history(&root, 100).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn inputs_come_back_with_up_in_the_next_run_of_the_same_workspace_only() {
+    let server = Server::start(vec![Reply::sse(sse("hi"))]).await;
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join(".git")).unwrap();
+    let other = tempfile::tempdir().unwrap();
+    std::fs::create_dir(other.path().join(".git")).unwrap();
+
+    let mut first = Run::start(&server, home.path(), ws.path());
+    first.until("the connection", |a| a.context().is_some()).await;
+    first.enter("why is the build red?");
+    first.until("the reply", |a| !a.is_busy()).await;
+    first.enter("/help");
+    drop(first);
+    assert_eq!(
+        stored(home.path(), ws.path()),
+        ["why is the build red?", "/help"],
+        "dropping the driver waited for the writes"
+    );
+
+    let mut second = Run::start(&server, home.path(), ws.path());
+    second
+        .until("the earlier inputs", |a| a.history().len() == 2)
+        .await;
+    second.act(key(KeyCode::Up));
+    assert_eq!(second.app.draft(), "/help");
+    second.act(key(KeyCode::Up));
+    assert_eq!(second.app.draft(), "why is the build red?");
+
+    let mut elsewhere = Run::start(&server, home.path(), other.path());
+    elsewhere.until("the connection", |a| a.context().is_some()).await;
+    assert!(
+        elsewhere.app.history().is_empty(),
+        "another workspace has its own"
+    );
+    elsewhere.act(key(KeyCode::Up));
+    assert_eq!(elsewhere.app.draft(), "");
+}
+
+#[test]
+fn the_history_thread_loads_first_and_keeps_inputs_up_to_the_size_limit() {
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    let db = Paths::under(home.path()).database();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let history = spawn_input_history(db.clone(), ws.path(), move |e| {
+        let _ = tx.send(e);
+    });
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(10)).unwrap(),
+        HistoryEvent::Loaded(Vec::new())
+    );
+    history.remember("short".into());
+    history.remember("x".repeat(HISTORY_ENTRY_MAX_BYTES + 1));
+    history.remember("after".into());
+    drop(history);
+    // Dropping the handle waited for the writes: the next start sees them.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let _again = spawn_input_history(db, ws.path(), move |e| {
+        let _ = tx.send(e);
+    });
+    assert_eq!(
+        rx.recv_timeout(Duration::from_secs(10)).unwrap(),
+        HistoryEvent::Loaded(vec!["short".into(), "after".into()]),
+        "the long input was not stored"
+    );
+}
