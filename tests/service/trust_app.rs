@@ -9,13 +9,10 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-#[path = "tui_support/harness.rs"]
-mod harness;
-#[path = "support/server.rs"]
-mod server;
-#[path = "support/tool_sse.rs"]
-mod tool_sse;
-mod tui_support;
+use crate::support::server;
+use crate::support::tool_sse;
+use crate::support::tui as tui_support;
+use crate::support::tui::harness;
 
 use crossterm::event::KeyCode;
 use harness::{Harness, sse};

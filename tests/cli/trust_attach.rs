@@ -9,9 +9,8 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-#[path = "support/server.rs"]
-mod server;
+use crate::support::common;
+use crate::support::server;
 
 use common::Sandbox;
 use serde_json::{Value, json};

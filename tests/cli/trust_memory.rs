@@ -8,11 +8,9 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-#[path = "support/server.rs"]
-mod server;
-#[path = "support/tool_sse.rs"]
-mod tool_sse;
+use crate::support::common;
+use crate::support::server;
+use crate::support::tool_sse;
 
 use common::Sandbox;
 use serde_json::{Value, json};

@@ -7,13 +7,11 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
-mod common;
-mod mcp_support;
-#[path = "support/server.rs"]
-mod server;
-mod service_support;
-#[path = "support/tool_sse.rs"]
-mod tool_sse;
+use crate::support::common;
+use crate::support::mcp as mcp_support;
+use crate::support::server;
+use crate::support::service as service_support;
+use crate::support::tool_sse;
 
 use common::Sandbox;
 use serde_json::Value;
