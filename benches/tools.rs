@@ -24,6 +24,7 @@ fn env(root: &Path, spill: &Path) -> ToolEnv {
         allow_paths: Vec::new(),
         spill_dir: spill.to_path_buf(),
         memory_file: spill.join("MEMORY.md"),
+        session: "1a2b3c4d".to_owned(),
         skills: Vec::new(),
         read_max_chars: 50_000,
         read_max_lines: 2_000,

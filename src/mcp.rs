@@ -151,4 +151,17 @@ pub struct McpTool {
     /// `annotations.readOnlyHint` is `true` (the tool does not change its
     /// environment). Only a hint from the server; absent means `false`.
     pub read_only_hint: bool,
+    /// `annotations.destructiveHint`, when the server gives it. Only a hint.
+    pub destructive_hint: Option<bool>,
+}
+
+impl McpTool {
+    /// What the server says of the tool, for [`crate::tooling::access`].
+    #[must_use]
+    pub fn annotations(&self) -> crate::tooling::access::Annotations {
+        crate::tooling::access::Annotations {
+            read_only_hint: Some(self.read_only_hint),
+            destructive_hint: self.destructive_hint,
+        }
+    }
 }

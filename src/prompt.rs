@@ -16,6 +16,7 @@ mod fit;
 mod guidance;
 mod inputs;
 mod layers;
+mod orders;
 mod project;
 mod scan;
 mod settings;
@@ -27,7 +28,8 @@ pub use inputs::{
     ComputedOutput, EnvFacts, PromptInputs, RecentSession, SessionFacts, SkillEntry, SourceBody, SourceText,
     ToolFacts, WorkspaceFacts,
 };
-pub use scan::{Finding, FindingKind, scan};
+pub use orders::standing_order;
+pub use scan::{Finding, FindingKind, scan, scan_memory};
 pub use settings::{
     COMPUTED_MAX_CHARS, DEFAULT_FILE_CAP, FILE_CAP_RANGE, InstructionPolicy, MINIMAL_MODE_WINDOW,
     PromptSettings, TOTAL_INSTRUCTION_CAP, TruncationNotice, head_tail, per_file_cap, resolve_mode,

@@ -6,6 +6,7 @@
 //!
 //! Nothing here renders or parses arguments; callers pass resolved values.
 
+mod attach;
 mod auto_compress;
 pub mod cache_report;
 mod cache_rule;
@@ -37,6 +38,7 @@ mod transcript;
 mod turn_parts;
 mod wording;
 
+pub use attach::{AttachConsent, Mention, UserMessage, Withheld, WithheldWhy, withheld_notice};
 pub use chat::{ChatOutput, TurnOutcome};
 pub use compress::{
     CompressOutcome, CompressRequest, KeptMessage, MAX_TOPIC_CHARS, PREVIEW_CHARS, Snapshot, SummarizerArg,

@@ -2,11 +2,14 @@
 //! (DESIGN §15). Which tools exist and the exact bytes of their schemas
 //! ([`schema`]); how a tool's output is cut, spilled and previewed to fit
 //! the window ([`limits`]); whether a call runs, asks or is denied
-//! ([`approval`]). The handlers that run a call live in the `tools`
-//! adapter; the runtime routes calls to them and feeds the outcomes back to
-//! the conversation, which stores the results.
+//! ([`approval`]), whether a tool may change things ([`access`]) and which
+//! files look like credentials ([`credentials`]). The handlers that run a
+//! call live in the `tools` adapter; the runtime routes calls to them and
+//! feeds the outcomes back to the conversation, which stores the results.
 
+pub mod access;
 pub mod approval;
+pub mod credentials;
 pub mod deferred;
 pub mod limits;
 pub mod mcp_names;
@@ -21,10 +24,11 @@ use serde::{Deserialize, Serialize};
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Access {
-    /// Reads only (files, search, memory append, the clock): runs at once,
-    /// concurrently with other read-only calls of the same round.
+    /// Reads only (files, search, the clock): runs at once, concurrently
+    /// with other read-only calls of the same round.
     ReadOnly,
-    /// Changes files in the workspace (`write_file`, `edit_file`).
+    /// Changes files (`write_file`, `edit_file`; `memory`, whose notes go
+    /// into every future session's prompt).
     Write,
     /// Runs a program (`shell`): not confined by strata.
     Run,

@@ -69,6 +69,9 @@ pub struct ToolEnv {
     pub spill_dir: PathBuf,
     /// The `MEMORY.md` that `memory` appends to.
     pub memory_file: PathBuf,
+    /// The session's short id (`1a2b3c4d`): the origin a `memory` note
+    /// records.
+    pub session: String,
     /// The skills `skill_view` knows.
     pub skills: Vec<SkillEntry>,
     /// `read_file`'s character cap for one call (at most 50,000; smaller
@@ -163,13 +166,13 @@ pub async fn run(
     if name == "shell" {
         return shell::run(&env, &tool_call_id, &args, progress).await;
     }
-    let blocking = tokio::task::spawn_blocking(move || run_file_tool(&env, &name, &args));
+    let blocking = tokio::task::spawn_blocking(move || run_file_tool(&env, &tool_call_id, &name, &args));
     blocking
         .await
         .unwrap_or_else(|e| ToolOutput::error(format!("The tool stopped unexpectedly ({e}).")))
 }
 
-fn run_file_tool(env: &ToolEnv, name: &str, args: &serde_json::Value) -> ToolOutput {
+fn run_file_tool(env: &ToolEnv, tool_call_id: &str, name: &str, args: &serde_json::Value) -> ToolOutput {
     match name {
         "read_file" => files::read_file(env, args),
         "list_dir" => files::list_dir(env, args),
@@ -177,7 +180,7 @@ fn run_file_tool(env: &ToolEnv, name: &str, args: &serde_json::Value) -> ToolOut
         "grep" => search::grep(env, args),
         "write_file" => edit::write_file(env, args),
         "edit_file" => edit::edit_file(env, args),
-        "memory" => files::memory(env, args),
+        "memory" => files::memory(env, tool_call_id, args),
         "skill_view" => files::skill_view(env, args),
         "current_time" => files::current_time(env, args),
         other => ToolOutput::error(format!("There is no tool named `{other}`.")),

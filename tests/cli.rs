@@ -42,3 +42,9 @@ mod served_window;
 mod store_concurrency;
 #[path = "cli/tools_shell.rs"]
 mod tools_shell;
+#[path = "cli/trust_attach.rs"]
+mod trust_attach;
+#[path = "cli/trust_mcp.rs"]
+mod trust_mcp;
+#[path = "cli/trust_memory.rs"]
+mod trust_memory;

@@ -22,6 +22,8 @@ mod service_notices;
 mod service_tools;
 #[path = "service/service_turn.rs"]
 mod service_turn;
+#[path = "service/trust_app.rs"]
+mod trust_app;
 #[path = "service/tui_behaviour.rs"]
 mod tui_behaviour;
 #[path = "service/tui_history.rs"]

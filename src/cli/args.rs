@@ -420,12 +420,20 @@ pub struct ChatArgs {
     /// Offer tools to the model, or not, for this command.
     #[arg(long, value_name = "on|off")]
     pub tools: Option<OnOff>,
+    /// Allow an `@path` mention of this file (or of what is under this
+    /// directory) to be attached for this command, though it is outside
+    /// the workspace and [tools] allow_paths or looks like a credential;
+    /// repeatable.
+    #[arg(long, value_name = "PATH")]
+    pub attach: Vec<PathBuf>,
 }
 
 /// `--approve`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Approve {
-    /// Read-only tools run; `write_file`, `edit_file` and `shell` are denied.
+    /// Read-only tools run; tools that may change things (`write_file`,
+    /// `edit_file`, `shell`, `memory`, MCP tools of untrusted servers) are
+    /// denied.
     ReadOnly,
     /// Every tool runs without asking.
     All,

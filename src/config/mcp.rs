@@ -46,6 +46,11 @@ pub struct McpServerConfig {
     pub allow_tools: Vec<String>,
     /// These tools are never offered (checked after `allow_tools`).
     pub deny_tools: Vec<String>,
+    /// Believe the server's tool annotations (`readOnlyHint`,
+    /// `destructiveHint`) for approval (default `false`: every tool of the
+    /// server is approved like `shell`). Only config.toml can set it; a
+    /// workspace's `.mcp.json` cannot.
+    pub trust_annotations: bool,
 }
 
 impl Default for McpServerConfig {
@@ -61,6 +66,7 @@ impl Default for McpServerConfig {
             call_timeout_s: 120,
             allow_tools: Vec::new(),
             deny_tools: Vec::new(),
+            trust_annotations: false,
         }
     }
 }

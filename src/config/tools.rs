@@ -12,8 +12,10 @@ pub struct ToolsConfig {
     /// the effective window is at least 16,000 tokens, off for the
     /// embedded model.
     pub enabled: Option<bool>,
-    /// `ask` (the app asks before `write_file`, `edit_file` and `shell`;
-    /// headless runs treat it as `read-only`), `read-only` or `all`.
+    /// `ask` (the app asks before a call that may change things:
+    /// `write_file`, `edit_file`, `shell`, `memory`, an MCP tool of an
+    /// untrusted server, a `read_file` of a credential; headless runs treat
+    /// it as `read-only`), `read-only` or `all`.
     pub approval: String,
     /// Rules that run a call without asking: a tool name (`edit_file`) or
     /// a shell command prefix (`shell:cargo test`).
@@ -22,7 +24,8 @@ pub struct ToolsConfig {
     pub deny: Vec<String>,
     /// Tool rounds of one turn, at most.
     pub max_rounds: u32,
-    /// Directories outside the workspace that file tools may use.
+    /// Directories outside the workspace that file tools and `@path`
+    /// attachments may use.
     pub allow_paths: Vec<PathBuf>,
 }
 

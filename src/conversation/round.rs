@@ -321,7 +321,9 @@ impl Conversation {
             let alone = c.access != Access::ReadOnly;
             match verdict {
                 Verdict::Deny { reason } => {
+                    let refused = approval::refusal(&c.runs.name, &c.arguments).is_some();
                     let text = match approval::deny_rule(&tools.rules, &c.runs.name, &c.arguments) {
+                        _ if refused => approval::denied_text(&c.runs.name, Some(&reason), DeniedBy::Refused),
                         Some(rule) => {
                             approval::denied_text(&c.runs.name, None, DeniedBy::Rule(rule.to_string()))
                         }

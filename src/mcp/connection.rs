@@ -164,7 +164,8 @@ pub fn tool(server: &str, t: rmcp::model::Tool) -> McpTool {
         name: t.name.into_owned(),
         description: t.description.map(|d| d.into_owned()).unwrap_or_default(),
         input_schema: serde_json::Value::Object((*t.input_schema).clone()),
-        read_only_hint: t.annotations.and_then(|a| a.read_only_hint) == Some(true),
+        read_only_hint: t.annotations.as_ref().and_then(|a| a.read_only_hint) == Some(true),
+        destructive_hint: t.annotations.and_then(|a| a.destructive_hint),
     }
 }
 

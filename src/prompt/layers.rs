@@ -297,8 +297,9 @@ fn memory(inputs: &PromptInputs, cap: usize, warnings: &mut Vec<String>) -> Laye
         let mut fitted = fit(file, cap, CapKind::PerFile, false, warnings);
         if let Some(body) = fitted.body.take() {
             // Memory is written by the user and by the model's `memory`
-            // tool: it is screened like the instruction files.
-            let body = super::scan::screened(
+            // tool: it is screened like the instruction files, and for
+            // standing orders, which have no place among facts.
+            let body = super::scan::screened_memory(
                 body,
                 &file.path,
                 inputs.settings.block_suspicious,

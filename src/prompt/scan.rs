@@ -18,6 +18,9 @@ pub enum FindingKind {
     InvisibleUnicode,
     /// A download piped into a shell, or a secret sent to the network.
     Exfiltration,
+    /// A memory note that orders running, fetching or changing approval in
+    /// sessions to come ([`super::orders`]; memory files only).
+    StandingOrder,
 }
 
 /// One kind of suspicious content in a file: its first occurrence and count.
@@ -39,6 +42,7 @@ impl fmt::Display for Finding {
             FindingKind::Override => "override instruction",
             FindingKind::InvisibleUnicode => "invisible Unicode",
             FindingKind::Exfiltration => "exfiltration command",
+            FindingKind::StandingOrder => "standing order",
         };
         write!(f, "{what} {} on line {}", self.detail, self.line)?;
         if self.count > 1 {
@@ -59,22 +63,53 @@ pub(crate) fn screened(
     info: &mut crate::domain::SourceInfo,
     warnings: &mut Vec<String>,
 ) -> String {
-    let findings = scan(&body);
+    screened_with(scan(&body), body, path, block, info, warnings)
+}
+
+/// [`screened`] for a memory file: [`scan_memory`]'s findings, so a
+/// standing order planted by hand is a warning (or, with `block`, keeps
+/// the file out).
+pub(crate) fn screened_memory(
+    body: String,
+    path: &str,
+    block: bool,
+    info: &mut crate::domain::SourceInfo,
+    warnings: &mut Vec<String>,
+) -> String {
+    screened_with(scan_memory(&body), body, path, block, info, warnings)
+}
+
+fn screened_with(
+    findings: Vec<Finding>,
+    body: String,
+    path: &str,
+    block: bool,
+    info: &mut crate::domain::SourceInfo,
+    warnings: &mut Vec<String>,
+) -> String {
     if findings.is_empty() {
         return body;
     }
     let list: Vec<String> = findings.iter().map(ToString::to_string).collect();
     let list = list.join("; ");
+    let (what, review) = if findings.iter().any(|f| f.kind == FindingKind::StandingOrder) {
+        (
+            "gives standing orders or looks like a prompt injection",
+            "memory should hold facts, so remove the line if you did not write it",
+        )
+    } else {
+        ("looks like a prompt injection", "review it")
+    };
     if block {
         warnings.push(format!(
-            "{path} looks like a prompt injection ({list}); it was withheld from the prompt because prompt.block_suspicious is on."
+            "{path} {what} ({list}); it was withheld from the prompt because prompt.block_suspicious is on."
         ));
         info.status = crate::domain::SourceStatus::Blocked;
         info.kept_chars = 0;
         super::template::fill(super::assets::BLOCKED_NOTICE, &[("findings", Some(&list))])
     } else {
         warnings.push(format!(
-            "{path} looks like a prompt injection ({list}); review it, or set prompt.block_suspicious = true to withhold such files."
+            "{path} {what} ({list}); {review}, or set prompt.block_suspicious = true to withhold such files."
         ));
         body
     }
@@ -87,6 +122,17 @@ pub fn scan(text: &str) -> Vec<Finding> {
     findings.extend(scan_overrides(text));
     findings.extend(scan_invisible(text));
     findings.extend(scan_exfiltration(text));
+    findings
+}
+
+/// [`scan`] for a memory file or note, which holds facts rather than
+/// instructions: standing orders are findings too
+/// ([`super::orders::standing_order`]). The `memory` tool refuses a note
+/// with any finding; the prompt builder warns about a memory file with one.
+#[must_use]
+pub fn scan_memory(text: &str) -> Vec<Finding> {
+    let mut findings = scan(text);
+    findings.extend(super::orders::standing_order(text));
     findings
 }
 

@@ -202,8 +202,9 @@ impl Runtime {
         Ok(())
     }
 
-    /// Runs one turn of `conversation` with `provider`: the user's `text`
-    /// (with its `@path` attachments and reminder) goes in, the core's
+    /// Runs one turn of `conversation` with `provider`: the user's message
+    /// (with its `@path` attachments, as far as they are confined or its
+    /// consent allows them, and the reminder) goes in, the core's
     /// effects are executed until it finishes the turn (DESIGN §2 "The
     /// turn", §7 "Triggers"). `cancel` resolving (e.g. Ctrl-C) stops a
     /// compression or the stream; a partial reply is kept, marked
@@ -217,13 +218,14 @@ impl Runtime {
         &mut self,
         conversation: &mut Conversation,
         provider: &dyn Provider,
-        text: String,
+        message: super::UserMessage,
         cancel: impl Future<Output = ()>,
         mut tools: Option<TurnTools<'_>>,
         out: &mut dyn FnMut(ChatOutput<'_>),
     ) -> Result<TurnOutcome, RuntimeError> {
         let session_id = conversation.session().id;
-        let parts = self.turn_parts(conversation, &text);
+        let super::UserMessage { text, consent } = message;
+        let parts = self.turn_parts(conversation, &text, &consent);
         for notice in &parts.notices {
             out(ChatOutput::Notice(notice));
         }

@@ -243,7 +243,10 @@ impl McpSession {
             .map(|(server, tools)| {
                 let mut specs: Vec<ToolSpec> = tools
                     .iter()
-                    .filter_map(|t| Some(super::mcp_setup::tool_spec(t, self.names.name(server, &t.name)?)))
+                    .filter_map(|t| {
+                        let name = self.names.name(server, &t.name)?;
+                        Some(super::mcp_setup::tool_spec(t, name, self.trusts(server)))
+                    })
                     .collect();
                 specs.sort_by(|a, b| a.name.cmp(&b.name));
                 (server.clone(), specs)
@@ -253,6 +256,28 @@ impl McpSession {
         self.unavailable = unavailable;
         self.warnings = warnings;
         changed
+    }
+
+    /// Whether the user trusts `server`'s annotations
+    /// (`[mcp.servers.NAME] trust_annotations`).
+    fn trusts(&self, server: &str) -> bool {
+        self.config
+            .servers
+            .get(server)
+            .is_some_and(|c| c.trust_annotations)
+    }
+
+    /// The rule that gave the offered tool `name` (`server__tool`) its
+    /// access, as a clause ([`crate::tooling::access::describe`]); `None`
+    /// for a name no server offers.
+    #[must_use]
+    pub fn access_rule(&self, name: &str) -> Option<String> {
+        self.offered.iter().find_map(|(server, tools)| {
+            tools
+                .iter()
+                .find(|t| self.names.name(server, &t.name) == Some(name))
+                .map(|t| crate::tooling::access::describe(super::mcp_setup::origin(t, self.trusts(server))))
+        })
     }
 
     /// Whether a server changed its tools or its status since the last

@@ -8,10 +8,10 @@ use crate::config::{Config, McpConfig, McpServerConfig, ModelChoice, Paths};
 use crate::domain::ProviderKind;
 use crate::mcp::{self, Hub, McpTool, Refused, ServerSpec, Status};
 use crate::tokens::TokenCounter;
-use crate::tooling::Access;
 use crate::tooling::deferred::Wire;
 use crate::tooling::mcp_names::McpNames;
 use crate::tooling::schema::ToolSpec;
+use crate::tooling::{Access, access};
 use serde::Serialize;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -87,19 +87,28 @@ pub fn spec_for(
 }
 
 /// `tool` as a tool of the session, named `name`: its description and
-/// input schema as the server gave them; read-only only when the server
-/// marks it `readOnlyHint`, otherwise it runs something (approval asks).
+/// input schema as the server gave them; its access as
+/// [`access::ruling`] decides: read-only only when the server is
+/// `trusted` (`trust_annotations`) and marks it `readOnlyHint`, otherwise
+/// it runs something (approval asks, as for `shell`).
 #[must_use]
-pub fn tool_spec(tool: &McpTool, name: &str) -> ToolSpec {
+pub fn tool_spec(tool: &McpTool, name: &str, trusted: bool) -> ToolSpec {
     ToolSpec {
         name: name.to_owned(),
         description: tool.description.clone(),
         parameters: tool.input_schema.clone(),
-        access: if tool.read_only_hint {
-            Access::ReadOnly
-        } else {
-            Access::Run
-        },
+        access: access::ruling(origin(tool, trusted)).access,
+    }
+}
+
+/// Where `tool` comes from, for [`access`]: its server, its annotations
+/// and whether the user trusts them.
+#[must_use]
+pub fn origin(tool: &McpTool, trusted: bool) -> access::Origin<'_> {
+    access::Origin::Mcp {
+        server: &tool.server,
+        annotations: tool.annotations(),
+        trusted,
     }
 }
 
@@ -174,6 +183,9 @@ pub struct ServerListing {
     pub stderr_tail: Vec<String>,
     /// The sum of its tools' tokens.
     pub tokens: u64,
+    /// `[mcp.servers.NAME] trust_annotations`: its tools' annotations
+    /// count for approval.
+    pub trust_annotations: bool,
     /// Its tools that `allow_tools` / `deny_tools` let through, in the
     /// server's order.
     pub tools: Vec<ToolListing>,
@@ -195,8 +207,16 @@ pub struct ToolListing {
     pub wire_name: String,
     /// Tokens of its wire form ([`wire`]) by the provider's tokenizer.
     pub tokens: u64,
-    /// The server marks it `readOnlyHint`.
-    pub read_only: bool,
+    /// The server marks it `readOnlyHint` (a claim; see `access`).
+    pub read_only_hint: bool,
+    /// How approval treats it: `read-only` (runs without asking) or `run`
+    /// (approved like `shell`).
+    pub access: &'static str,
+    /// The rule that decided `access`: `trusted_annotations` or
+    /// `untrusted_server`.
+    pub rule: access::AccessRule,
+    /// That rule as a sentence's clause.
+    pub why: String,
     /// Its description's first line.
     pub description: String,
 }
@@ -252,6 +272,7 @@ pub async fn list(
         })
         .collect();
     servers.extend(setup.disabled.into_iter().map(|name| ServerListing {
+        trust_annotations: mcp.servers.get(&name).is_some_and(|c| c.trust_annotations),
         why: Some(format!("[mcp.servers.{name}] enabled is false.")),
         source: source(&name),
         name,
@@ -278,6 +299,15 @@ pub async fn list(
     }
 }
 
+/// `access` as `strata mcp list` names it.
+fn access_name(access: Access) -> &'static str {
+    match access {
+        Access::ReadOnly => "read-only",
+        Access::Write => "write",
+        Access::Run => "run",
+    }
+}
+
 /// How [`listing`] names and counts tools.
 struct Counting<'a> {
     names: &'a McpNames,
@@ -297,6 +327,7 @@ fn listing(
         other => (other.label(), None, Vec::new()),
     };
     let allows = |t: &str| config.is_none_or(|c| c.allows(t));
+    let trusted = config.is_some_and(|c| c.trust_annotations);
     // A name the server lists twice is offered once (the first), as in a
     // session.
     let mut seen = std::collections::HashSet::new();
@@ -306,12 +337,16 @@ fn listing(
         .filter(|t| seen.insert(t.name.as_str()))
         .map(|t| {
             let wire_name = ctx.names.name(name, &t.name).unwrap_or_default().to_owned();
-            let tokens = u64::from(ctx.wire.tokens(ctx.counter, &tool_spec(t, &wire_name)));
+            let spec = tool_spec(t, &wire_name, trusted);
+            let tokens = u64::from(ctx.wire.tokens(ctx.counter, &spec));
             ToolListing {
                 name: t.name.clone(),
                 wire_name,
                 tokens,
-                read_only: t.read_only_hint,
+                read_only_hint: t.read_only_hint,
+                access: access_name(spec.access),
+                rule: access::ruling(origin(t, trusted)).rule,
+                why: access::describe(origin(t, trusted)),
                 description: t.description.lines().next().unwrap_or_default().to_owned(),
             }
         })
@@ -319,6 +354,7 @@ fn listing(
     ServerListing {
         name: name.to_owned(),
         source: super::McpSource::Config,
+        trust_annotations: trusted,
         status: label,
         why,
         stderr_tail,
@@ -412,8 +448,11 @@ mod tests {
             description: "The time.".into(),
             input_schema: serde_json::json!({"type": "object", "properties": {}}),
             read_only_hint: true,
+            destructive_hint: None,
         };
-        let spec = tool_spec(&tool, "time__now");
+        // A server's hint counts only when the user trusts the server.
+        assert_eq!(tool_spec(&tool, "time__now", false).access, Access::Run);
+        let spec = tool_spec(&tool, "time__now", true);
         assert_eq!(spec.access, Access::ReadOnly);
         let form = |p: ProviderKind| wire(p).schema(&spec).to_string();
         assert_eq!(form(ProviderKind::Local), form(ProviderKind::OpenAi));
@@ -429,6 +468,6 @@ mod tests {
             read_only_hint: false,
             ..tool
         };
-        assert_eq!(tool_spec(&writes, "x").access, Access::Run);
+        assert_eq!(tool_spec(&writes, "x", true).access, Access::Run);
     }
 }

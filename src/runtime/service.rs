@@ -115,6 +115,11 @@ pub enum ServiceEvent {
     },
     /// A tool call started, printed, finished or waits for approval.
     Tool(ToolEvent),
+    /// A message was not sent because it names files that would not be
+    /// attached (outside the workspace, or credentials): the client asks
+    /// the user and sends it again with its answer
+    /// ([`SessionService::send_attaching`]).
+    AttachAsk(Box<AttachQuestion>),
     /// A one-line notice (feedback of a command).
     Notice(String),
     /// A one-line problem.
@@ -169,6 +174,21 @@ pub struct ApprovalRequest {
     /// What "allow until strata exits" allows (`shell:git status`,
     /// `edit_file`).
     pub grant: String,
+    /// Why this call asks beyond what it does, one sentence: the rule that
+    /// gave an MCP tool its access, where a `memory` note goes, what a
+    /// file `read_file` would read looks like; empty when the tool's kind
+    /// says it all.
+    pub why: String,
+}
+
+/// A message held back until the user says whether to attach the files
+/// it names that the confinement withholds.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct AttachQuestion {
+    /// The message as the user wrote it.
+    pub text: String,
+    /// Each mention withheld, with its resolved path and why.
+    pub withheld: Vec<crate::runtime::Withheld>,
 }
 
 /// Where the service's events go (e.g. a channel's `send`); called on the

@@ -157,6 +157,7 @@ impl Runtime {
             allow_paths,
             spill_dir: spill_dir.clone(),
             memory_file: self.paths.config_dir.join("MEMORY.md"),
+            session: session.id.short(),
             skills,
             read_max_chars: limits.max_chars.min(budgets.per_result_chars),
             read_max_lines: limits.max_lines,

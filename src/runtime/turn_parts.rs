@@ -5,6 +5,7 @@
 //! turn.
 
 use super::Runtime;
+use super::attach::{AttachConsent, Mention, Withheld};
 use crate::conversation::Conversation;
 use crate::pipeline::enrich;
 use std::path::Path;
@@ -21,38 +22,46 @@ pub const TURN_REMINDER_MAX_CHARS: usize = 20_000;
 pub struct TurnParts {
     /// `(text, ephemeral_ttl)` for [`Conversation::attach`], in order.
     pub parts: Vec<(String, Option<u32>)>,
-    /// One sentence per problem (a named file that could not be read, a
-    /// reminder command that failed).
+    /// One sentence per problem (a named file that could not be read, the
+    /// files withheld, a reminder command that failed).
     pub notices: Vec<String>,
 }
 
 impl Runtime {
     /// The parts a turn adds to `text`: each `@path` (absolute, `~/…`, or
-    /// relative to the session's workspace) that names a readable file is embedded
-    /// (once per content), one that does not gets a note and a notice; the
-    /// reminder command runs in the workspace with a 10 s limit.
+    /// relative to the session's workspace) that names a readable file
+    /// inside the workspace or `[tools] allow_paths`, or one `consent`
+    /// allows, is embedded (once per content); one that cannot be read gets
+    /// a note and a notice; one withheld ([`super::attach`]) gets a note
+    /// and, with the others withheld, one notice saying how to allow it;
+    /// the reminder command runs in the workspace with a 10 s limit.
     #[must_use]
-    pub fn turn_parts(&self, conversation: &Conversation, text: &str) -> TurnParts {
+    pub fn turn_parts(&self, conversation: &Conversation, text: &str, consent: &AttachConsent) -> TurnParts {
         let mut out = TurnParts::default();
         let workspace = Path::new(&conversation.session().workspace);
-        for reference in enrich::attachment_refs(text) {
-            let path = match (reference.strip_prefix("~/"), dirs::home_dir()) {
-                (Some(rest), Some(home)) => home.join(rest),
-                _ => workspace.join(&reference),
-            };
-            match crate::workspace::read_attachment(&path, enrich::ATTACHMENT_MAX_CHARS) {
-                Ok(content) => out.parts.push((
-                    enrich::attachment_part(&reference, &content, conversation.messages()),
-                    None,
-                )),
-                Err(why) => {
-                    out.notices.push(format!(
-                        "@{reference} was not attached ({why}); the message is sent as typed."
-                    ));
-                    out.parts.push((enrich::attachment_note(&reference, &why), None));
+        let mut withheld = Vec::new();
+        for mention in self.mentions(text, workspace, consent) {
+            match mention {
+                Mention::Attach { reference, path } => {
+                    match crate::workspace::read_attachment(&path, enrich::ATTACHMENT_MAX_CHARS) {
+                        Ok(content) => out.parts.push((
+                            enrich::attachment_part(&reference, &content, conversation.messages()),
+                            None,
+                        )),
+                        Err(why) => not_read(&mut out, &reference, &why),
+                    }
+                }
+                Mention::Invalid { reference, why } => not_read(&mut out, &reference, &why),
+                Mention::Withheld(w) => {
+                    out.parts.push((w.note(), None));
+                    withheld.push(w);
                 }
             }
         }
+        out.notices.extend(super::attach::withheld_notice(
+            &withheld,
+            self.client() == super::Client::Cli,
+        ));
         if let Some(cmd) = self
             .config
             .prompt
@@ -80,5 +89,35 @@ impl Runtime {
             }
         }
         out
+    }
+}
+
+/// A mention whose file could not be read: a note for the model and a
+/// notice for the user.
+fn not_read(out: &mut TurnParts, reference: &str, why: &str) {
+    out.notices.push(format!(
+        "@{reference} was not attached ({why}); the message is sent as typed."
+    ));
+    out.parts.push((enrich::attachment_note(reference, why), None));
+}
+
+impl Runtime {
+    /// The `@path` mentions of `text` in `workspace`, judged with
+    /// `[tools] allow_paths` and `consent` ([`super::attach::mentions`]).
+    #[must_use]
+    pub fn mentions(&self, text: &str, workspace: &Path, consent: &AttachConsent) -> Vec<Mention> {
+        super::attach::mentions(text, workspace, &self.config.tools.allow_paths, consent)
+    }
+
+    /// The mentions of `text` that would be withheld.
+    #[must_use]
+    pub fn withheld(&self, text: &str, workspace: &Path, consent: &AttachConsent) -> Vec<Withheld> {
+        self.mentions(text, workspace, consent)
+            .into_iter()
+            .filter_map(|m| match m {
+                Mention::Withheld(w) => Some(w),
+                _ => None,
+            })
+            .collect()
     }
 }

@@ -2,7 +2,8 @@
 //!
 //! Owns the `[tools] approval` policy ([`Policy`]), the `[tools] allow` and
 //! `deny` rules ([`Rule`], [`Rules`]), the one decision every call goes
-//! through ([`decide`]), what "allow until strata exits" grants
+//! through ([`decide`]; what it refuses in every mode: [`refusal`]; reads
+//! that ask because they look like credentials: [`sensitive_read`]), what "allow until strata exits" grants
 //! ([`grant_for`]) and the sentence a denied call's result says
 //! ([`denied_text`]). Invariant: an allowing command prefix never matches a
 //! command that chains, pipes, backgrounds or substitutes another command
@@ -19,6 +20,8 @@ use std::str::FromStr;
 use serde_json::Value;
 
 use super::Access;
+use super::access::may_change;
+use super::credentials::{self, Credential};
 
 /// `[tools] approval` / `--approve`: what happens to calls that change
 /// files or run programs.
@@ -249,10 +252,12 @@ pub enum Verdict {
 }
 
 /// The one approval decision of a call of `name` with `arguments` (for
-/// `shell`, `arguments["command"]` is the command), in this order: a
-/// matching `deny` rule denies; read-only access runs; a matching `allow`
-/// rule or session grant runs; [`Policy::All`] runs; [`Policy::Ask`] asks;
-/// [`Policy::ReadOnly`] denies, saying how to allow the call.
+/// `shell`, `arguments["command"]` is the command), in this order: a call
+/// [`refusal`] refuses is denied; a matching `deny` rule denies; a call
+/// that may not change things ([`may_change`]) runs, unless it reads a
+/// file that looks like a credential ([`sensitive_read`]); a matching
+/// `allow` rule or session grant runs; [`Policy::All`] runs; [`Policy::Ask`]
+/// asks; [`Policy::ReadOnly`] denies, saying how to allow the call.
 #[must_use]
 pub fn decide(
     access: Access,
@@ -263,12 +268,16 @@ pub fn decide(
     grants: &[Rule],
 ) -> Verdict {
     let command = command_of(name, arguments);
+    if let Some(reason) = refusal(name, arguments) {
+        return Verdict::Deny { reason };
+    }
     if let Some(rule) = deny_rule(rules, name, arguments) {
         return Verdict::Deny {
             reason: format!("the rule \"{rule}\" in [tools] deny forbids this call"),
         };
     }
-    if access == Access::ReadOnly || rules.allow.iter().chain(grants).any(|r| r.allows(name, command)) {
+    let unchanging = !may_change(access) && sensitive_read(name, arguments).is_none();
+    if unchanging || rules.allow.iter().chain(grants).any(|r| r.allows(name, command)) {
         return Verdict::Run;
     }
     match policy {
@@ -295,6 +304,42 @@ pub fn decide(
             }
         }
     }
+}
+
+/// Why a call is refused in every approval mode, before any rule: a
+/// `memory` note that gives a standing order or looks like a prompt
+/// injection ([`crate::prompt::scan_memory`]) — memory goes into every
+/// future session's prompt and keeps facts, not orders. The same
+/// detector warns about such a line written into `MEMORY.md` by hand.
+#[must_use]
+pub fn refusal(name: &str, arguments: &Value) -> Option<String> {
+    if name != "memory" {
+        return None;
+    }
+    let text = arguments.get("text").and_then(Value::as_str)?;
+    let findings = crate::prompt::scan_memory(text);
+    if findings.is_empty() {
+        return None;
+    }
+    let list: Vec<String> = findings.iter().map(ToString::to_string).collect();
+    Some(format!(
+        "the note gives orders for future sessions ({}), and memory keeps facts about the user and the project, not instructions",
+        list.join("; ")
+    ))
+}
+
+/// What a `read_file` call's `path` looks like when it names a file that
+/// looks like a credential by its name
+/// ([`crate::tooling::credentials::by_name`]): such a read asks first,
+/// like a call that changes things. (The handler checks the file it
+/// resolves to, and its content, once more.)
+#[must_use]
+pub fn sensitive_read(name: &str, arguments: &Value) -> Option<Credential> {
+    if name != "read_file" {
+        return None;
+    }
+    let path = arguments.get("path").and_then(Value::as_str)?;
+    credentials::by_name(std::path::Path::new(path))
 }
 
 /// The first `[tools] deny` rule that stops a call of `name` with
@@ -359,6 +404,8 @@ pub enum DeniedBy {
     Rule(String),
     /// The read-only policy.
     ReadOnly,
+    /// Refused in every mode ([`refusal`]).
+    Refused,
 }
 
 /// The result the model reads for a denied call of `name`: who denied it,
@@ -376,6 +423,9 @@ pub fn denied_text(name: &str, reason: Option<&str>, by: DeniedBy) -> String {
         DeniedBy::Rule(rule) => format!(
             "This {name} call was denied by the rule \"{rule}\" in [tools] deny{because}. Do not retry it; \
              choose another approach or ask the user to change the rule."
+        ),
+        DeniedBy::Refused => format!(
+            "This {name} call was refused{because}. Do not retry it or reword it; tell the user what you wanted to keep, and they can add it themselves."
         ),
         DeniedBy::ReadOnly if reason.is_some() => format!(
             "This {name} call was not run{because}. Do not retry it; use the read-only tools or ask the user to allow it."

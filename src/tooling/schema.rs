@@ -170,7 +170,7 @@ pub fn builtin() -> Vec<ToolSpec> {
         ),
         ToolSpec::new(
             "memory",
-            ReadOnly,
+            Write,
             "Append a note to MEMORY.md, the workspace memory later sessions read.",
             object(
                 json!({"text": {"type": "string", "description": "The note."}}),
@@ -417,7 +417,7 @@ mod tests {
             ("write_file", Access::Write),
             ("edit_file", Access::Write),
             ("shell", Access::Run),
-            ("memory", Access::ReadOnly),
+            ("memory", Access::Write),
             ("skill_view", Access::ReadOnly),
             ("current_time", Access::ReadOnly),
         ];

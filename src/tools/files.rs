@@ -54,6 +54,46 @@ pub fn read_file(env: &ToolEnv, args: &Value) -> ToolOutput {
     out
 }
 
+/// A read of a file that looks like a credential asks the user first,
+/// and approval does so when the call's `path` says so by its name
+/// ([`crate::tooling::approval::sensitive_read`]). A file that looks like
+/// one only once resolved (a symbolic link to `.env`) or by its content (a
+/// private key named `notes.txt`) was not asked about, so it is refused
+/// here, with how to get it asked. `file` is left at its start.
+///
+/// # Errors
+/// `Err(Ok(sentence))` for the model; `Err(Err(io))` when the file's
+/// start cannot be read.
+fn credential_guard(
+    asked: &str,
+    real: &Path,
+    name: &str,
+    file: &mut File,
+) -> Result<(), Result<String, io::Error>> {
+    use crate::tooling::credentials;
+    if credentials::by_name(Path::new(asked)).is_some() {
+        return Ok(());
+    }
+    let mut head = Vec::with_capacity(credentials::SNIFF_BYTES);
+    (&mut *file)
+        .take(credentials::SNIFF_BYTES as u64)
+        .read_to_end(&mut head)
+        .map_err(Err)?;
+    file.seek(SeekFrom::Start(0)).map_err(Err)?;
+    let how = if credentials::by_name(real).is_some() {
+        format!("call read_file with {{\"path\": \"{name}\"}} so the user is asked")
+    } else {
+        format!("ask the user to attach it as @{name}, which asks them first")
+    };
+    match credentials::detect(real, Some(&head)) {
+        None => Ok(()),
+        Some(kind) => Err(Ok(format!(
+            "`{name}` looks like {}, so read_file does not return it without the user's approval; if it is needed, {how}.",
+            kind.describe()
+        ))),
+    }
+}
+
 /// Why a page ended before the end of the file.
 #[derive(Clone, Copy, PartialEq, Eq)]
 enum Stop {
@@ -92,6 +132,7 @@ fn read(env: &ToolEnv, args: &Value) -> Result<String, String> {
     }
     let io_err = |e: io::Error| format!("`{name}` could not be read ({e}); check the file and try again.");
     let mut file = File::open(&real).map_err(|e| open_error(&name, &e))?;
+    credential_guard(path, &real, &name, &mut file).map_err(|e| e.unwrap_or_else(&io_err))?;
     if looks_binary(&mut file).map_err(io_err)? {
         return Err(binary_refusal(&name, meta.len()));
     }
@@ -442,28 +483,15 @@ fn describe(path: &Path, file_name: &str, kind: Option<fs::FileType>) -> String 
 }
 
 /// `memory {text}`: appends `text` as a new paragraph to `env.memory_file`
-/// (creating it and its directory). The frozen system prompt is not
-/// rebuilt: the note takes effect in new sessions.
-pub fn memory(env: &ToolEnv, args: &Value) -> ToolOutput {
-    let a = Args::new("memory", MEMORY_USAGE, args);
-    let text = match a.string("text") {
-        Ok(t) if !t.trim().is_empty() => t.trim(),
-        Ok(_) => return ToolOutput::error(format!("`text` is empty; call memory as {MEMORY_USAGE}.")),
+/// (creating it and its directory), one bullet ending in a comment that
+/// records its origin ([`memory_line`]). The frozen system prompt is not
+/// rebuilt: the note takes effect in new sessions. A note that gives
+/// orders is refused here too, though approval refuses it first.
+pub fn memory(env: &ToolEnv, tool_call_id: &str, args: &Value) -> ToolOutput {
+    let (line, secrets) = match memory_line(env, tool_call_id, args) {
+        Ok(note) => note,
         Err(e) => return ToolOutput::error(e),
     };
-    // Memory goes into every future session's prompt: no instructions that
-    // would override it, no secrets, no headings of its own (one bullet).
-    let findings = crate::prompt::scan(text);
-    if !findings.is_empty() {
-        let list: Vec<String> = findings.iter().map(ToString::to_string).collect();
-        return ToolOutput::error(format!(
-            "The note was not saved: it looks like a prompt injection ({}); memory keeps facts about the user and the project, not instructions.",
-            list.join("; ")
-        ));
-    }
-    let redacted = crate::compress::redact::redact(text);
-    let secrets = matches!(redacted, std::borrow::Cow::Owned(_));
-    let line = format!("- {}", redacted.split_whitespace().collect::<Vec<_>>().join(" "));
     match append_paragraph(&env.memory_file, &line) {
         Ok(()) => ToolOutput::ok(format!(
             "Saved to {}{}; it takes effect in new sessions (this session's system prompt stays as it is).",
@@ -479,6 +507,50 @@ pub fn memory(env: &ToolEnv, args: &Value) -> ToolOutput {
             env.memory_file.display()
         )),
     }
+}
+
+/// The exact line a `memory` call of `tool_call_id` would append, and
+/// whether secrets were replaced in it: `- NOTE <!-- strata: session
+/// SHORT, call ID -->`, the note on one line with secrets redacted and
+/// any comment markers of its own removed (so it cannot forge an origin),
+/// the origin comment last. The approval overlay shows this line.
+///
+/// # Errors
+/// One sentence for the model: `text` is missing or empty, or the note
+/// looks like a prompt injection or gives a standing order
+/// ([`crate::prompt::scan_memory`]).
+pub fn memory_line(env: &ToolEnv, tool_call_id: &str, args: &Value) -> Result<(String, bool), String> {
+    let a = Args::new("memory", MEMORY_USAGE, args);
+    let text = match a.string("text") {
+        Ok(t) if !t.trim().is_empty() => t.trim(),
+        Ok(_) => return Err(format!("`text` is empty; call memory as {MEMORY_USAGE}.")),
+        Err(e) => return Err(e),
+    };
+    // Memory goes into every future session's prompt: no instructions that
+    // would override it, no standing orders, no secrets, no headings of its
+    // own (one bullet).
+    let findings = crate::prompt::scan_memory(text);
+    if !findings.is_empty() {
+        let list: Vec<String> = findings.iter().map(ToString::to_string).collect();
+        return Err(format!(
+            "The note was not saved: it looks like a prompt injection or a standing order ({}); memory keeps facts about the user and the project, not instructions.",
+            list.join("; ")
+        ));
+    }
+    let redacted = crate::compress::redact::redact(text);
+    let secrets = matches!(redacted, std::borrow::Cow::Owned(_));
+    let note = redacted
+        .replace("<!--", "")
+        .replace("-->", "")
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    let session = crate::tooling::limits::spill_name(&env.session);
+    let call = crate::tooling::limits::spill_name(tool_call_id);
+    Ok((
+        format!("- {note} <!-- strata: session {session}, call {call} -->"),
+        secrets,
+    ))
 }
 
 fn append_paragraph(file: &Path, text: &str) -> io::Result<()> {

@@ -1,7 +1,9 @@
-//! Confinement of file tools to the workspace root and `allow_paths`, and
-//! the readers of a call's arguments the file tools share.
+//! Confinement of file tools (and `@path` attachments) to the workspace
+//! root and `allow_paths` ([`Confinement`]), and the readers of a call's
+//! arguments the file tools share.
 //!
-//! Invariant: every path a file tool opens went through [`resolve`], whose
+//! Invariant: every path a file tool opens went through [`resolve`], and
+//! every attached file through [`Confinement::check`], whose
 //! answer has its symbolic links resolved and lies under the workspace root,
 //! one of `allow_paths` or (reading only) the session's spill directory. A
 //! path that does not exist yet is judged by its nearest existing ancestor
@@ -23,11 +25,92 @@ pub enum Intent {
     Write,
 }
 
+/// The directories a path may resolve under: the workspace root, `[tools]
+/// allow_paths` and, for reading tools, the session's spill directory.
+/// The one confinement the file tools and `@path` attachments share
+/// (DESIGN §19 "Reads").
+#[derive(Clone, Debug)]
+pub struct Confinement {
+    /// The workspace root, resolved.
+    root: PathBuf,
+    /// Every directory allowed, resolved (the root first).
+    allowed: Vec<PathBuf>,
+}
+
+/// Why [`Confinement::check`] refused a path.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Breach {
+    /// The path resolves outside every allowed directory: `real` is where
+    /// it leads, `through_link` whether a symbolic link took it there.
+    Outside {
+        /// The resolved path.
+        real: PathBuf,
+        /// The path's spelling stays inside; a symbolic link leads out.
+        through_link: bool,
+    },
+    /// The path cannot be resolved (empty, a link to nothing, `..` after a
+    /// missing part, through a file, permission denied): one sentence.
+    Invalid(String),
+}
+
+impl Confinement {
+    /// The workspace `root` and `allow_paths`, resolved now (a directory
+    /// that does not exist stays as given and so allows nothing real).
+    #[must_use]
+    pub fn new(root: &Path, allow_paths: &[PathBuf]) -> Self {
+        let root = real_or_given(root);
+        let mut allowed = vec![root.clone()];
+        allowed.extend(allow_paths.iter().map(|p| real_or_given(p)));
+        Self { root, allowed }
+    }
+
+    /// The confinement of `env`'s file tools for `intent`: reading may
+    /// also reach the spill directory.
+    #[must_use]
+    pub fn of(env: &ToolEnv, intent: Intent) -> Self {
+        let mut c = Self::new(&env.root, &env.allow_paths);
+        if intent == Intent::Read {
+            c.allowed.push(real_or_given(&env.spill_dir));
+        }
+        c
+    }
+
+    /// The workspace root, resolved.
+    #[must_use]
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The real path of `path` (relative paths are taken against the
+    /// root) when it lies under an allowed directory after its symbolic
+    /// links are resolved. For a path that does not exist yet, the answer
+    /// is its nearest existing ancestor, resolved, joined with the rest.
+    ///
+    /// # Errors
+    /// [`Breach::Outside`] when it leads out (by `..`, as an absolute path
+    /// or through a symbolic link); [`Breach::Invalid`] when it cannot be
+    /// resolved.
+    pub fn check(&self, path: &str) -> Result<PathBuf, Breach> {
+        if path.trim().is_empty() {
+            return Err(Breach::Invalid(
+                "The path is empty; give a path relative to the workspace root, such as `src/main.rs`."
+                    .to_owned(),
+            ));
+        }
+        let joined = self.root.join(path);
+        let real = real_path(&joined, path).map_err(Breach::Invalid)?;
+        if self.allowed.iter().any(|dir| real.starts_with(dir)) {
+            return Ok(real);
+        }
+        let lexical = normalize(&joined);
+        let through_link = self.allowed.iter().any(|dir| lexical.starts_with(dir));
+        Err(Breach::Outside { real, through_link })
+    }
+}
+
 /// The real path of `path` (relative paths are taken against `env.root`)
-/// when it may be used for `intent`.
-///
-/// For a path that does not exist yet, the answer is its nearest existing
-/// ancestor, resolved, joined with the rest.
+/// when it may be used for `intent`: [`Confinement::check`] with `env`'s
+/// directories.
 ///
 /// # Errors
 /// One sentence for the model when the path is empty, leaves the allowed
@@ -35,31 +118,19 @@ pub enum Intent {
 /// has `..` after a part that does not exist, passes through a file, or is a
 /// symbolic link to nothing.
 pub fn resolve(env: &ToolEnv, path: &str, intent: Intent) -> Result<PathBuf, String> {
-    if path.trim().is_empty() {
-        return Err(
-            "The path is empty; give a path relative to the workspace root, such as `src/main.rs`."
-                .to_owned(),
-        );
-    }
-    let root = real_root(env);
-    let joined = root.join(path);
-    let real = real_path(&joined, path)?;
-    let mut allowed = vec![root.clone()];
-    allowed.extend(env.allow_paths.iter().map(|p| real_or_given(p)));
-    if intent == Intent::Read {
-        allowed.push(real_or_given(&env.spill_dir));
-    }
-    if allowed.iter().any(|dir| real.starts_with(dir)) {
-        return Ok(real);
-    }
-    let lexical = normalize(&joined);
-    let how = if allowed.iter().any(|dir| lexical.starts_with(dir)) {
+    let confinement = Confinement::of(env, intent);
+    let (real, through_link) = match confinement.check(path) {
+        Ok(real) => return Ok(real),
+        Err(Breach::Invalid(why)) => return Err(why),
+        Err(Breach::Outside { real, through_link }) => (real, through_link),
+    };
+    let how = if through_link {
         format!(
             "leads outside the workspace through a symbolic link (to {})",
             real.display()
         )
     } else {
-        format!("is outside the workspace ({})", root.display())
+        format!("is outside the workspace ({})", confinement.root().display())
     };
     let reach = match intent {
         Intent::Read => "file tools only reach files under the workspace root",

@@ -19,6 +19,7 @@ use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui_textarea::TextArea;
 
 mod ask;
+mod attach;
 mod compose;
 mod context;
 mod folds;
@@ -29,6 +30,7 @@ mod slash_menu;
 mod tools;
 
 pub use ask::SendQuestion;
+pub use attach::ATTACH_KEYS;
 pub(super) use context::{LIST_HELP, PREVIEW_HELP};
 pub use rewrite::RewriteQuestion;
 pub(super) use select::HELP as SELECT_HELP;
@@ -75,6 +77,9 @@ pub struct App {
     pub(super) question: Option<SendQuestion>,
     /// The question before `/model` or `/reload` rewrites the prompt.
     rewrite: Option<rewrite::RewriteQuestion>,
+    /// The question about files a message names that are not attached
+    /// without the user's say-so (see `attach`).
+    attach: Option<crate::runtime::service::AttachQuestion>,
     /// The `/` menu's selection.
     menu: super::menu::Menu,
     history: Vec<String>,
@@ -132,6 +137,7 @@ impl App {
             folds: Vec::new(),
             question: None,
             rewrite: None,
+            attach: None,
             menu: super::menu::Menu::default(),
             history: Vec::new(),
             history_at: None,
@@ -441,6 +447,10 @@ impl App {
                 self.editor_returned(text);
                 Vec::new()
             }
+            AppEvent::AttachAsk(question) => {
+                self.attach_asked(*question);
+                Vec::new()
+            }
             AppEvent::Notice(text) => {
                 if std::mem::take(&mut self.listing_tools)
                     && !matches!(self.overlay, Some(Overlay::Approval(_)))
@@ -506,6 +516,9 @@ impl App {
         if self.chat.tools.selected.is_some()
             && let Some(effects) = self.tools_key(action)
         {
+            return effects;
+        }
+        if let Some(effects) = self.attach_key(key, action) {
             return effects;
         }
         if let Some(effects) = self.question_key(action) {

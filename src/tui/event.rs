@@ -120,6 +120,10 @@ pub enum AppEvent {
     /// with an error (the notice that says why comes as an
     /// [`AppEvent::Error`]).
     Edited(Option<String>),
+    /// The message just sent names files that would not be attached
+    /// (outside the workspace, or credentials): nothing was sent; the app
+    /// asks whether to attach them once ([`Effect::SendAttaching`]).
+    AttachAsk(Box<crate::runtime::service::AttachQuestion>),
     /// A one-line notice (feedback of a command).
     Notice(String),
     /// A one-line problem.
@@ -131,6 +135,16 @@ pub enum AppEvent {
 pub enum Effect {
     /// Send a user message (starting a session when there is none).
     Send(String),
+    /// Send a user message after the user answered
+    /// [`AppEvent::AttachAsk`]: the files at `allowed` (resolved paths the
+    /// question named) are attached this once, the other mentions
+    /// withheld are not.
+    SendAttaching {
+        /// The message.
+        text: String,
+        /// The resolved paths the user allowed.
+        allowed: Vec<std::path::PathBuf>,
+    },
     /// Cancel the reply in progress, keeping the partial text.
     Cancel,
     /// Send the request waiting for MCP servers without those still

@@ -57,21 +57,34 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
         overlay::render(o, app.context.as_ref(), &app.keymap, area, buf);
     }
     if let Some(q) = app.rewrite_question() {
-        confirm(&q.sentence(), area, buf);
+        confirm(
+            " prompt cache ",
+            &[q.sentence()],
+            "Enter confirms · Esc cancels",
+            area,
+            buf,
+        );
+    }
+    if let Some(lines) = app.attach_question() {
+        confirm(" attach ", &lines, super::app::ATTACH_KEYS, area, buf);
     }
 }
 
-/// A small centred box asking to confirm `sentence`: Enter confirms, Esc
-/// cancels.
-fn confirm(sentence: &str, area: Rect, buf: &mut Buffer) {
+/// A small centred box titled `title` asking to confirm what `lines`
+/// say, with its `keys` under them.
+fn confirm(title: &str, lines: &[String], keys: &str, area: Rect, buf: &mut Buffer) {
     use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
     let width = area.width.saturating_sub(4).min(64);
     if width < 20 || area.height < 6 {
         return;
     }
-    let text_rows = u16::try_from(fmt::width(sentence).div_ceil(usize::from(width - 2))).unwrap_or(1);
+    let text_rows: usize = lines
+        .iter()
+        .map(|l| fmt::width(l).div_ceil(usize::from(width - 2)).max(1))
+        .sum();
+    let text_rows = u16::try_from(text_rows).unwrap_or(u16::MAX);
     // One row of slack: words wrap earlier than characters.
-    let height = (text_rows + 5).min(area.height);
+    let height = text_rows.saturating_add(5).min(area.height);
     let rect = Rect {
         x: area.x + (area.width - width) / 2,
         y: area.y + (area.height - height) / 2,
@@ -81,15 +94,13 @@ fn confirm(sentence: &str, area: Rect, buf: &mut Buffer) {
     Clear.render(rect, buf);
     let block = Block::default()
         .borders(Borders::ALL)
-        .title(Span::styled(" prompt cache ", theme::title()));
+        .title(Span::styled(title.to_owned(), theme::title()));
     let inner = block.inner(rect);
     block.render(rect, buf);
-    let lines = vec![
-        Line::raw(sentence.to_owned()),
-        Line::default(),
-        Line::styled("Enter confirms · Esc cancels", theme::dim()),
-    ];
-    Paragraph::new(lines).wrap(Wrap { trim: true }).render(inner, buf);
+    let mut text: Vec<Line<'static>> = lines.iter().map(|l| Line::raw(l.clone())).collect();
+    text.push(Line::default());
+    text.push(Line::styled(keys.to_owned(), theme::dim()));
+    Paragraph::new(text).wrap(Wrap { trim: true }).render(inner, buf);
 }
 
 fn body(app: &App, area: Rect, buf: &mut Buffer) {

@@ -25,9 +25,10 @@ use std::sync::{Arc, Mutex, mpsc as std_mpsc};
 use tokio::sync::{mpsc, oneshot};
 
 enum Job {
-    /// A turn with its cancel signal (made when the effect is queued, so a
-    /// cancel that arrives before the turn starts is not lost).
-    Send(String, oneshot::Receiver<()>),
+    /// A turn with what the user allowed to attach and its cancel signal
+    /// (made when the effect is queued, so a cancel that arrives before
+    /// the turn starts is not lost).
+    Send(String, crate::runtime::AttachConsent, oneshot::Receiver<()>),
     /// Edit and resend: a turn too.
     EditSend(crate::domain::MessageId, String, oneshot::Receiver<()>),
     Run(Command),
@@ -85,6 +86,7 @@ impl From<ServiceEvent> for AppEvent {
             ServiceEvent::ContextList(rows) => Self::ContextList(rows),
             ServiceEvent::Choices { kind, items } => Self::Choices { kind, items },
             ServiceEvent::Tool(t) => Self::Tool(t),
+            ServiceEvent::AttachAsk(q) => Self::AttachAsk(q),
             ServiceEvent::Notice(n) => Self::Notice(n),
             ServiceEvent::Error(e) => Self::Error(e),
         }
@@ -211,11 +213,15 @@ impl Driver {
                 return true;
             }
             Effect::Send(text) => {
-                let (tx, rx) = oneshot::channel();
-                if let Ok(mut slot) = self.cancel.lock() {
-                    *slot = Some(tx);
-                }
-                let _ = self.jobs.send(Job::Send(text, rx));
+                self.send(text, crate::runtime::AttachConsent::default());
+                return true;
+            }
+            Effect::SendAttaching { text, allowed } => {
+                let consent = crate::runtime::AttachConsent {
+                    allowed,
+                    answered: true,
+                };
+                self.send(text, consent);
                 return true;
             }
             Effect::NewSession => Command::NewSession,
@@ -272,6 +278,15 @@ impl Driver {
         true
     }
 
+    /// Queues a turn with its cancel signal.
+    fn send(&self, text: String, consent: crate::runtime::AttachConsent) {
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut slot) = self.cancel.lock() {
+            *slot = Some(tx);
+        }
+        let _ = self.jobs.send(Job::Send(text, consent, rx));
+    }
+
     fn cancel_turn(&self) {
         if let Some(tx) = self.cancel.lock().ok().and_then(|mut s| s.take()) {
             let _ = tx.send(());
@@ -310,13 +325,13 @@ async fn run_service(
     service.discover_window().await;
     while let Some(job) = jobs.recv().await {
         let result = match job {
-            Job::Send(text, rx) => {
+            Job::Send(text, consent, rx) => {
                 let cancel = async move {
                     if rx.await.is_err() {
                         std::future::pending::<()>().await;
                     }
                 };
-                service.send(text, cancel).await
+                service.send_attaching(text, consent, cancel).await
             }
             Job::EditSend(message, text, rx) => {
                 let cancel = async move {

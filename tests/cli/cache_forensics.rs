@@ -135,7 +135,11 @@ async fn ten_plain_turns_predict_what_openai_reads_and_report_no_break() {
         let (check, reported) = s.turn(&format!("question {n}")).await;
         assert_eq!(check.cache_break, None, "turn {n}");
         assert_eq!(check.predicted_cached_tokens, reported, "turn {n}: {check:?}");
+        // The shared prefix itself, before OpenAI's 128-token steps hide
+        // a difference of a few tokens.
+        let shared = *s.cache.shared.lock().unwrap().last().unwrap();
         if n > 0 {
+            assert_eq!(check.shared_tokens, shared, "turn {n}: {check:?}");
             assert!(
                 reported > 1_024,
                 "turn {n} reads the previous request: {reported}"

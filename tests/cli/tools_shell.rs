@@ -36,6 +36,7 @@ impl Sandbox {
             allow_paths: Vec::new(),
             spill_dir: data.join("spill/session"),
             memory_file: data.join("MEMORY.md"),
+            session: "1a2b3c4d".to_owned(),
             skills: Vec::new(),
             read_max_chars: 50_000,
             read_max_lines: 2_000,

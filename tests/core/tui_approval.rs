@@ -33,6 +33,7 @@ fn long_shell_request() -> ApprovalRequest {
         detail: COMMAND.into(),
         access: Access::Run,
         grant: "shell:cargo test".into(),
+        why: String::new(),
     }
 }
 
@@ -276,6 +277,7 @@ fn an_mcp_tool_is_described_as_running_in_its_server_not_as_a_shell_command() {
         detail: "{\n  \"content\": \"y\",\n  \"path\": \"/tmp/x\"\n}".into(),
         access: Access::Run,
         grant: "filesystem__write_file".into(),
+        why: String::new(),
     };
     let screen = screen_of(120, 36, request);
     assert!(screen.contains("runs in its MCP server"), "{screen}");

@@ -134,7 +134,15 @@ fn mcp_list_json_lists_the_real_servers_with_the_tokens_of_each_wire_form() {
         assert_eq!(s["tokens"].as_u64(), Some(sum));
     }
     assert_eq!(by_name("time")["tools"][0]["wire_name"], "time__get_current_time");
-    assert_eq!(by_name("time")["tools"][0]["read_only"], true);
+    // The server says read-only, but it is not trusted for its annotations:
+    // its tools are approved like shell.
+    let now = &by_name("time")["tools"][0];
+    assert_eq!(now["read_only_hint"], true);
+    assert_eq!(
+        (now["access"].as_str(), now["rule"].as_str()),
+        (Some("run"), Some("untrusted_server"))
+    );
+    assert_eq!(by_name("time")["trust_annotations"], false);
     assert_eq!(by_name("off")["status"], "disabled");
     let missing = by_name("missing");
     assert_eq!(missing["status"], "unavailable");

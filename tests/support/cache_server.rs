@@ -68,6 +68,9 @@ pub struct Cache {
     evicted: Arc<AtomicBool>,
     /// `(prompt_tokens, cached_tokens)` of each reply, in order.
     pub reported: Arc<Mutex<Vec<(u64, u64)>>>,
+    /// The tokens each request shared with the one before, before the
+    /// provider's rule (minimum, steps) applied, in order.
+    pub shared: Arc<Mutex<Vec<u64>>>,
 }
 
 impl Cache {
@@ -77,6 +80,7 @@ impl Cache {
             last: Arc::default(),
             evicted: Arc::default(),
             reported: Arc::default(),
+            shared: Arc::default(),
         }
     }
 
@@ -112,6 +116,7 @@ impl Cache {
             }
         };
         self.reported.lock().unwrap().push((seen.total, cached));
+        self.shared.lock().unwrap().push(shared);
         *last = Some(seen.clone());
         match self.shape {
             Shape::OpenAi => Reply::sse(openai_sse(text, seen.total, cached)),

@@ -47,6 +47,7 @@ pub fn ws_with(adjust: impl FnOnce(&mut ToolEnv)) -> Ws {
         allow_paths: Vec::new(),
         spill_dir: spill,
         memory_file: base.join("config/MEMORY.md"),
+        session: "1a2b3c4d".to_owned(),
         skills: Vec::<SkillEntry>::new(),
         read_max_chars: 50_000,
         read_max_lines: 2_000,

@@ -80,6 +80,10 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
         env: Arc::new(|name: &str| std::env::var(name).ok()),
         interactive: false,
     };
+    let consent = strata::runtime::AttachConsent {
+        allowed: args.attach.iter().map(|p| attach_path(p)).collect(),
+        answered: true,
+    };
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
         .build()
@@ -108,7 +112,7 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
         let cancel = async {
             let _ = tokio::signal::ctrl_c().await;
         };
-        service.send(text, cancel).await
+        service.send_attaching(text, consent, cancel).await
     });
     // Nothing was stored: the edit is undone so no history is lost.
     let unsent = printer.lock().is_ok_and(|p| p.unsent);
@@ -142,6 +146,15 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     };
     p.json_line(json!({"type": "error", "message": message}));
     Err(TurnFailed(message.to_owned()).into())
+}
+
+/// An `--attach` path as the mentions are compared with it: `~/…` in the
+/// home directory, a relative path in the current directory.
+fn attach_path(path: &std::path::Path) -> std::path::PathBuf {
+    if let (Ok(rest), Some(home)) = (path.strip_prefix("~"), dirs::home_dir()) {
+        return home.join(rest);
+    }
+    std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
 /// Says on stderr, once, that the workspace's `.mcp.json` awaits
@@ -346,7 +359,9 @@ impl Printer {
             | ServiceEvent::Stale(_)
             | ServiceEvent::CompressPreview(_)
             | ServiceEvent::ContextList(_)
-            | ServiceEvent::Choices { .. } => {}
+            | ServiceEvent::Choices { .. }
+            // Headless runs are never asked (`--attach` decides).
+            | ServiceEvent::AttachAsk(_) => {}
         }
     }
 

@@ -153,13 +153,28 @@ fn list(env: &Env, args: &McpListArgs) -> anyhow::Result<()> {
             server.status,
             printable(&what)
         )?;
+        if server.status == "ready" {
+            let rule = if server.trust_annotations {
+                "its annotations are trusted (trust_annotations = true): a tool it marks readOnlyHint runs without asking".to_owned()
+            } else {
+                format!(
+                    "its annotations are not trusted: every tool is approved like shell (set [mcp.servers.{}] trust_annotations = true to believe them)",
+                    server.name
+                )
+            };
+            writeln!(out, "  approval: {}", printable(&rule))?;
+        }
         for tool in &server.tools {
+            let access = match (tool.access, tool.read_only_hint) {
+                ("read-only", _) => "  read-only",
+                (_, true) => "  asks (its readOnlyHint is not believed)",
+                _ => "  asks",
+            };
             writeln!(
                 out,
-                "  {:<40} {approx}{:>7}{}",
+                "  {:<40} {approx}{:>7}{access}",
                 printable(&tool.wire_name),
                 thousands(tool.tokens),
-                if tool.read_only { "  read-only" } else { "" }
             )?;
         }
         if !server.filtered_out.is_empty() {

@@ -1,6 +1,8 @@
 //! The approval overlay: a tool call waiting for the user's answer. It
 //! shows the tool and its one-line summary, a plain warning that strata
-//! does not confine `shell` (or that a file change can be undone), the
+//! does not confine `shell` (or that a file change can be undone) with
+//! why the call asks (the rule that gave an MCP tool its access, the file
+//! a memory note goes to, a credential-looking file to be read), the
 //! detail under a heading (the command; the diff of an edit or a write
 //! under the file's path, or the sentence the call would fail with), and
 //! the choices: allow once (`y`), allow until strata exits (`a`, naming
@@ -57,6 +59,22 @@ const UNDOABLE: &str = "The file's previous content is kept: /undo-edit restores
 /// [`UNDOABLE`] on one line, shorter and shorter.
 const UNDOABLE_SHORT: [&str; 3] = ["/undo-edit restores the file", "/undo-edit undoes it", "undoable"];
 
+/// [`ApprovalRequest::why`] of a `memory` note on one line, shorter and
+/// shorter.
+const MEMORY_SHORT: [&str; 3] = [
+    "goes into every new session's prompt",
+    "kept for every session",
+    "memory note",
+];
+
+/// [`ApprovalRequest::why`] of a credential read on one line, shorter and
+/// shorter.
+const CREDENTIAL_SHORT: [&str; 3] = [
+    "looks like a credential; sent to the model",
+    "looks like a credential",
+    "credential",
+];
+
 /// How the preview of an edit or a write starts when the call would fail.
 const WOULD_FAIL: &str = "This call would fail";
 
@@ -102,13 +120,14 @@ fn heading(r: &ApprovalRequest) -> (&'static str, String) {
         "shell" => ("── command ", String::new()),
         "edit_file" => ("── edit of ", path()),
         "write_file" => ("── write of ", path()),
+        "memory" => ("── note ", String::new()),
         _ => ("── arguments ", String::new()),
     }
 }
 
 /// Whether the detail is the sentence an edit or a write would fail with.
 fn would_fail(r: &ApprovalRequest) -> bool {
-    matches!(r.call.name.as_str(), "edit_file" | "write_file") && r.detail.starts_with(WOULD_FAIL)
+    matches!(r.call.name.as_str(), "edit_file" | "write_file" | "memory") && r.detail.starts_with(WOULD_FAIL)
 }
 
 /// The detail as a document: the command or the arguments as they are, a
@@ -174,19 +193,29 @@ pub(super) fn shows_detail(p: &ApprovalPrompt, width: u16, height: u16) -> bool 
     plan(p, width, height).is_some()
 }
 
-/// The warning's rows at `width`.
+/// The warning's rows at `width`: what the kind of call risks, and why it
+/// asks ([`ApprovalRequest::why`]: the rule an MCP tool's access came from,
+/// where a memory note goes, what a credential read sends).
 fn warning_lines(r: &ApprovalRequest, warning: Warning, width: u16) -> Vec<Line<'static>> {
-    let (full, short, style) = match r.access {
+    let why = r.why.trim();
+    let (lead, short, style) = match r.access {
+        _ if r.call.name == "memory" => ("", MEMORY_SHORT, theme::warning()),
         Access::Run if r.call.name.contains("__") => (MCP_SERVER, MCP_SERVER_SHORT, theme::warning()),
         Access::Run => (UNCONFINED, UNCONFINED_SHORT, theme::warning()),
         Access::Write => (UNDOABLE, UNDOABLE_SHORT, theme::dim()),
+        Access::ReadOnly if !why.is_empty() => ("", CREDENTIAL_SHORT, theme::warning()),
         Access::ReadOnly => return Vec::new(),
     };
+    let full = match (lead, why) {
+        (lead, "") => lead.to_owned(),
+        ("", why) => why.to_owned(),
+        (lead, why) => format!("{lead} {why}"),
+    };
     match warning {
-        Warning::Full => plain_lines(full, width, style),
+        Warning::Full => plain_lines(&full, width, style),
         Warning::Line => {
             let fits = |t: &&str| fmt::width(t) <= usize::from(width);
-            let text = std::iter::once(full)
+            let text = std::iter::once(full.as_str())
                 .chain(short)
                 .find(fits)
                 .unwrap_or(short[short.len() - 1]);

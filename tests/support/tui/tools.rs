@@ -109,6 +109,7 @@ pub fn shell_request() -> ApprovalRequest {
         detail: command.into(),
         access: Access::Run,
         grant: "shell:cargo test".into(),
+        why: String::new(),
     }
 }
 
@@ -121,6 +122,7 @@ pub fn edit_request() -> ApprovalRequest {
         detail: "--- a/src/parser.rs\n+++ b/src/parser.rs\n@@ -95,7 +95,9 @@\n     fn parse_block(&mut self) -> Result<Block> {\n         self.expect(Token::LBrace)?;\n-        let inner = self.parse_block()?;\n+        let mut inner = Vec::new();\n+        while !self.at(Token::RBrace) {\n+            inner.push(self.parse_item()?);\n+        }\n         self.expect(Token::RBrace)?;\n".into(),
         access: Access::Write,
         grant: "edit_file".into(),
+        why: String::new(),
     }
 }
 

@@ -202,7 +202,13 @@ impl SessionService {
             edit.pos, edit.archived
         )));
         let stored_before = self.runtime.store.messages(session.id, false)?.len();
-        let result = self.send(text, cancel).await;
+        // An edit is not held back for a question: what is withheld stays
+        // out, and says so.
+        let consent = crate::runtime::AttachConsent {
+            allowed: Vec::new(),
+            answered: true,
+        };
+        let result = self.send_attaching(text, consent, cancel).await;
         let stored_after = self.runtime.store.messages(session.id, false)?.len();
         if result.is_err() && stored_after == stored_before {
             // Nothing was sent: the history goes back to before the edit.

@@ -346,6 +346,7 @@ impl SessionService {
     /// call would fail, the sentence it would fail with).
     pub(super) fn approval_request(
         env: Option<&crate::tools::ToolEnv>,
+        mcp: Option<&crate::runtime::McpSession>,
         call: &crate::domain::ToolCall,
         arguments: &serde_json::Value,
         access: Access,
@@ -362,7 +363,35 @@ impl SessionService {
                 crate::tools::edit::preview(env, name, arguments)
                     .unwrap_or_else(|why| format!("This call would fail: {why}"))
             }
+            ("memory", Some(env)) => crate::tools::files::memory_line(env, &call.id, arguments)
+                .map_or_else(|why| format!("This call would fail: {why}"), |(line, _)| line),
             _ => serde_json::to_string_pretty(arguments).unwrap_or_default(),
+        };
+        let why = match (call.name.as_str(), env) {
+            ("memory", Some(env)) => format!(
+                "This note is appended to {}, which goes into the system prompt of every new session; allow it only if it is a fact you want kept.",
+                env.memory_file.display()
+            ),
+            ("read_file", _) => approval::sensitive_read(&call.name, arguments)
+                .map(|kind| {
+                    format!(
+                        "`{}` looks like {}; reading it sends it to the model.",
+                        text("path"),
+                        kind.describe()
+                    )
+                })
+                .unwrap_or_default(),
+            (name, _) => mcp
+                .and_then(|m| m.access_rule(name))
+                .map(|rule| {
+                    let mut chars = rule.chars();
+                    let first: String = chars
+                        .next()
+                        .map(|c| c.to_uppercase().collect())
+                        .unwrap_or_default();
+                    format!("{first}{}.", chars.as_str())
+                })
+                .unwrap_or_default(),
         };
         ApprovalRequest {
             call: call.clone(),
@@ -370,6 +399,7 @@ impl SessionService {
             detail,
             access,
             grant: approval::grant_for(&call.name, arguments).to_string(),
+            why,
         }
     }
 

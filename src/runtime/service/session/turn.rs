@@ -5,8 +5,8 @@
 
 use super::SessionService;
 use crate::domain::{Message, Role, SessionId};
-use crate::runtime::service::{ServiceEvent, ToolEvent};
-use crate::runtime::{ChatOutput, NewSession, title_from};
+use crate::runtime::service::{AttachQuestion, ServiceEvent, ToolEvent};
+use crate::runtime::{AttachConsent, ChatOutput, NewSession, title_from};
 use std::future::Future;
 use std::sync::Arc;
 
@@ -19,6 +19,43 @@ impl SessionService {
     /// # Errors
     /// One sentence, when the turn could not start or the store failed.
     pub async fn send(&mut self, text: String, cancel: impl Future<Output = ()>) -> anyhow::Result<()> {
+        self.send_attaching(text, AttachConsent::default(), cancel).await
+    }
+
+    /// [`SessionService::send`] with what the user allowed to attach
+    /// (`--attach PATH`, or the paths confirmed in the app). In the app,
+    /// while `consent` is not `answered`, a message with a mention that
+    /// would be withheld is not sent: [`ServiceEvent::AttachAsk`] names
+    /// each one with its resolved path, the text goes back
+    /// ([`ServiceEvent::Unsent`]) and nothing is stored or sent until the
+    /// user answers (by sending again with `answered` set).
+    ///
+    /// # Errors
+    /// As for [`SessionService::send`].
+    pub async fn send_attaching(
+        &mut self,
+        text: String,
+        consent: AttachConsent,
+        cancel: impl Future<Output = ()>,
+    ) -> anyhow::Result<()> {
+        if self.interactive && !consent.answered {
+            let workspace = match &self.session {
+                Some(s) => std::path::PathBuf::from(&s.workspace),
+                None => crate::workspace::workspace_root(&self.cwd),
+            };
+            let withheld = self.runtime.withheld(&text, &workspace, &consent);
+            if !withheld.is_empty() {
+                self.emit(ServiceEvent::AttachAsk(Box::new(AttachQuestion {
+                    text: text.clone(),
+                    withheld,
+                })));
+                self.emit(ServiceEvent::Unsent(text));
+                self.emit(ServiceEvent::TurnDone {
+                    status: crate::domain::MessageStatus::Error,
+                });
+                return Ok(());
+            }
+        }
         let mut cancel = std::pin::pin!(cancel);
         // MCP servers still starting are waited for before anything is
         // created or stored.
@@ -39,7 +76,7 @@ impl SessionService {
             });
             return Err(e);
         }
-        let result = self.turn(text, cancel).await;
+        let result = self.turn(text, &consent, cancel).await;
         if let Err(e) = self.keep_tool_prefs() {
             self.emit(ServiceEvent::Error(format!(
                 "the session's tool settings were not saved ({e})"
@@ -134,6 +171,7 @@ impl SessionService {
     async fn turn(
         &mut self,
         text: String,
+        consent: &AttachConsent,
         cancel: impl Future<Output = ()>,
     ) -> anyhow::Result<(crate::domain::MessageStatus, bool)> {
         let cancel = std::pin::pin!(cancel);
@@ -167,6 +205,7 @@ impl SessionService {
         let requests = self.rows.as_ref().map(super::Rows::requests).unwrap_or_default();
         let rows = &mut self.rows;
         let tool_env = self.tool_env.clone();
+        let mcp_now = self.mcp.clone();
         let mut compacted = false;
         let mut stated = None;
         // Said once a turn: older messages left out of a request.
@@ -269,7 +308,13 @@ impl SessionService {
                     arguments,
                     access,
                 } => ServiceEvent::Tool(ToolEvent::ApprovalNeeded(Box::new(
-                    SessionService::approval_request(tool_env.as_deref(), call, arguments, access),
+                    SessionService::approval_request(
+                        tool_env.as_deref(),
+                        mcp_now.as_deref(),
+                        call,
+                        arguments,
+                        access,
+                    ),
                 ))),
             };
             sink(e);
@@ -279,7 +324,10 @@ impl SessionService {
             .chat_turn(
                 conversation,
                 connected.provider.as_ref(),
-                text,
+                crate::runtime::UserMessage {
+                    text,
+                    consent: consent.clone(),
+                },
                 cancel,
                 tools,
                 &mut out,
