@@ -11,8 +11,9 @@
 
 use std::path::{Component, Path};
 
-/// Bytes of a file's start that [`by_content`] needs at most.
-pub const SNIFF_BYTES: usize = 8 * 1024;
+/// Bytes of a file's start searched for a private key by [`by_content`]
+/// (1 MiB: a key pasted below a long text is found too).
+pub const SNIFF_BYTES: usize = 1024 * 1024;
 
 /// What a credential-looking file seems to be, as a clause for a sentence
 /// ("looks like a private key").

@@ -4,11 +4,15 @@
 //! their output does not depend on the order threads finish in.
 //!
 //! Neither follows symbolic links: a link in the workspace may point
-//! anywhere, and only regular files are listed or searched.
+//! anywhere, and only regular files are listed or searched. `grep` leaves
+//! out files that look like credentials (by name, or holding a private
+//! key: `crate::tooling::credentials`), as `read_file` asks for them, and
+//! says how many it left out.
 
 use super::paths::{Args, Intent, real_root, resolve, shown, shown_under};
 use super::{ToolEnv, ToolOutput};
 use crate::text::group_digits;
+use crate::tooling::credentials;
 use globset::{GlobBuilder, GlobMatcher};
 use grep_regex::{RegexMatcher, RegexMatcherBuilder};
 use grep_searcher::{BinaryDetection, Searcher, SearcherBuilder, Sink, SinkMatch};
@@ -214,6 +218,22 @@ struct Found {
     best: BinaryHeap<Hit>,
     lines: u64,
     files: u64,
+    /// Files with matches left out as credentials.
+    withheld: u64,
+}
+
+/// Whether `path`, a file with matching lines, looks like a credential:
+/// by its name, or by a private key anywhere in its first
+/// [`credentials::SNIFF_BYTES`].
+fn is_credential(path: &Path) -> bool {
+    use std::io::Read;
+    if credentials::by_name(path).is_some() {
+        return true;
+    }
+    let mut head = Vec::new();
+    let read = std::fs::File::open(path)
+        .and_then(|f| f.take(credentials::SNIFF_BYTES as u64).read_to_end(&mut head));
+    read.is_ok() && credentials::by_content(path, &head).is_some()
 }
 
 impl Found {
@@ -292,6 +312,7 @@ fn grep_text(env: &ToolEnv, args: &Value) -> Result<String, String> {
         best: BinaryHeap::with_capacity(keep + 1),
         lines: 0,
         files: 0,
+        withheld: 0,
     });
     let searcher = SearcherBuilder::new()
         .line_number(true)
@@ -315,21 +336,34 @@ fn grep_text(env: &ToolEnv, args: &Value) -> Result<String, String> {
             };
             let searched = searcher.search_path(matcher, entry.path(), &mut file);
             if searched.is_ok() && file.count > 0 && !file.binary {
-                found
-                    .lock()
-                    .unwrap_or_else(PoisonError::into_inner)
-                    .add(entry.path(), file);
+                let credential = is_credential(entry.path());
+                let mut found = found.lock().unwrap_or_else(PoisonError::into_inner);
+                if credential {
+                    found.withheld += 1;
+                } else {
+                    found.add(entry.path(), file);
+                }
             }
             WalkState::Continue
         })
     });
     let found = found.into_inner().unwrap_or_else(PoisonError::into_inner);
     let where_ = shown(env, &base);
+    let withheld = (found.withheld > 0).then(|| {
+        format!(
+            "[{} that look like credentials left out; read_file asks the user for one]\n",
+            counted(found.withheld, "file with matches", "files with matches")
+        )
+    });
     if found.lines == 0 {
         let within = a
             .opt_string("glob")?
             .map_or_else(String::new, |g| format!(" in files matching `{g}`"));
-        return Ok(format!("No lines under `{where_}`{within} match `{pattern}`."));
+        let none = format!("No lines under `{where_}`{within} match `{pattern}`.");
+        return Ok(match withheld {
+            Some(w) => format!("{none}\n{w}"),
+            None => none,
+        });
     }
     let hits = found.best.into_sorted_vec();
     let root = real_root(env);
@@ -355,6 +389,9 @@ fn grep_text(env: &ToolEnv, args: &Value) -> Result<String, String> {
         ));
     } else {
         text.push_str(&format!("[{counts}]\n"));
+    }
+    if let Some(w) = withheld {
+        text.push_str(&w);
     }
     Ok(text)
 }

@@ -309,6 +309,32 @@ fn glob_caps_at_a_thousand_paths() {
 }
 
 #[test]
+fn grep_leaves_out_credentials_by_name_and_by_a_key_far_into_a_file_and_says_so() {
+    let w = ws();
+    w.put("ok.txt", "FAKE_TOKEN visible\n");
+    w.put(".env", "API_KEY=FAKE_TOKEN_ENV\n");
+    w.put(".aws/credentials", "aws_secret_access_key = FAKE_TOKEN_AWS\n");
+    // A private key below 9 KB of ordinary text.
+    let notes = format!(
+        "{}-----BEGIN OPENSSH PRIVATE KEY-----\nFAKE_TOKEN_KEY\n-----END OPENSSH PRIVATE KEY-----\n",
+        "notes line\n".repeat(900)
+    );
+    w.put("notes.txt", notes);
+    let out = ok(&search::grep(&w.env, &json!({"pattern": "FAKE_TOKEN"})));
+    assert_eq!(
+        out,
+        "ok.txt:1:FAKE_TOKEN visible\n[1 matching line in 1 file]\n\
+         [3 files with matches that look like credentials left out; read_file asks the user for one]\n"
+    );
+    let only = ok(&search::grep(&w.env, &json!({"pattern": "FAKE_TOKEN_ENV"})));
+    assert_eq!(
+        only,
+        "No lines under `.` match `FAKE_TOKEN_ENV`.\n\
+         [1 file with matches that look like credentials left out; read_file asks the user for one]\n"
+    );
+}
+
+#[test]
 fn grep_finds_lines_sorted_by_path_and_line_and_skips_ignored_and_binary_files() {
     let w = ws();
     w.put(".gitignore", "vendor/\n");
