@@ -140,6 +140,7 @@ impl Runtime {
             .tools
             .allow_paths
             .iter()
+            .filter(|p| p.is_absolute())
             .filter_map(|p| std::fs::canonicalize(p).ok())
             .collect();
         let budgets = Budgets::for_window(choice.context_window);

@@ -60,7 +60,14 @@ impl Confinement {
     pub fn new(root: &Path, allow_paths: &[PathBuf]) -> Self {
         let root = real_or_given(root);
         let mut allowed = vec![root.clone()];
-        allowed.extend(allow_paths.iter().map(|p| real_or_given(p)));
+        // A relative entry would depend on the directory strata was started
+        // in; `doctor` and the tools' checks say it is ignored, and it is.
+        allowed.extend(
+            allow_paths
+                .iter()
+                .filter(|p| p.is_absolute())
+                .map(|p| real_or_given(p)),
+        );
         Self { root, allowed }
     }
 

@@ -732,6 +732,25 @@ fn resolve_accepts_paths_inside_allow_paths_and_new_files_under_the_root() {
     ));
     assert!(page.contains(SECRET_TEXT.trim()));
     assert!(resolve(&w.env, outside.join(SECRET).to_str().unwrap(), Intent::Read).is_err());
+    // The same directory written relative to this process's directory is
+    // ignored (as `doctor` says), not resolved against wherever strata runs.
+    let cwd = std::env::current_dir().unwrap();
+    let up = "../".repeat(cwd.components().count() - 1);
+    let relative = std::path::PathBuf::from(up).join(outside.strip_prefix("/").unwrap());
+    assert!(
+        relative.is_relative()
+            && std::fs::canonicalize(&relative).unwrap() == std::fs::canonicalize(&outside).unwrap()
+    );
+    let relative_only = ws_with(|env| env.allow_paths = vec![relative.clone()]);
+    assert!(
+        resolve(
+            &relative_only.env,
+            outside.join(SECRET).to_str().unwrap(),
+            Intent::Read
+        )
+        .is_err(),
+        "a relative allow_paths entry allows nothing"
+    );
 
     assert_eq!(
         resolve(&w.env, "a/b/c.txt", Intent::Write).unwrap(),
