@@ -72,17 +72,38 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
 
 /// A small centred box titled `title` asking to confirm what `lines`
 /// say, with its `keys` under them.
-fn confirm(title: &str, lines: &[String], keys: &str, area: Rect, buf: &mut Buffer) {
-    use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
+/// The width of the box [`confirm`] draws in `area`, or `None` when
+/// `area` is too small for one, and the rows its `lines` wrap to.
+fn confirm_size(lines: &[String], area: Rect) -> Option<(u16, u16)> {
     let width = area.width.saturating_sub(4).min(64);
     if width < 20 || area.height < 6 {
-        return;
+        return None;
     }
     let text_rows: usize = lines
         .iter()
         .map(|l| fmt::width(l).div_ceil(usize::from(width - 2)).max(1))
         .sum();
-    let text_rows = u16::try_from(text_rows).unwrap_or(u16::MAX);
+    Some((width, u16::try_from(text_rows).unwrap_or(u16::MAX)))
+}
+
+/// Whether [`confirm`] shows every one of `lines` and the `keys` line in
+/// `area`: a question whose answer allows what it lists is answerable only
+/// then.
+#[must_use]
+pub(crate) fn confirm_fits(lines: &[String], keys: &str, area: Rect) -> bool {
+    confirm_size(lines, area).is_some_and(|(width, text_rows)| {
+        let key_rows =
+            u16::try_from(fmt::width(keys).div_ceil(usize::from(width - 2)).max(1)).unwrap_or(u16::MAX);
+        // Borders, the blank line, the keys and a row of slack.
+        text_rows.saturating_add(key_rows).saturating_add(4) <= area.height
+    })
+}
+
+fn confirm(title: &str, lines: &[String], keys: &str, area: Rect, buf: &mut Buffer) {
+    use ratatui::widgets::{Block, Borders, Clear, Paragraph, Widget, Wrap};
+    let Some((width, text_rows)) = confirm_size(lines, area) else {
+        return;
+    };
     // One row of slack: words wrap earlier than characters.
     let height = text_rows.saturating_add(5).min(area.height);
     let rect = Rect {

@@ -100,6 +100,43 @@ async fn a_mention_outside_is_asked_about_by_its_resolved_path_and_y_attaches_it
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn y_allows_nothing_while_the_terminal_is_too_small_to_show_every_file() {
+    let server = Server::start(vec![Reply::sse(sse(&["read"]))]).await;
+    let mut h = Harness::start(&server);
+    let _outside = world(&h);
+    h.until("the connection", |a| a.context().is_some()).await;
+    let effects = type_text(&mut h.app, "x @/etc/passwd @link.txt @.env");
+    h.run(effects);
+    h.act(key(KeyCode::Enter));
+    h.until("the question", |a| a.attach_question().is_some()).await;
+    h.until("the turn to end", |a| !a.is_busy()).await;
+    h.act(AppEvent::Resize {
+        width: 40,
+        height: 10,
+    });
+    let screen = draw(&h.app, 40, 10);
+    assert!(
+        !screen.contains("y attaches once"),
+        "the box is cut short of its last file and keys: {screen}"
+    );
+    h.act(key(KeyCode::Char('y')));
+    assert!(h.app.attach_question().is_some(), "the question stays open");
+    assert!(!h.app.is_busy(), "nothing was started");
+    assert!(server.requests().is_empty());
+    // Large enough to show them all, `y` attaches.
+    h.act(AppEvent::Resize {
+        width: 120,
+        height: 36,
+    });
+    h.act(key(KeyCode::Char('y')));
+    h.until("the reply", |a| !a.is_busy() && a.attach_question().is_none())
+        .await;
+    let sent = bodies(&server);
+    assert_eq!(sent.len(), 1);
+    assert!(sent[0].contains(ENV_SECRET), "attached once the box showed it");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_pasted_mention_asks_too_esc_sends_nothing_and_n_sends_without_it() {
     let server = Server::start(vec![Reply::sse(sse(&["ok"]))]).await;
     let mut h = Harness::start(&server);

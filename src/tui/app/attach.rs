@@ -43,6 +43,14 @@ impl App {
             }
             _ => return Some(Vec::new()),
         };
+        if allowed && !self.attach_fits() {
+            // `y` allows what the box lists: only when it shows all of it.
+            self.notify(
+                "the terminal is too small to show every file asked about; enlarge it to allow them, or press n to send without them",
+                false,
+            );
+            return Some(Vec::new());
+        }
         let question = self.attach.take()?;
         let allowed = if allowed {
             question.withheld.iter().map(|w| w.path.clone()).collect()
@@ -55,6 +63,14 @@ impl App {
             allowed,
         };
         Some(self.start_turn(text, effect))
+    }
+
+    /// Whether the open question's box shows every mention and its keys
+    /// at the terminal's size.
+    fn attach_fits(&self) -> bool {
+        let area = ratatui::layout::Rect::new(0, 0, self.width, self.height);
+        self.attach_question()
+            .is_some_and(|lines| crate::tui::view::confirm_fits(&lines, ATTACH_KEYS, area))
     }
 
     /// The open question's lines, for the view: a heading, then one line
