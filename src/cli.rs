@@ -24,8 +24,8 @@ pub fn main() -> ExitCode {
         }
     };
     if let Some(Command::Supervise(a)) = &cli.command {
-        // Before the log and the config: it only holds a process group.
-        return strata::tools::supervisor::supervise(a.parent, &a.command);
+        // Before the log and the config: it only holds the command's processes.
+        return strata::tools::supervisor::supervise(a.parent, &a.command, a.report);
     }
     // One log for every command, the full-screen app included; without a
     // home there is nowhere to write it (and the command says why).

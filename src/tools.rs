@@ -12,6 +12,7 @@ pub mod catalog;
 pub mod edit;
 pub mod files;
 pub mod paths;
+pub mod reaper;
 pub mod search;
 pub mod shell;
 pub mod spill;

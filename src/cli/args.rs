@@ -89,7 +89,7 @@ pub enum Command {
     /// List, add and remove the MCP servers of the config; accept or decline a workspace's .mcp.json.
     #[command(subcommand)]
     Mcp(McpCommand),
-    /// Run a `shell` tool command in a process group that dies with strata (internal).
+    /// Run a `shell` tool command or an MCP server so that nothing it starts outlives it or strata (internal).
     #[command(name = "__supervise", hide = true)]
     Supervise(SuperviseArgs),
 }
@@ -99,6 +99,10 @@ pub struct SuperviseArgs {
     /// The strata process the command belongs to.
     #[arg(long, value_name = "PID")]
     pub parent: u32,
+    /// Write how many processes the sweep stopped to stdin (a socket);
+    /// bash gets `/dev/null` as its stdin.
+    #[arg(long)]
+    pub report: bool,
     /// The command for `bash -c`, after `--`.
     #[arg(value_name = "COMMAND", last = true, required = true)]
     pub command: String,

@@ -9,13 +9,17 @@
 //! the caller's progress callback. The result ends with the exit code, the
 //! signal, or the timeout.
 //!
-//! Process groups: the command gets its own group, killed (SIGKILL, every
-//! process in it) on timeout, on cancel (dropping the future), and when
-//! the command ends (what it left running in the background). With
-//! [`super::ShellLimits::supervisor`] set the group is held by
-//! `strata __supervise` ([`super::supervisor`]), which kills it when strata
-//! dies, even by SIGKILL; each running group is also recorded in
+//! Processes: with [`super::ShellLimits::supervisor`] set the command is
+//! held by `strata __supervise` ([`super::supervisor`]), a child subreaper
+//! that ends every process below it — its own process group, and what left
+//! it with `setsid` or a double fork — when bash ends, when strata stops it
+//! (SIGTERM on timeout or cancel, then SIGKILL after
+//! [`supervisor::STOP_WAIT`] if it has not ended), and when strata dies,
+//! even by SIGKILL. It reports how many processes it stopped, and the
+//! result says so. Each running group is also recorded in
 //! [`super::ShellLimits::registry`] for the start-up [`super::sweep`].
+//! Without a supervisor (tests of the library) the command gets its own
+//! group, killed (SIGKILL) on timeout, on cancel and when the command ends.
 //! strata does not confine what the command does.
 
 use super::capture::{Capture, Captured};
@@ -26,7 +30,9 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use serde_json::Value;
 use std::ffi::OsString;
+use std::io::Read as _;
 use std::os::fd::OwnedFd;
+use std::os::unix::net::UnixStream;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{ExitStatus, Stdio};
 use std::time::Duration;
@@ -128,9 +134,7 @@ pub async fn run(env: &ToolEnv, tool_call_id: &str, args: &Value, progress: Prog
                 ended = Some((ending, Instant::now()));
             },
             () = sleep_until(deadline), if ended.is_none() => {
-                group.kill();
-                let _ = group.child.wait().await;
-                group.reaped();
+                group.end().await;
                 ended = Some((Ending::TimedOut, Instant::now()));
             },
             () = sleep_until(report_at), if pending => {
@@ -150,8 +154,9 @@ pub async fn run(env: &ToolEnv, tool_call_id: &str, args: &Value, progress: Prog
         progress(&line);
     }
     group.done();
+    let stopped = group.stopped();
     let ending = ended.map_or(Ending::Lost, |(ending, _)| ending);
-    finish(capture.finish(), &ending, timeout_s, &env.shell)
+    finish(capture.finish(), &ending, stopped, timeout_s, &env.shell)
 }
 
 /// How the command ended.
@@ -207,22 +212,27 @@ fn whole_seconds(value: &Value) -> Option<u64> {
 /// end.
 fn start(env: &ToolEnv, command: &str) -> std::io::Result<(Group, pipe::Receiver)> {
     let (reader, writer) = std::io::pipe()?;
+    let mut report = None;
     let mut cmd = match &env.shell.supervisor {
         Some(strata) => {
+            // The supervisor's stdin is a socket it reports on; bash gets
+            // /dev/null.
+            let (ours, theirs) = UnixStream::pair()?;
             let mut cmd = Command::new(strata);
-            cmd.args(supervisor::args(std::process::id(), command));
+            cmd.args(supervisor::args(std::process::id(), command, true))
+                .stdin(Stdio::from(OwnedFd::from(theirs)));
+            report = Some(ours);
             cmd
         }
         None => {
             let mut cmd = Command::new("bash");
-            cmd.arg("-c").arg(command).process_group(0);
+            cmd.arg("-c").arg(command).process_group(0).stdin(Stdio::null());
             cmd
         }
     };
     cmd.current_dir(&env.root)
         .env_clear()
         .envs(command_env(std::env::vars_os()))
-        .stdin(Stdio::null())
         .stdout(writer.try_clone()?)
         .stderr(writer);
     let child = cmd.spawn()?;
@@ -237,6 +247,8 @@ fn start(env: &ToolEnv, command: &str) -> std::io::Result<(Group, pipe::Receiver
         child,
         pid: Some(Pid::from_raw(pid)),
         pgid: Pid::from_raw(pid),
+        supervisor: report.is_some().then(|| Proc::of(pid)).flatten(),
+        report,
         record: None,
         armed: true,
     };
@@ -248,14 +260,18 @@ fn start(env: &ToolEnv, command: &str) -> std::io::Result<(Group, pipe::Receiver
     Ok((group, reader))
 }
 
-/// A running command's process group; killed when dropped unless
-/// [`Group::done`].
+/// A running command: its process (the supervisor, or bash) and its
+/// process group; ended when dropped unless [`Group::done`].
 struct Group {
     child: Child,
     /// The child's pid until it was reaped (it may be reused after).
     pid: Option<Pid>,
     /// The group's id (the child's pid: bash directly, or the supervisor).
     pgid: Pid,
+    /// The supervisor as the kernel knows it (`None` without one).
+    supervisor: Option<Proc>,
+    /// The socket the supervisor reports on (`None` without one).
+    report: Option<UnixStream>,
     /// Its record in the registry, removed with it.
     record: Option<Record>,
     armed: bool,
@@ -271,6 +287,38 @@ impl Group {
         let _ = killpg(self.pgid, Signal::SIGKILL);
     }
 
+    /// Asks the command to end: SIGTERM to a supervisor still running (it
+    /// sweeps every process below it, then exits), the kill otherwise.
+    /// `true` when the supervisor was asked.
+    fn stop(&self) -> bool {
+        match (self.pid, self.supervisor) {
+            (Some(pid), Some(_)) => kill(pid, Signal::SIGTERM).is_ok(),
+            _ => {
+                self.kill();
+                false
+            }
+        }
+    }
+
+    /// Ends the command and waits for it: [`Group::stop`], then a
+    /// supervisor that has not ended within [`supervisor::STOP_WAIT`] is
+    /// killed with its group.
+    async fn end(&mut self) {
+        if self.stop()
+            && tokio::time::timeout(supervisor::STOP_WAIT, self.child.wait())
+                .await
+                .is_ok()
+        {
+            self.reaped();
+            // Nothing should be left; a member that is, goes.
+            self.kill();
+            return;
+        }
+        self.kill();
+        let _ = self.child.wait().await;
+        self.reaped();
+    }
+
     /// The child was waited for: its pid is no longer ours.
     fn reaped(&mut self) {
         self.pid = None;
@@ -281,18 +329,61 @@ impl Group {
         self.armed = false;
         self.record = None;
     }
+
+    /// How many processes the supervisor stopped when the command ended,
+    /// when it said (read once it has ended).
+    fn stopped(&mut self) -> Option<usize> {
+        let mut socket = self.report.take()?;
+        socket.set_nonblocking(true).ok()?;
+        let mut text = String::new();
+        let _ = socket.read_to_string(&mut text);
+        supervisor::parse_report(&text)
+    }
 }
 
 impl Drop for Group {
     fn drop(&mut self) {
-        if self.armed {
-            self.kill();
+        if !self.armed {
+            return;
+        }
+        match self.supervisor.filter(|_| self.pid.is_some()) {
+            Some(proc) if self.stop() => stop_later(proc, self.pgid),
+            _ => self.kill(),
         }
     }
 }
 
+/// After a cancel: waits up to [`supervisor::STOP_WAIT`] on a thread of
+/// its own for the supervisor told to stop to end, then kills it (SIGKILL)
+/// with its group. A supervisor that ends is followed by the kill of its
+/// group's leftovers (none, unless it was killed itself).
+fn stop_later(supervisor: Proc, pgid: Pid) {
+    let waited = std::thread::Builder::new()
+        .name("strata-shell-stop".to_owned())
+        .spawn(move || {
+            let deadline = std::time::Instant::now() + supervisor::STOP_WAIT;
+            while supervisor.is_alive() && std::time::Instant::now() < deadline {
+                std::thread::sleep(Duration::from_millis(5));
+            }
+            if supervisor.is_alive() {
+                let _ = kill(Pid::from_raw(supervisor.pid), Signal::SIGKILL);
+            }
+            let _ = killpg(pgid, Signal::SIGKILL);
+        });
+    if waited.is_err() {
+        let _ = kill(Pid::from_raw(supervisor.pid), Signal::SIGKILL);
+        let _ = killpg(pgid, Signal::SIGKILL);
+    }
+}
+
 /// The result: the output with a last line saying how the command ended.
-fn finish(captured: Captured, ending: &Ending, timeout_s: u64, limits: &ShellLimits) -> ToolOutput {
+fn finish(
+    captured: Captured,
+    ending: &Ending,
+    stopped: Option<usize>,
+    timeout_s: u64,
+    limits: &ShellLimits,
+) -> ToolOutput {
     let Captured {
         mut output,
         total_bytes,
@@ -321,6 +412,10 @@ fn finish(captured: Captured, ending: &Ending, timeout_s: u64, limits: &ShellLim
                 .to_owned(),
         ),
     };
+    if let (Ending::Exited(_), Some(n @ 1..)) = (ending, stopped) {
+        last.push('\n');
+        last.push_str(&stopped_line(n));
+    }
     if let Some(e) = spill_error {
         last.push_str(&format!(
             "\n[the whole output ({total_bytes} bytes) could not be saved ({e}); only its first and last parts are here]"
@@ -343,6 +438,15 @@ fn finish(captured: Captured, ending: &Ending, timeout_s: u64, limits: &ShellLim
         diff: None,
         change: None,
         paged: false,
+    }
+}
+
+/// `[2 background processes were stopped when the command ended]`.
+fn stopped_line(n: usize) -> String {
+    if n == 1 {
+        "[1 background process was stopped when the command ended]".to_owned()
+    } else {
+        format!("[{n} background processes were stopped when the command ended]")
     }
 }
 

@@ -1,10 +1,12 @@
-//! The supervisor process that holds a shell command's process group and
-//! kills it when strata dies.
+//! The supervisor process that holds a shell command (or an MCP server)
+//! and every process it starts, and ends them all when the command ends,
+//! when it is told to stop, or when strata dies.
 //!
-//! A process group does not die with its parent: a `shell` command left
-//! running when strata is killed by SIGKILL would run on. So strata starts
-//! each command through itself, `strata __supervise --parent PID -- COMMAND`
-//! ([`supervise`]), which
+//! A process group does not die with its parent, and a process that calls
+//! `setsid` leaves its group: a `shell` command could leave a server running
+//! after it ended, or after strata was killed by SIGKILL. So strata starts
+//! each command through itself, `strata __supervise --parent PID [--report]
+//! -- COMMAND` ([`supervise`]), which
 //!
 //! 1. blocks the signals it waits for (`posix_spawn` unblocks them and
 //!    resets them to their default for the command);
@@ -12,28 +14,43 @@
 //!    then checks its parent is still `PID` (it may have died before);
 //! 3. starts a new session (`setsid`): its own process group, no
 //!    controlling terminal, so nothing can wait on the terminal;
-//! 4. runs `bash -c COMMAND` in that group with its own stdin
-//!    (`/dev/null`), stdout and stderr (strata's pipe) and environment;
-//! 5. on SIGTERM, SIGINT, SIGHUP or SIGQUIT (its parent died, or it was
-//!    told to stop) kills the whole group (itself included) with SIGKILL;
-//! 6. when bash ends, ends the same way: the same exit code, or the same
-//!    signal (a signal that would dump core becomes exit code `128 + N`).
+//! 4. becomes a child subreaper (`PR_SET_CHILD_SUBREAPER`), so every
+//!    descendant that loses its parent is reparented to it, not to init
+//!    ([`super::reaper`]);
+//! 5. runs `bash -c COMMAND` in that group with its own stdout and stderr
+//!    (strata's pipe) and environment; stdin is its own, or `/dev/null`
+//!    with `--report`;
+//! 6. reaps every child that ends while bash runs (orphans reparented to
+//!    it included);
+//! 7. when bash ends, or on SIGTERM, SIGINT, SIGHUP or SIGQUIT (its parent
+//!    died, or strata told it to stop), sweeps: kills every process below
+//!    it and reaps until none is left ([`super::reaper::sweep`]);
+//! 8. with `--report`, writes `stopped N` to its stdin (a socket strata
+//!    holds): how many processes the sweep killed, bash not counted;
+//! 9. ends like bash ended: the same exit code, or the same signal (a
+//!    signal that would dump core becomes exit code `128 + N`); stopped by
+//!    a signal, exit code `128 + N`.
 //!
-//! The group's id is the supervisor's pid, so strata kills the group
-//! directly on a timeout or a cancel, and kills what is left of it once the
-//! supervisor has ended. The kernel sends the parent-death signal when the
-//! *thread* that spawned the supervisor ends: strata spawns it from a
-//! runtime worker, which lives as long as strata.
+//! The group's id is the supervisor's pid. strata ends a command by
+//! SIGTERM to the supervisor and waits for it, a bounded time
+//! ([`STOP_WAIT`]); only a supervisor still running then is killed
+//! (SIGKILL, with its group). The kernel sends the parent-death signal when
+//! the *thread* that spawned the supervisor ends: strata spawns it from a
+//! thread that lives as long as strata. A supervisor killed by SIGKILL
+//! cannot sweep: what left its group then is on its own.
 
+use super::reaper;
 use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags, posix_spawnp};
-use nix::sys::prctl::set_pdeathsig;
-use nix::sys::signal::{SigSet, Signal, killpg, raise};
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::sys::prctl::{set_child_subreaper, set_pdeathsig};
+use nix::sys::signal::{SigSet, Signal, raise};
+use nix::sys::wait::WaitStatus;
 use nix::unistd::{Pid, getpgrp, getpid, getppid, setsid};
 use std::ffi::CString;
 use std::io::Write;
+use std::os::fd::AsRawFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::process::ExitCode;
+use std::time::Duration;
 
 /// The name of the hidden subcommand that runs [`supervise`].
 pub const SUBCOMMAND: &str = "__supervise";
@@ -45,27 +62,45 @@ pub const SETUP_FAILED: u8 = 125;
 /// Exit code when bash could not be started.
 pub const NOT_STARTED: u8 = 127;
 
+/// How long strata waits for a supervisor told to stop (SIGTERM) to sweep
+/// and end before it kills it (SIGKILL) with its group.
+pub const STOP_WAIT: Duration = Duration::from_secs(3);
+
+/// The flag that makes the supervisor report on its stdin.
+pub const REPORT: &str = "--report";
+
 /// The arguments that make strata's binary supervise `command` for the
-/// process `parent` (strata itself): `__supervise --parent PID -- COMMAND`.
+/// process `parent` (strata itself): `__supervise --parent PID -- COMMAND`,
+/// with `--report` before `--` when `report` (its stdin is then a socket
+/// it writes `stopped N` to, and bash's stdin is `/dev/null`).
 #[must_use]
-pub fn args(parent: u32, command: &str) -> Vec<String> {
-    vec![
-        SUBCOMMAND.to_owned(),
-        "--parent".to_owned(),
-        parent.to_string(),
-        "--".to_owned(),
-        command.to_owned(),
-    ]
+pub fn args(parent: u32, command: &str, report: bool) -> Vec<String> {
+    let mut args = vec![SUBCOMMAND.to_owned(), "--parent".to_owned(), parent.to_string()];
+    if report {
+        args.push(REPORT.to_owned());
+    }
+    args.push("--".to_owned());
+    args.push(command.to_owned());
+    args
+}
+
+/// The count in a supervisor's report (`stopped N`), `None` when it wrote
+/// none.
+#[must_use]
+pub fn parse_report(text: &str) -> Option<usize> {
+    text.lines()
+        .find_map(|l| l.strip_prefix("stopped ")?.trim().parse().ok())
 }
 
 /// Runs `bash -c command` under supervision (see the module doc) and
 /// returns what the binary should exit with; when bash was killed by a
 /// signal, raises the same signal first. `parent` is the pid of the
 /// strata process that started the supervisor: when it is no longer the
-/// parent, nothing runs and the result is [`SETUP_FAILED`]. Errors are
-/// written to stderr as one sentence.
+/// parent, nothing runs and the result is [`SETUP_FAILED`]. With `report`
+/// the count of processes the sweep stopped is written to stdin. Errors
+/// are written to stderr as one sentence.
 #[must_use]
-pub fn supervise(parent: u32, command: &str) -> ExitCode {
+pub fn supervise(parent: u32, command: &str, report: bool) -> ExitCode {
     let mut signals = SigSet::empty();
     for s in [
         Signal::SIGTERM,
@@ -89,7 +124,10 @@ pub fn supervise(parent: u32, command: &str) -> ExitCode {
     if setsid().is_err() && getpgrp() != getpid() {
         return setup_failed("could not start a new process group");
     }
-    let bash = match spawn_bash(command, &signals) {
+    if let Err(e) = set_child_subreaper(true) {
+        return setup_failed(&format!("could not become a child subreaper ({e})"));
+    }
+    let bash = match spawn_bash(command, &signals, report) {
         Ok(pid) => pid,
         Err(e) => {
             say(&format!(
@@ -98,35 +136,62 @@ pub fn supervise(parent: u32, command: &str) -> ExitCode {
             return ExitCode::from(NOT_STARTED);
         }
     };
-    loop {
+    let ending = loop {
         match signals.wait() {
-            Ok(Signal::SIGCHLD) => match waitpid(bash, Some(WaitPidFlag::WNOHANG)) {
-                Ok(WaitStatus::Exited(_, code)) => {
-                    return ExitCode::from(u8::try_from(code).unwrap_or(1));
+            Ok(Signal::SIGCHLD) => {
+                let reaped = reaper::reap(Some(bash));
+                match reaped.watched {
+                    Some(WaitStatus::Exited(_, code)) => break Ending::Exited(code),
+                    Some(WaitStatus::Signaled(_, signal, _)) => break Ending::Signaled(signal),
+                    _ if !reaped.children_left => {
+                        say("strata: the command could not be waited for.");
+                        break Ending::Lost;
+                    }
+                    _ => {}
                 }
-                Ok(WaitStatus::Signaled(_, signal, _)) => return forward(signal, &signals),
-                Ok(_) => {}
-                Err(e) => {
-                    say(&format!("strata: the command could not be waited for ({e})."));
-                    kill_group();
-                    return ExitCode::from(SETUP_FAILED);
-                }
-            },
-            Ok(signal) => {
-                kill_group();
-                return ExitCode::from(128 + signal as u8);
             }
+            Ok(signal) => break Ending::Stopped(signal),
             Err(_) => {}
         }
+    };
+    let stopped = reaper::sweep(Some(bash));
+    if report {
+        write_report(stopped);
+    }
+    match ending {
+        Ending::Exited(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
+        Ending::Signaled(signal) => forward(signal, &signals),
+        Ending::Stopped(signal) => ExitCode::from(128 + signal as u8),
+        Ending::Lost => ExitCode::from(SETUP_FAILED),
     }
 }
 
-/// `bash -c command` with this process's stdin, stdout, stderr and
-/// environment, the signals the supervisor blocks unblocked and reset to
-/// their default (and SIGPIPE, which Rust ignores, too). `posix_spawn`
-/// sets the mask and the dispositions in the child before bash runs, so no
-/// signal can slip between.
-fn spawn_bash(command: &str, blocked: &SigSet) -> Result<Pid, String> {
+/// Why the supervisor sweeps.
+enum Ending {
+    /// bash exited with this code.
+    Exited(i32),
+    /// bash was killed by this signal.
+    Signaled(Signal),
+    /// The supervisor got this signal.
+    Stopped(Signal),
+    /// bash is no longer a child, yet was never reaped.
+    Lost,
+}
+
+/// `stopped N` on stdin, a socket strata reads once the supervisor ended.
+fn write_report(stopped: usize) {
+    let line = format!("stopped {stopped}\n");
+    let stdin = std::io::stdin();
+    let _ = nix::unistd::write(std::os::fd::AsFd::as_fd(&stdin), line.as_bytes());
+}
+
+/// `bash -c command` with this process's stdin (`/dev/null` when
+/// `null_stdin`), stdout, stderr and environment, the signals the
+/// supervisor blocks unblocked and reset to their default (and SIGPIPE,
+/// which Rust ignores, too). `posix_spawn` sets the mask and the
+/// dispositions in the child before bash runs, so no signal can slip
+/// between.
+fn spawn_bash(command: &str, blocked: &SigSet, null_stdin: bool) -> Result<Pid, String> {
     let cstring = |bytes: &[u8]| CString::new(bytes).map_err(|_| "the command holds a NUL byte".to_owned());
     let args = [cstring(b"bash")?, cstring(b"-c")?, cstring(command.as_bytes())?];
     let env: Vec<CString> = std::env::vars_os()
@@ -144,8 +209,18 @@ fn spawn_bash(command: &str, blocked: &SigSet) -> Result<Pid, String> {
         .map_err(|e| e.to_string())?;
     attr.set_sigmask(&SigSet::empty()).map_err(|e| e.to_string())?;
     attr.set_sigdefault(&defaults).map_err(|e| e.to_string())?;
-    let actions = PosixSpawnFileActions::init().map_err(|e| e.to_string())?;
-    posix_spawnp(&args[0], &actions, &attr, &args, &env).map_err(|e| e.to_string())
+    let mut actions = PosixSpawnFileActions::init().map_err(|e| e.to_string())?;
+    // Opened close-on-exec; `dup2` onto stdin clears the flag there.
+    let null = if null_stdin {
+        let null = std::fs::File::open("/dev/null").map_err(|e| e.to_string())?;
+        actions.add_dup2(null.as_raw_fd(), 0).map_err(|e| e.to_string())?;
+        Some(null)
+    } else {
+        None
+    };
+    let spawned = posix_spawnp(&args[0], &actions, &attr, &args, &env).map_err(|e| e.to_string());
+    drop(null);
+    spawned
 }
 
 /// Ends like bash ended: its exit code, or its signal raised on the
@@ -171,12 +246,6 @@ fn dumps_core(signal: Signal) -> bool {
         signal,
         SIGQUIT | SIGILL | SIGTRAP | SIGABRT | SIGBUS | SIGFPE | SIGSEGV | SIGXCPU | SIGXFSZ | SIGSYS
     )
-}
-
-/// SIGKILL to the supervisor's own group: the command, everything it
-/// started, and the supervisor.
-fn kill_group() {
-    let _ = killpg(getpgrp(), Signal::SIGKILL);
 }
 
 fn setup_failed(what: &str) -> ExitCode {

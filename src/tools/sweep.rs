@@ -56,14 +56,20 @@ pub fn start_time(pid: i32) -> Option<u64> {
     stat(pid).map(|s| s.started)
 }
 
-/// The fields of `/proc/<pid>/stat` the sweep reads.
-struct Stat {
-    state: char,
-    pgrp: i32,
-    started: u64,
+/// The fields of `/proc/<pid>/stat` the sweeps read.
+pub(super) struct Stat {
+    /// `R`, `S`, `D`, `Z`, …
+    pub(super) state: char,
+    /// The parent's pid.
+    pub(super) ppid: i32,
+    /// The process group's id.
+    pub(super) pgrp: i32,
+    /// Clock ticks since boot.
+    pub(super) started: u64,
 }
 
-fn stat(pid: i32) -> Option<Stat> {
+/// The stat of process `pid`, `None` when there is no such process.
+pub(super) fn stat(pid: i32) -> Option<Stat> {
     if pid <= 0 {
         return None;
     }
@@ -73,6 +79,7 @@ fn stat(pid: i32) -> Option<Stat> {
     let fields: Vec<&str> = rest.split_whitespace().collect();
     Some(Stat {
         state: fields.first()?.chars().next()?,
+        ppid: fields.get(1)?.parse().ok()?,
         pgrp: fields.get(2)?.parse().ok()?,
         started: fields.get(19)?.parse().ok()?,
     })

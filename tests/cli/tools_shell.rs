@@ -3,7 +3,9 @@
 //! git without a pager or an editor, secrets kept out of the command's
 //! environment, the supervisor taking the command along when its parent is
 //! killed by SIGKILL, and the start-up sweep. Limits are small so the test
-//! stays fast; the 1 GB figure is the ignored measurement at the end.
+//! stays fast; the 1 GB figure is the ignored measurement at the end. What
+//! a command leaves behind with `setsid`, `nohup` or a double fork is in
+//! `tools_shell_sweep`.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::print_stderr)]
 
@@ -412,6 +414,7 @@ fn the_supervisor_runs_nothing_when_its_parent_is_already_gone() {
         .args(strata::tools::supervisor::args(
             1,
             &format!("touch {}", marker.display()),
+            false,
         ))
         .output()
         .unwrap();
