@@ -7,6 +7,7 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
+use crate::support::agent;
 use crate::support::common;
 use crate::support::mcp as mcp_support;
 use crate::support::server;
@@ -16,7 +17,7 @@ use crate::support::tool_sse;
 use common::Sandbox;
 use serde_json::Value;
 use server::{Reply, Server};
-use std::process::{Command, Output};
+use std::process::Output;
 use std::sync::{Arc, Mutex};
 use strata::config::Config;
 use strata::conversation::Approval;
@@ -61,21 +62,6 @@ fn sandbox(trusted: bool) -> Sandbox {
     sb
 }
 
-fn chat(sb: &Sandbox, server: &Server, args: &[&str]) -> Command {
-    let mut c = sb.cmd(args);
-    c.env("OPENAI_BASE_URL", format!("{}/v1", server.base_url()))
-        .env("OPENAI_API_KEY", "sk-test-mcp");
-    c
-}
-
-async fn run(mut cmd: Command) -> Output {
-    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
-        .await
-        .unwrap();
-    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    out
-}
-
 /// The `tool_result` event of `out` and the result the model read next.
 fn echo_result(out: &Output, server: &Server) -> (String, String) {
     let status = String::from_utf8_lossy(&out.stdout)
@@ -100,7 +86,12 @@ fn a_read_only_hint_is_denied_headless_until_the_server_is_trusted() {
     mcp_support::run(async {
         let sb = sandbox(false);
         let server = echoing().await;
-        let out = run(chat(&sb, &server, &["chat", "--json", "--new", "echo please"])).await;
+        let out = agent::run_ok(agent::openai(
+            &sb,
+            &server,
+            &["chat", "--json", "--new", "echo please"],
+        ))
+        .await;
         let (status, content) = echo_result(&out, &server);
         assert_eq!(status, "denied", "{content}");
         assert!(
@@ -111,7 +102,12 @@ fn a_read_only_hint_is_denied_headless_until_the_server_is_trusted() {
 
         let sb = sandbox(true);
         let server = echoing().await;
-        let out = run(chat(&sb, &server, &["chat", "--json", "--new", "echo please"])).await;
+        let out = agent::run_ok(agent::openai(
+            &sb,
+            &server,
+            &["chat", "--json", "--new", "echo please"],
+        ))
+        .await;
         let (status, content) = echo_result(&out, &server);
         assert_eq!(status, "ok", "{content}");
         assert!(content.contains("hello from echo"), "{content}");

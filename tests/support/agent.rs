@@ -36,6 +36,13 @@ pub async fn run(mut cmd: Command) -> Output {
         .unwrap()
 }
 
+/// [`run`], asserting the command succeeded.
+pub async fn run_ok(cmd: Command) -> Output {
+    let out = run(cmd).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    out
+}
+
 /// The `--json` events of a run.
 pub fn events(out: &Output) -> Vec<Value> {
     String::from_utf8_lossy(&out.stdout)
