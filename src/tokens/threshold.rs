@@ -152,18 +152,16 @@ mod tests {
         assert_eq!((t.requested, t.effective), (0, 0));
     }
 
-    /// The README's worked examples (`window − reserved → threshold`)
-    /// are what the code computes, and the rule it states is the one in
-    /// the module doc: 85 % only when the floor reaches the window.
+    /// The manual's worked examples (`window − reserved → threshold`, in
+    /// `docs/compression.md`) are what the code computes, and the rule it
+    /// states is the one in the module doc: 85 % only when the floor
+    /// reaches the window.
     #[test]
-    fn the_readme_examples_are_what_the_code_computes() {
-        let readme = include_str!("../../README.md");
-        let start = readme.find("The threshold is 75 %").unwrap();
-        let end = start + readme[start..].find("`strata context` shows").unwrap();
-        let text = readme[start..end]
-            .split_whitespace()
-            .collect::<Vec<_>>()
-            .join(" ");
+    fn the_manual_examples_are_what_the_code_computes() {
+        let page = include_str!("../../docs/compression.md");
+        let start = page.find("The threshold is 75 %").unwrap();
+        let end = start + page[start..].find("`strata context` shows").unwrap();
+        let text = page[start..end].split_whitespace().collect::<Vec<_>>().join(" ");
         assert!(text.contains("raised to 64,000 tokens when lower"), "{text}");
         assert!(text.contains("When that reaches the effective window"), "{text}");
         let number = |s: &str| s.replace(',', "").parse::<u64>().unwrap();
