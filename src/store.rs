@@ -83,7 +83,24 @@ impl Store {
     /// upgrade fails (rolled back); [`StoreError::Busy`] when another process
     /// holds the lock for longer than [`BUSY_TIMEOUT`].
     pub fn open(path: impl AsRef<Path>) -> Result<Self, StoreError> {
-        let path = path.as_ref().to_path_buf();
+        // Two connections opening a new file at once (the session and the
+        // input history of one app) can meet while one of them switches the
+        // file to WAL; SQLite answers that with SQLITE_BUSY at once, without
+        // its busy handler. Such an open is tried again within the timeout.
+        let path = path.as_ref();
+        let deadline = std::time::Instant::now() + BUSY_TIMEOUT;
+        loop {
+            match Self::open_once(path) {
+                Err(StoreError::Busy) if std::time::Instant::now() < deadline => {
+                    std::thread::sleep(Duration::from_millis(20));
+                }
+                result => return result,
+            }
+        }
+    }
+
+    fn open_once(path: &Path) -> Result<Self, StoreError> {
+        let path = path.to_path_buf();
         if let Some(dir) = path.parent().filter(|d| !d.as_os_str().is_empty()) {
             files::create_private_dir(dir)?;
         }
@@ -224,5 +241,24 @@ mod tests {
             .query_row("PRAGMA journal_mode", [], |r| r.get(0))
             .unwrap();
         assert_eq!(mode, "wal");
+    }
+
+    /// The app opens the store twice at start (the session and the input
+    /// history); on a new file the two opens race the switch to WAL.
+    #[test]
+    fn connections_opening_a_new_file_at_once_all_succeed() {
+        let tmp = tempfile::tempdir().unwrap();
+        for round in 0..40 {
+            let path = tmp.path().join(format!("race-{round}.db"));
+            let opens: Vec<_> = (0..4)
+                .map(|_| {
+                    let path = path.clone();
+                    std::thread::spawn(move || Store::open(&path).map(|s| s.schema_version().unwrap()))
+                })
+                .collect();
+            for open in opens {
+                assert_eq!(open.join().unwrap().unwrap(), KNOWN_VERSION, "round {round}");
+            }
+        }
     }
 }
