@@ -22,6 +22,8 @@ mod local_model;
 mod local_q8;
 #[path = "e2e/local_state.rs"]
 mod local_state;
+#[path = "e2e/mcp_detached.rs"]
+mod mcp_detached;
 #[path = "e2e/mcp_servers.rs"]
 mod mcp_servers;
 #[path = "e2e/service_local.rs"]

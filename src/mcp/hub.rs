@@ -213,6 +213,65 @@ impl Hub {
         }
     }
 
+    /// Stops the server `name` for now (`/mcp off`): closes its stdin,
+    /// and its supervisor ends it and everything it started (what a
+    /// graceful exit leaves is swept); it is unavailable, and is not
+    /// started again on use, until [`Hub::start_again`]. `false` when no
+    /// server of that name was started.
+    pub fn stop(&self, name: &str) -> bool {
+        let Some(server) = self.server(name) else {
+            return false;
+        };
+        let Some(mut state) = server.lock() else {
+            return false;
+        };
+        state.epoch += 1;
+        if let Some(mut live) = state.live.take() {
+            match live.stop.take() {
+                Some(stop) => {
+                    let _ = stop.send(());
+                }
+                None => live.group.kill(),
+            }
+        }
+        state.status = Status::Unavailable {
+            why: format!(
+                "The MCP server `{name}` was switched off for this session; `/mcp on {name}` starts it again."
+            ),
+            stderr_tail: server.tail.lines(),
+        };
+        state.tools.clear();
+        state.switched_off = true;
+        drop(state);
+        self.inner.changes.send_modify(|n| *n += 1);
+        true
+    }
+
+    /// Starts the server `name` again after [`Hub::stop`]; `false` when no
+    /// server of that name was started or it was not stopped.
+    pub fn start_again(&self, name: &str) -> bool {
+        if self.inner.closed.load(std::sync::atomic::Ordering::Acquire) {
+            return false;
+        }
+        let Some(server) = self.server(name) else {
+            return false;
+        };
+        let was_off = server
+            .lock()
+            .is_some_and(|mut s| std::mem::take(&mut s.switched_off));
+        if was_off {
+            server.launch();
+        }
+        was_off
+    }
+
+    fn server(&self, name: &str) -> Option<&Arc<Server>> {
+        self.inner
+            .servers
+            .iter()
+            .find(|s| s.name == name && s.spec.is_some())
+    }
+
     /// Stops every server: closes its stdin, waits for it to exit (all of
     /// them together, at most about 2 s), then kills what is left.
     pub async fn shutdown(&self) {

@@ -12,10 +12,16 @@ use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use std::collections::VecDeque;
 use std::process::Stdio;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
 use tokio::io::AsyncReadExt;
 use tokio::process::{Child, ChildStderr, Command};
+
+/// How long a server's supervisor, told to stop (SIGTERM), has to sweep
+/// and end before it is killed (SIGKILL) with its group; the same bound as
+/// a shell command's.
+pub const STOP_WAIT: std::time::Duration = std::time::Duration::from_secs(3);
 
 /// Bytes of one stderr line that are logged and kept; the rest is cut.
 pub const STDERR_LINE_CHARS: usize = 2_000;
@@ -109,17 +115,24 @@ pub async fn spawn(
         child,
         group: Arc::new(Group {
             pid: Pid::from_raw(pid),
-            reaped: Mutex::new(false),
+            supervised: spec.supervisor.is_some(),
+            reaped: Arc::new(AtomicBool::new(false)),
+            stopping: AtomicBool::new(false),
         }),
     })
 }
 
-/// A server's process group (its id is the process's pid); every process
-/// in it gets SIGKILL when the group drops.
+/// A server's process group (its id is the process's pid), ended when the
+/// group drops: a supervisor is told to stop (SIGTERM), so it sweeps every
+/// process below it, those that left the group with `setsid` too, and is
+/// killed with its group only if it has not ended within
+/// [`STOP_WAIT`]; a server started directly gets SIGKILL with its group.
 #[derive(Debug)]
 pub struct Group {
     pid: Pid,
-    reaped: Mutex<bool>,
+    supervised: bool,
+    reaped: Arc<AtomicBool>,
+    stopping: AtomicBool,
 }
 
 impl Group {
@@ -129,10 +142,28 @@ impl Group {
         self.pid.as_raw().unsigned_abs()
     }
 
-    /// SIGKILL to the process (while it was not waited for: the supervisor
-    /// may not have made its group yet) and to the whole group.
+    /// Ends the server and everything it started. A supervisor still
+    /// running gets SIGTERM and sweeps its tree; a thread kills it with its
+    /// group after [`STOP_WAIT`] if it is still there. Otherwise SIGKILL to
+    /// the process (while it was not waited for: a supervisor may not have
+    /// made its group yet) and to the whole group.
     pub fn kill(&self) {
-        if !self.reaped.lock().map(|r| *r).unwrap_or(true) {
+        let reaped = self.reaped.load(Ordering::SeqCst);
+        if self.supervised && !reaped {
+            if self.stopping.swap(true, Ordering::SeqCst) {
+                return;
+            }
+            if kill(self.pid, Signal::SIGTERM).is_ok() {
+                let (pid, reaped) = (self.pid, Arc::clone(&self.reaped));
+                let later = std::thread::Builder::new()
+                    .name("strata-mcp-stop".to_owned())
+                    .spawn(move || kill_if_still_running(pid, &reaped));
+                if later.is_ok() {
+                    return;
+                }
+            }
+        }
+        if !reaped {
             let _ = kill(self.pid, Signal::SIGKILL);
         }
         let _ = killpg(self.pid, Signal::SIGKILL);
@@ -140,10 +171,38 @@ impl Group {
 
     /// The process was waited for: its pid is no longer ours to signal.
     pub fn reaped(&self) {
-        if let Ok(mut r) = self.reaped.lock() {
-            *r = true;
-        }
+        self.reaped.store(true, Ordering::SeqCst);
     }
+}
+
+/// After [`STOP_WAIT`]: SIGKILL to a supervisor that has not ended (still
+/// strata's child and not a zombie), and to its group.
+fn kill_if_still_running(pid: Pid, reaped: &AtomicBool) {
+    let deadline = std::time::Instant::now() + STOP_WAIT;
+    while std::time::Instant::now() < deadline {
+        if reaped.load(Ordering::SeqCst) || !running_child(pid) {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    if !reaped.load(Ordering::SeqCst) && running_child(pid) {
+        let _ = kill(pid, Signal::SIGKILL);
+        let _ = killpg(pid, Signal::SIGKILL);
+    }
+}
+
+/// Whether `pid` is a running (not zombie) child of this process.
+fn running_child(pid: Pid) -> bool {
+    let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
+        return false;
+    };
+    let Some((_, rest)) = stat.rsplit_once(") ") else {
+        return false;
+    };
+    let mut fields = rest.split(' ');
+    let state = fields.next().unwrap_or("Z");
+    let parent = fields.next().and_then(|p| p.parse::<u32>().ok());
+    state != "Z" && state != "X" && parent == Some(std::process::id())
 }
 
 impl Drop for Group {

@@ -41,6 +41,8 @@ pub(super) struct State {
     pub(super) task: Option<tokio::task::JoinHandle<()>>,
     pub(super) epoch: u64,
     pub(super) restarts: u32,
+    /// Stopped by [`super::Hub::stop`]: not started again on use.
+    pub(super) switched_off: bool,
 }
 
 /// A connection's handles kept with the state: dropping `stop` makes its
@@ -70,6 +72,7 @@ impl Server {
                 task: None,
                 epoch: 0,
                 restarts: 0,
+                switched_off: false,
             }),
             start: tokio::sync::Mutex::new(()),
             tail: Arc::default(),
@@ -241,6 +244,11 @@ impl Server {
                 .unwrap_or_else(|| format!("The MCP server `{}` is unavailable.", self.name)));
         };
         let _start = self.start.lock().await;
+        if self.lock().is_some_and(|s| s.switched_off) {
+            return Err(self
+                .why()
+                .unwrap_or_else(|| format!("The MCP server `{}` is switched off.", self.name)));
+        }
         for attempt in 0..2 {
             let (status, peer, epoch, restarts) = {
                 let Some(state) = self.lock() else {

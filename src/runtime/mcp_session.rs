@@ -328,6 +328,19 @@ impl McpSession {
             .collect()
     }
 
+    /// Stops the server `name`'s process and everything it started
+    /// (`/mcp off`); its tools stay in the session's tools array, switched
+    /// off. `false` when it was not started.
+    pub fn stop_server(&self, name: &str) -> bool {
+        self.hub.stop(name)
+    }
+
+    /// Starts the server `name` again after [`McpSession::stop_server`]
+    /// (`/mcp on`); `false` when it was not stopped.
+    pub fn start_server_again(&self, name: &str) -> bool {
+        self.hub.start_again(name)
+    }
+
     /// Per server, the tools it offers, sorted by name.
     #[must_use]
     pub fn groups(&self) -> &[(String, Vec<ToolSpec>)] {

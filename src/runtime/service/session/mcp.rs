@@ -217,9 +217,16 @@ impl SessionService {
         }
         self.runtime.store.set_session_tools(id, &stored)?;
         self.sync_catalog();
+        let process = match self.mcp.as_ref() {
+            Some(mcp) if !on && mcp.stop_server(server) => {
+                "; its process and everything it started are stopped"
+            }
+            Some(mcp) if on && mcp.start_server_again(server) => "; its process is starting again",
+            _ => "",
+        };
         let state = if on { "on" } else { "off" };
         self.emit(ServiceEvent::Notice(format!(
-            "MCP server {server} is {state} for this session ({} tools); the system prompt is unchanged",
+            "MCP server {server} is {state} for this session ({} tools){process}; the system prompt is unchanged",
             names.len()
         )));
         if let Ok(choice) = self.choice()
