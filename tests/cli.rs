@@ -42,6 +42,8 @@ mod served_window;
 mod store_concurrency;
 #[path = "cli/tools_shell.rs"]
 mod tools_shell;
+#[path = "cli/tools_shell_sandbox.rs"]
+mod tools_shell_sandbox;
 #[path = "cli/tools_shell_sweep.rs"]
 mod tools_shell_sweep;
 #[path = "cli/trust_attach.rs"]

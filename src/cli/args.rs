@@ -103,6 +103,21 @@ pub struct SuperviseArgs {
     /// bash gets `/dev/null` as its stdin.
     #[arg(long)]
     pub report: bool,
+    /// Confine the command: `workspace-write` or `read-only`.
+    #[arg(long, value_name = "MODE")]
+    pub sandbox: Option<String>,
+    /// With --sandbox: allow sockets and TCP.
+    #[arg(long, requires = "sandbox")]
+    pub network: bool,
+    /// With --sandbox: run nothing when the kernel has no Landlock.
+    #[arg(long, requires = "sandbox")]
+    pub required: bool,
+    /// With --sandbox: a directory (or file) the command may write beneath; repeatable.
+    #[arg(long, value_name = "PATH", requires = "sandbox")]
+    pub writable: Vec<std::path::PathBuf>,
+    /// With --sandbox: the workspace whose protected files are restored after the command.
+    #[arg(long, value_name = "DIR", requires = "sandbox")]
+    pub protect: Option<std::path::PathBuf>,
     /// The command for `bash -c`, after `--`.
     #[arg(value_name = "COMMAND", last = true, required = true)]
     pub command: String,

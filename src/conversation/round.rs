@@ -17,6 +17,7 @@ use crate::domain::{Message, Role, ToolCall, ToolResultMeta, ToolStatus};
 use crate::tooling::approval::{self, DeniedBy, Policy, Rule, Rules, Verdict};
 use crate::tooling::deferred::{Bridge, resolve_call};
 use crate::tooling::limits::{self, Limits, RoundItem, Spill};
+use crate::tooling::sandbox::Confinement;
 use crate::tooling::schema::ToolSet;
 use crate::tooling::{Access, Output};
 use serde_json::Value;
@@ -48,6 +49,9 @@ pub struct Tools {
     /// Calls are looked up in `set` first, so a deferred tool still runs
     /// when the model names it, directly or through `tool_call`.
     pub request: Option<ToolSet>,
+    /// The sandbox `shell` commands run in: what a call asking to leave
+    /// it is measured against.
+    pub sandbox: Confinement,
 }
 
 impl Tools {

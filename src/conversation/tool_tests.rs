@@ -21,6 +21,7 @@ fn tools(policy: Policy) -> Tools {
         limits: Limits::DEFAULT,
         spill_dir: "/data/spill/s".to_owned(),
         request: None,
+        sandbox: Default::default(),
     }
 }
 
