@@ -26,6 +26,8 @@ mod cli_edit_resend;
 mod cli_log;
 #[path = "cli/cli_prompt.rs"]
 mod cli_prompt;
+#[path = "cli/cli_sandbox.rs"]
+mod cli_sandbox;
 #[path = "cli/cli_sessions.rs"]
 mod cli_sessions;
 #[path = "cli/cli_tools.rs"]

@@ -75,6 +75,7 @@ fn ok(text: &str) -> ToolRun {
         output: Output::whole(text),
         paged: false,
         duration_ms: 3,
+        sandbox: None,
     }
 }
 

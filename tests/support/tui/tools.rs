@@ -46,6 +46,7 @@ pub fn result(
         spilled_to: None,
         output_chars: content.chars().count() as u64,
         duration_ms: ms,
+        sandbox: None,
     });
     m
 }

@@ -332,6 +332,7 @@ impl SessionService {
                 spilled_to: None,
                 output_chars: 0,
                 duration_ms: None,
+                sandbox: None,
             });
             self.runtime.store.append_message(&mut m)?;
             tracing::info!(session = %session.id, call = %call.id, "call without a result marked interrupted");
