@@ -111,6 +111,8 @@ pub fn shell_request() -> ApprovalRequest {
         access: Access::Run,
         grant: "shell:cargo test".into(),
         why: String::new(),
+        sandbox: None,
+        leaves_sandbox: false,
     }
 }
 
@@ -124,6 +126,8 @@ pub fn edit_request() -> ApprovalRequest {
         access: Access::Write,
         grant: "edit_file".into(),
         why: String::new(),
+        sandbox: None,
+        leaves_sandbox: false,
     }
 }
 

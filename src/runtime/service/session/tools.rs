@@ -394,6 +394,15 @@ impl SessionService {
                 })
                 .unwrap_or_default(),
         };
+        let confinement = env
+            .and_then(|e| e.shell.sandbox.as_ref())
+            .map(|s| &s.confinement)
+            .filter(|_| call.name == "shell");
+        let leave = confinement.and_then(|c| c.leaving(&call.name, arguments));
+        let sandbox = confinement.map(|c| match &leave {
+            Some(leave) => leave.describe(),
+            None => c.describe(c.for_call(arguments)),
+        });
         ApprovalRequest {
             call: call.clone(),
             summary: schema::summary(&call.name, arguments),
@@ -401,6 +410,8 @@ impl SessionService {
             access,
             grant: approval::grant_for(&call.name, arguments).to_string(),
             why,
+            sandbox,
+            leaves_sandbox: leave.is_some(),
         }
     }
 
