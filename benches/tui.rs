@@ -167,6 +167,7 @@ fn tool_history() -> Vec<strata::domain::Message> {
                 spilled_to: None,
                 output_chars: body.len() as u64,
                 duration_ms: Some(3),
+                sandbox: None,
             });
             out.push(result);
         }

@@ -25,7 +25,20 @@ pub fn main() -> ExitCode {
     };
     if let Some(Command::Supervise(a)) = &cli.command {
         // Before the log and the config: it only holds the command's processes.
-        return strata::tools::supervisor::supervise(a.parent, &a.command, a.report);
+        let sandbox = match a.sandbox.as_deref().map(str::parse).transpose() {
+            Ok(mode) => mode.map(|mode| strata::tools::sandbox::Spec {
+                mode,
+                network: a.network,
+                required: a.required,
+                writable: a.writable.clone(),
+                protect: a.protect.clone(),
+            }),
+            Err(e) => {
+                eprintln!("strata: {e}; the command did not run.");
+                return ExitCode::from(strata::tools::supervisor::SETUP_FAILED);
+            }
+        };
+        return strata::tools::supervisor::supervise(a.parent, &a.command, a.report, sandbox.as_ref());
     }
     // One log for every command, the full-screen app included; without a
     // home there is nowhere to write it (and the command says why).

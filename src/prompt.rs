@@ -31,8 +31,9 @@ pub use inputs::{
 pub use orders::standing_order;
 pub use scan::{Finding, FindingKind, scan, scan_memory};
 pub use settings::{
-    COMPUTED_MAX_CHARS, DEFAULT_FILE_CAP, FILE_CAP_RANGE, InstructionPolicy, MINIMAL_MODE_WINDOW,
-    PromptSettings, TOTAL_INSTRUCTION_CAP, TruncationNotice, head_tail, per_file_cap, resolve_mode,
+    COMPUTED_MAX_CHARS, DEFAULT_FILE_CAP, FILE_CAP_RANGE, INSTRUCTION_FILE_NAMES, INSTRUCTION_RULES_DIR,
+    InstructionPolicy, MINIMAL_MODE_WINDOW, PromptSettings, TOTAL_INSTRUCTION_CAP, TruncationNotice,
+    head_tail, per_file_cap, resolve_mode,
 };
 
 use crate::domain::{LayerInfo, LayerName, Tier};

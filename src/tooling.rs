@@ -14,6 +14,7 @@ pub mod deferred;
 pub mod limits;
 pub mod mcp_names;
 pub mod orphans;
+pub mod sandbox;
 pub mod schema;
 
 pub use crate::domain::ToolStatus;

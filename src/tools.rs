@@ -2,7 +2,8 @@
 //! the call's parsed arguments and the session's [`ToolEnv`] and returns a
 //! [`ToolOutput`]; nothing here decides approval, limits or storage (that is
 //! `tooling` and the runtime). File tools are confined to the workspace
-//! ([`paths`]); `shell` is not, and says so.
+//! ([`paths`]); `shell` is confined by its supervisor's sandbox
+//! ([`sandbox`], [`protect`]).
 //!
 //! Cancelling a call is dropping its future: a running `shell` command's
 //! process group is killed when its guard drops.
@@ -12,7 +13,9 @@ pub mod catalog;
 pub mod edit;
 pub mod files;
 pub mod paths;
+pub mod protect;
 pub mod reaper;
+pub mod sandbox;
 pub mod search;
 pub mod shell;
 pub mod spill;
@@ -45,6 +48,26 @@ pub struct ShellLimits {
     pub supervisor: Option<PathBuf>,
     /// Where running process groups are recorded for the start-up sweep.
     pub registry: Option<PathBuf>,
+    /// The sandbox commands run in (applied by the supervisor), or `None`
+    /// for none.
+    pub sandbox: Option<ShellSandbox>,
+}
+
+/// The sandbox of a session's `shell` commands (DESIGN §19 "The shell").
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ShellSandbox {
+    /// What every command gets and what a call may ask for.
+    pub confinement: crate::tooling::sandbox::Confinement,
+    /// Where a `workspace-write` command may write besides the workspace
+    /// and the temporary directory: a linked worktree's git directories,
+    /// `[tools] allow_paths`, `[tools.sandbox] writable` (absolute).
+    pub writable: Vec<PathBuf>,
+    /// The session's private temporary directory (`TMPDIR`), writable in
+    /// every mode.
+    pub tmpdir: PathBuf,
+    /// `[tools.sandbox] required`: refuse commands when the kernel cannot
+    /// confine them.
+    pub required: bool,
 }
 
 impl Default for ShellLimits {
@@ -54,6 +77,7 @@ impl Default for ShellLimits {
             max_timeout_s: 600,
             supervisor: None,
             registry: None,
+            sandbox: None,
         }
     }
 }
@@ -115,6 +139,8 @@ pub struct ToolOutput {
     pub change: Option<FileChange>,
     /// `read_file`: the result pages itself and must never be spilled.
     pub paged: bool,
+    /// `shell`: the sandbox the command ran in (`None` for other tools).
+    pub sandbox: Option<crate::tooling::sandbox::Label>,
 }
 
 impl ToolOutput {
@@ -127,6 +153,7 @@ impl ToolOutput {
             diff: None,
             change: None,
             paged: false,
+            sandbox: None,
         }
     }
 

@@ -26,6 +26,8 @@ mod cli_edit_resend;
 mod cli_log;
 #[path = "cli/cli_prompt.rs"]
 mod cli_prompt;
+#[path = "cli/cli_sandbox.rs"]
+mod cli_sandbox;
 #[path = "cli/cli_sessions.rs"]
 mod cli_sessions;
 #[path = "cli/cli_tools.rs"]
@@ -42,6 +44,8 @@ mod served_window;
 mod store_concurrency;
 #[path = "cli/tools_shell.rs"]
 mod tools_shell;
+#[path = "cli/tools_shell_sandbox.rs"]
+mod tools_shell_sandbox;
 #[path = "cli/tools_shell_sweep.rs"]
 mod tools_shell_sweep;
 #[path = "cli/trust_attach.rs"]

@@ -129,6 +129,21 @@ pub struct SuperviseArgs {
     /// bash gets `/dev/null` as its stdin.
     #[arg(long)]
     pub report: bool,
+    /// Confine the command: `workspace-write` or `read-only`.
+    #[arg(long, value_name = "MODE")]
+    pub sandbox: Option<String>,
+    /// With --sandbox: allow sockets and TCP.
+    #[arg(long, requires = "sandbox")]
+    pub network: bool,
+    /// With --sandbox: run nothing when the kernel has no Landlock.
+    #[arg(long, requires = "sandbox")]
+    pub required: bool,
+    /// With --sandbox: a directory (or file) the command may write beneath; repeatable.
+    #[arg(long, value_name = "PATH", requires = "sandbox")]
+    pub writable: Vec<std::path::PathBuf>,
+    /// With --sandbox: the workspace whose protected files are restored after the command.
+    #[arg(long, value_name = "DIR", requires = "sandbox")]
+    pub protect: Option<std::path::PathBuf>,
     /// The command for `bash -c`, after `--`.
     #[arg(value_name = "COMMAND", last = true, required = true)]
     pub command: String,
@@ -454,6 +469,15 @@ pub struct ChatArgs {
     /// read-only): read-only tools only, or every tool.
     #[arg(long, value_name = "POLICY")]
     pub approve: Option<Approve>,
+    /// The sandbox of `shell` commands for this command ([tools.sandbox]
+    /// mode otherwise); `off` also lets a call that asks to run outside
+    /// the sandbox run under --approve all.
+    #[arg(long, value_name = "MODE")]
+    pub sandbox: Option<SandboxArg>,
+    /// Let `shell` commands use the network for this command; also lets a
+    /// call that asks for the network run under --approve all.
+    #[arg(long)]
+    pub network: bool,
     /// Offer tools to the model, or not, for this command.
     #[arg(long, value_name = "on|off")]
     pub tools: Option<OnOff>,
@@ -474,6 +498,32 @@ pub enum Approve {
     ReadOnly,
     /// Every tool runs without asking.
     All,
+    /// Sandboxed `shell` commands without the network run; other calls
+    /// that may change things are denied.
+    Sandboxed,
+}
+
+/// `--sandbox`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SandboxArg {
+    /// Write the workspace (the default).
+    WorkspaceWrite,
+    /// Write nothing of the workspace.
+    ReadOnly,
+    /// No sandbox: commands run with your permissions.
+    Off,
+}
+
+impl SandboxArg {
+    /// The `[tools.sandbox] mode` value.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::WorkspaceWrite => "workspace-write",
+            Self::ReadOnly => "read-only",
+            Self::Off => "off",
+        }
+    }
 }
 
 impl Approve {
@@ -483,6 +533,7 @@ impl Approve {
         match self {
             Self::ReadOnly => "read-only",
             Self::All => "all",
+            Self::Sandboxed => "sandboxed",
         }
     }
 }

@@ -25,8 +25,39 @@ pub struct ToolsConfig {
     /// Tool rounds of one turn, at most.
     pub max_rounds: u32,
     /// Directories outside the workspace that file tools and `@path`
-    /// attachments may use.
+    /// attachments may use (and sandboxed `shell` commands may write).
     pub allow_paths: Vec<PathBuf>,
+    /// `[tools.sandbox]`: how `shell` commands are confined.
+    pub sandbox: SandboxConfig,
+}
+
+/// `[tools.sandbox]`.
+#[derive(Clone, Debug, Deserialize)]
+#[serde(default)]
+pub struct SandboxConfig {
+    /// `workspace-write` (the default), `read-only` or `off`.
+    pub mode: String,
+    /// Whether commands may use the network (and sockets of any kind).
+    pub network: bool,
+    /// More directories sandboxed commands may write (absolute, or
+    /// starting with `~/`), such as `~/.cargo/registry` or `~/.npm`.
+    pub writable: Vec<PathBuf>,
+    /// Command prefixes that run with the network on (`npm install`).
+    pub allow_network: Vec<String>,
+    /// Refuse to run `shell` when the kernel cannot confine it.
+    pub required: bool,
+}
+
+impl Default for SandboxConfig {
+    fn default() -> Self {
+        Self {
+            mode: "workspace-write".to_owned(),
+            network: false,
+            writable: Vec::new(),
+            allow_network: Vec::new(),
+            required: false,
+        }
+    }
 }
 
 impl Default for ToolsConfig {
@@ -38,6 +69,7 @@ impl Default for ToolsConfig {
             deny: Vec::new(),
             max_rounds: 50,
             allow_paths: Vec::new(),
+            sandbox: SandboxConfig::default(),
         }
     }
 }

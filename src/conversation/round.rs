@@ -17,6 +17,7 @@ use crate::domain::{Message, Role, ToolCall, ToolResultMeta, ToolStatus};
 use crate::tooling::approval::{self, DeniedBy, Policy, Rule, Rules, Verdict};
 use crate::tooling::deferred::{Bridge, resolve_call};
 use crate::tooling::limits::{self, Limits, RoundItem, Spill};
+use crate::tooling::sandbox::Confinement;
 use crate::tooling::schema::ToolSet;
 use crate::tooling::{Access, Output};
 use serde_json::Value;
@@ -48,6 +49,9 @@ pub struct Tools {
     /// Calls are looked up in `set` first, so a deferred tool still runs
     /// when the model names it, directly or through `tool_call`.
     pub request: Option<ToolSet>,
+    /// The sandbox `shell` commands run in: what a call asking to leave
+    /// it is measured against.
+    pub sandbox: Confinement,
 }
 
 impl Tools {
@@ -84,6 +88,8 @@ pub struct ToolRun {
     pub paged: bool,
     /// How long it ran, milliseconds.
     pub duration_ms: u64,
+    /// `shell`: the sandbox it ran in.
+    pub sandbox: Option<crate::tooling::sandbox::Label>,
 }
 
 /// A call's place in the round.
@@ -125,6 +131,7 @@ fn answer(status: ToolStatus, text: impl Into<String>) -> State {
         output: Output::whole(text),
         paged: false,
         duration_ms: 0,
+        sandbox: None,
     })
 }
 
@@ -310,13 +317,14 @@ impl Conversation {
                 State::Asking | State::Running(_) => break,
                 State::Waiting => {}
             }
-            let verdict = approval::decide(
+            let verdict = approval::decide_in(
                 c.access,
                 &c.runs.name,
                 &c.arguments,
                 tools.policy,
                 &tools.rules,
                 &self.grants,
+                &tools.sandbox,
             );
             let alone = c.access != Access::ReadOnly;
             match verdict {
@@ -392,6 +400,7 @@ impl Conversation {
 
     /// The user answered the approval asked for `tool_call_id`.
     pub(super) fn approved(&mut self, tool_call_id: &str, approval: Approval, now_ms: i64) -> Vec<Effect> {
+        let sandbox = self.tools.as_ref().map(|t| t.sandbox.clone()).unwrap_or_default();
         let Some(round) = self.active.as_mut().and_then(|a| a.round.as_mut()) else {
             return Vec::new();
         };
@@ -412,7 +421,9 @@ impl Conversation {
                 );
             }
             Approval::Once | Approval::UntilExit => {
-                if approval == Approval::UntilExit {
+                // Leaving the sandbox is allowed once, never granted.
+                let leaving = sandbox.leaving(&c.runs.name, &c.arguments).is_some();
+                if approval == Approval::UntilExit && !leaving {
                     self.grants.push(approval::grant_for(&c.runs.name, &c.arguments));
                 }
                 c.state = State::Running(now_ms);
@@ -447,6 +458,7 @@ impl Conversation {
                         output: Output::whole("Interrupted before it finished."),
                         paged: false,
                         duration_ms: 0,
+                        sandbox: None,
                     };
                     (c.call, run)
                 }
@@ -488,6 +500,7 @@ impl Conversation {
                     output: Output::whole(why),
                     paged: false,
                     duration_ms: u64::try_from(now_ms - started).unwrap_or(0),
+                    sandbox: None,
                 };
                 (c.call, run)
             })
@@ -511,6 +524,7 @@ impl Conversation {
                     output: Output::whole(text),
                     paged: false,
                     duration_ms: 0,
+                    sandbox: None,
                 };
                 (call, run)
             })
@@ -620,6 +634,7 @@ impl Conversation {
                 spilled_to,
                 output_chars,
                 duration_ms: Some(run.duration_ms),
+                sandbox: run.sandbox.map(|l| l.as_str().to_owned()),
             });
             // Counted now with the session's counter, so the result's size
             // is known the moment it is stored (and the cache has it).

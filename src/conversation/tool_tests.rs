@@ -21,6 +21,7 @@ fn tools(policy: Policy) -> Tools {
         limits: Limits::DEFAULT,
         spill_dir: "/data/spill/s".to_owned(),
         request: None,
+        sandbox: Default::default(),
     }
 }
 
@@ -74,6 +75,7 @@ fn ok(text: &str) -> ToolRun {
         output: Output::whole(text),
         paged: false,
         duration_ms: 3,
+        sandbox: None,
     }
 }
 

@@ -58,4 +58,8 @@ pub struct ToolResultMeta {
     /// How long the call ran, milliseconds.
     #[serde(default)]
     pub duration_ms: Option<u64>,
+    /// `shell`: the sandbox the command ran in (`workspace-write`,
+    /// `read-only`, `off`, `unavailable`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<String>,
 }

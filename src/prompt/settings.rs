@@ -18,6 +18,22 @@ pub const FILE_CAP_RANGE: (usize, usize) = (20_000, 500_000);
 /// output (its head).
 pub const COMPUTED_MAX_CHARS: usize = 100_000;
 
+/// The instruction files the prompt builder reads in a directory, by
+/// family (DESIGN §4 "Instruction files"): what the shell's sandbox
+/// protects at the workspace root. `.cursor/rules/*.mdc` is the directory
+/// [`INSTRUCTION_RULES_DIR`].
+pub const INSTRUCTION_FILE_NAMES: &[&str] = &[
+    ".strata.md",
+    "STRATA.md",
+    "AGENTS.override.md",
+    "AGENTS.md",
+    "CLAUDE.md",
+    ".cursorrules",
+];
+
+/// The directory of Cursor rules (`*.mdc`) at the workspace root.
+pub const INSTRUCTION_RULES_DIR: &str = ".cursor/rules";
+
 /// Below this window (tokens) a model gets `minimal` when no mode is set.
 pub const MINIMAL_MODE_WINDOW: u64 = 16_000;
 

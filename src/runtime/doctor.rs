@@ -34,10 +34,77 @@ pub struct Check {
     pub status: CheckStatus,
     /// One sentence.
     pub detail: String,
+    /// The `sandbox` check: the kernel's Landlock ABI and what the shell's
+    /// sandbox covers with it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<crate::tools::sandbox::Support>,
+}
+
+/// The shell's sandbox on this kernel and as `[tools.sandbox]` sets it:
+/// ok when Landlock confines commands fully, a warning when it is partial
+/// (an older ABI), off, or missing (commands then run unconfined), a
+/// failure when it is missing and `required` is set (`shell` is refused).
+#[must_use]
+pub fn sandbox_check(config: &crate::config::Config) -> Check {
+    let support = crate::tools::sandbox::support().clone();
+    let sandbox = &config.tools.sandbox;
+    let network = if sandbox.network {
+        "network on"
+    } else {
+        "network off"
+    };
+    let (status, detail) = if sandbox.mode == "off" {
+        (
+            CheckStatus::Warn,
+            "[tools.sandbox] mode is off: shell commands run with your permissions".to_owned(),
+        )
+    } else if !support.available() {
+        let status = if sandbox.required {
+            CheckStatus::Fail
+        } else {
+            CheckStatus::Warn
+        };
+        let then = if sandbox.required {
+            "shell is refused ([tools.sandbox] required)"
+        } else {
+            "shell commands run unconfined"
+        };
+        (
+            status,
+            format!("not sandboxed: this kernel has no Landlock, so {then}"),
+        )
+    } else if support.missing.is_empty() {
+        (
+            CheckStatus::Ok,
+            format!(
+                "{} with Landlock ABI {}, {network}: covers {}",
+                sandbox.mode,
+                support.abi,
+                support.covers.join(", ")
+            ),
+        )
+    } else {
+        (
+            CheckStatus::Warn,
+            format!(
+                "{} with Landlock ABI {}, {network}: partial, this kernel cannot confine {}",
+                sandbox.mode,
+                support.abi,
+                support.missing.join(", ")
+            ),
+        )
+    };
+    Check {
+        sandbox: Some(support),
+        name: "sandbox",
+        status,
+        detail,
+    }
 }
 
 fn check(name: &'static str, status: CheckStatus, detail: impl Into<String>) -> Check {
     Check {
+        sandbox: None,
         name,
         status,
         detail: detail.into(),

@@ -435,6 +435,7 @@ impl McpSession {
                 diff: None,
                 change: None,
                 paged: false,
+                sandbox: None,
             },
             Err(sentence) => ToolOutput::error(sentence),
         }

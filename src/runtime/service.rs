@@ -179,6 +179,12 @@ pub struct ApprovalRequest {
     /// file `read_file` would read looks like; empty when the tool's kind
     /// says it all.
     pub why: String,
+    /// `shell`: how the command would run (`sandboxed (workspace, no
+    /// network)`, `runs outside the sandbox: REASON`, `not sandboxed: this
+    /// kernel has no Landlock`); `None` for other tools or no sandbox.
+    pub sandbox: Option<String>,
+    /// The call asks to leave the sandbox: it can be allowed once only.
+    pub leaves_sandbox: bool,
 }
 
 /// A message held back until the user says whether to attach the files

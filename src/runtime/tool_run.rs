@@ -54,6 +54,7 @@ impl Finished {
             output: self.output.output.clone(),
             paged: self.output.paged,
             duration_ms: self.duration_ms,
+            sandbox: self.output.sandbox,
         }
     }
 }
@@ -87,6 +88,13 @@ pub(super) fn start(
             None => crate::tools::run(env, call.id.clone(), call.name.clone(), arguments, report).await,
         };
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+        if output.sandbox == Some(crate::tooling::sandbox::Label::Off) {
+            tracing::warn!(
+                call = %call.id,
+                command = %call.arguments,
+                "a shell command ran outside the sandbox"
+            );
+        }
         Finished {
             call,
             output,
@@ -103,5 +111,6 @@ pub(super) fn unavailable() -> ToolRun {
         output: crate::tooling::Output::whole("Tools are off in this session; answer without them."),
         paged: false,
         duration_ms: 0,
+        sandbox: None,
     }
 }

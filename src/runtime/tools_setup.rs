@@ -10,8 +10,9 @@ use crate::domain::{ProviderKind, Session};
 use crate::prompt::MINIMAL_MODE_WINDOW;
 use crate::tooling::approval::{Policy, Rule, Rules};
 use crate::tooling::limits::{Budgets, Limits};
+use crate::tooling::sandbox::{Confinement, Mode};
 use crate::tooling::schema::{ToolSet, builtin};
-use crate::tools::{ShellLimits, SkillEntry, ToolEnv};
+use crate::tools::{ShellLimits, ShellSandbox, SkillEntry, ToolEnv};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
@@ -135,7 +136,7 @@ impl Runtime {
         let (policy, rules) = approval_rules(&self.config, interactive).map_err(RuntimeError::Config)?;
         let spill_dir = self.paths.spill_dir().join(session.id.to_string());
         let root = canonical(Path::new(&session.workspace));
-        let allow_paths = self
+        let allow_paths: Vec<PathBuf> = self
             .config
             .tools
             .allow_paths
@@ -153,6 +154,13 @@ impl Runtime {
                 path: PathBuf::from(s.path),
             })
             .collect();
+        let sandbox = shell_sandbox(
+            &self.config,
+            &root,
+            &allow_paths,
+            &session.id.short(),
+            interactive,
+        )?;
         let env = ToolEnv {
             root,
             allow_paths,
@@ -165,6 +173,7 @@ impl Runtime {
             shell: ShellLimits {
                 registry: Some(self.paths.shell_registry()),
                 supervisor: self.supervisor.clone(),
+                sandbox: Some(sandbox),
                 ..ShellLimits::default()
             },
             reads: Mutex::default(),
@@ -178,9 +187,61 @@ impl Runtime {
             limits,
             spill_dir: spill_dir.display().to_string(),
             request: None,
+            sandbox: env
+                .shell
+                .sandbox
+                .as_ref()
+                .map(|s| s.confinement.clone())
+                .unwrap_or_default(),
         };
         Ok(Some((tools, Arc::new(env))))
     }
+}
+
+/// The sandbox a session's `shell` commands run in (`[tools.sandbox]`):
+/// the confinement approval and the supervisor use, the roots a command may
+/// write besides the workspace, and the session's temporary directory.
+///
+/// # Errors
+/// [`RuntimeError::Config`]: an unknown mode, or no temporary directory.
+pub fn shell_sandbox(
+    config: &Config,
+    root: &Path,
+    allow_paths: &[PathBuf],
+    session: &str,
+    interactive: bool,
+) -> Result<ShellSandbox, RuntimeError> {
+    let sandbox = &config.tools.sandbox;
+    let mode: Mode = sandbox
+        .mode
+        .parse()
+        .map_err(|e| RuntimeError::Config(format!("[tools.sandbox] mode: {e}")))?;
+    let tmpdir = crate::tools::sandbox::session_tmpdir(&std::env::temp_dir(), session)
+        .map_err(RuntimeError::Config)?;
+    let mut writable = crate::tools::sandbox::git_dirs(root);
+    writable.extend(allow_paths.iter().cloned());
+    writable.extend(sandbox.writable.iter().filter_map(|p| expand_home(p)));
+    Ok(ShellSandbox {
+        confinement: Confinement {
+            mode,
+            network: sandbox.network,
+            available: crate::tools::sandbox::support().available(),
+            interactive,
+            allow_network: sandbox.allow_network.clone(),
+        },
+        writable,
+        tmpdir,
+        required: sandbox.required,
+    })
+}
+
+/// An absolute path, or `~/…` under the home directory; `None` otherwise.
+fn expand_home(path: &Path) -> Option<PathBuf> {
+    if path.is_absolute() {
+        return Some(path.to_path_buf());
+    }
+    let rest = path.strip_prefix("~").ok()?;
+    dirs::home_dir().map(|home| home.join(rest))
 }
 
 fn canonical(path: &Path) -> PathBuf {

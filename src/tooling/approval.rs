@@ -22,6 +22,7 @@ use serde_json::Value;
 use super::Access;
 use super::access::may_change;
 use super::credentials::{self, Credential};
+use super::sandbox::Confinement;
 
 /// `[tools] approval` / `--approve`: what happens to calls that change
 /// files or run programs.
@@ -33,11 +34,16 @@ pub enum Policy {
     ReadOnly,
     /// Run every call that no deny rule stops.
     All,
+    /// Run sandboxed `shell` commands without the network without asking;
+    /// ask (the app) or deny (headless) everything else that may change
+    /// things, as [`Policy::Ask`] / [`Policy::ReadOnly`]. Without a
+    /// sandbox to run in, it asks like [`Policy::Ask`].
+    Sandboxed,
 }
 
 impl Policy {
     /// Every policy, in the order the error message lists them.
-    pub const ALL: [Self; 3] = [Self::Ask, Self::ReadOnly, Self::All];
+    pub const ALL: [Self; 4] = [Self::Ask, Self::ReadOnly, Self::All, Self::Sandboxed];
 
     /// The config and flag value: `"ask"`, `"read-only"`, `"all"`.
     #[must_use]
@@ -46,6 +52,7 @@ impl Policy {
             Self::Ask => "ask",
             Self::ReadOnly => "read-only",
             Self::All => "all",
+            Self::Sandboxed => "sandboxed",
         }
     }
 }
@@ -64,7 +71,7 @@ impl fmt::Display for UnknownPolicy {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         write!(
             f,
-            "unknown approval policy '{}'; use ask, read-only or all",
+            "unknown approval policy '{}'; use ask, read-only, all or sandboxed",
             self.0
         )
     }
@@ -75,7 +82,8 @@ impl std::error::Error for UnknownPolicy {}
 impl FromStr for Policy {
     type Err = UnknownPolicy;
 
-    /// Parses `ask`, `read-only` or `all` (surrounding spaces ignored).
+    /// Parses `ask`, `read-only`, `all` or `sandboxed` (surrounding spaces
+    /// ignored).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         let t = s.trim();
         Self::ALL
@@ -267,6 +275,34 @@ pub fn decide(
     rules: &Rules,
     grants: &[Rule],
 ) -> Verdict {
+    decide_in(
+        access,
+        name,
+        arguments,
+        policy,
+        rules,
+        grants,
+        &Confinement::unconfined(),
+    )
+}
+
+/// [`decide`] for a session whose `shell` runs in `sandbox`: after the
+/// refusal and the deny rules, a call that asks to leave the sandbox
+/// ([`Confinement::leaving`]) is asked about in the app and denied
+/// headless, whatever the policy, the allow rules and the grants say (the
+/// command line's `--sandbox off` / `--network` widen the sandbox itself,
+/// so such a call no longer leaves it); [`Policy::Sandboxed`] runs a
+/// sandboxed `shell` call without the network.
+#[must_use]
+pub fn decide_in(
+    access: Access,
+    name: &str,
+    arguments: &Value,
+    policy: Policy,
+    rules: &Rules,
+    grants: &[Rule],
+    sandbox: &Confinement,
+) -> Verdict {
     let command = command_of(name, arguments);
     if let Some(reason) = refusal(name, arguments) {
         return Verdict::Deny { reason };
@@ -276,13 +312,31 @@ pub fn decide(
             reason: format!("the rule \"{rule}\" in [tools] deny forbids this call"),
         };
     }
+    if let Some(leave) = sandbox.leaving(name, arguments) {
+        if sandbox.interactive {
+            return Verdict::Ask;
+        }
+        let flag = if leave.off { "--sandbox off" } else { "--network" };
+        return Verdict::Deny {
+            reason: format!(
+                "this call {}, and only the user can let a command leave the sandbox; headless, run with --approve all {flag}",
+                leave.describe()
+            ),
+        };
+    }
     let unchanging = !may_change(access) && sensitive_read(name, arguments).is_none();
     if unchanging || rules.allow.iter().chain(grants).any(|r| r.allows(name, command)) {
         return Verdict::Run;
     }
+    let policy = match policy {
+        Policy::Sandboxed if sandbox.sandboxed_offline(name, arguments) => Policy::All,
+        Policy::Sandboxed if sandbox.interactive => Policy::Ask,
+        Policy::Sandboxed => Policy::ReadOnly,
+        p => p,
+    };
     match policy {
         Policy::All => Verdict::Run,
-        Policy::Ask => Verdict::Ask,
+        Policy::Ask | Policy::Sandboxed => Verdict::Ask,
         Policy::ReadOnly if command.is_some_and(chains) => Verdict::Deny {
             reason: "approval is read-only, and this command chains commands or redirects output \
                      (;, &, |, >, a backtick, $( or a newline), which command-prefix rules never allow; \
@@ -471,7 +525,7 @@ mod tests {
         let err = "readonly".parse::<Policy>().unwrap_err().to_string();
         assert_eq!(
             err,
-            "unknown approval policy 'readonly'; use ask, read-only or all"
+            "unknown approval policy 'readonly'; use ask, read-only, all or sandboxed"
         );
     }
 
@@ -721,5 +775,180 @@ mod tests {
         );
         let read_only = denied_text("write_file", None, DeniedBy::ReadOnly);
         assert!(read_only.contains("approval is read-only") && read_only.contains("--approve all"));
+    }
+
+    fn confined(interactive: bool) -> Confinement {
+        Confinement {
+            mode: super::super::sandbox::Mode::WorkspaceWrite,
+            network: false,
+            available: true,
+            interactive,
+            allow_network: Vec::new(),
+        }
+    }
+
+    fn shell_in(
+        args: &Value,
+        policy: Policy,
+        rules: &Rules,
+        grants: &[Rule],
+        sandbox: &Confinement,
+    ) -> Verdict {
+        decide_in(Access::Run, "shell", args, policy, rules, grants, sandbox)
+    }
+
+    #[test]
+    fn leaving_the_sandbox_is_never_allowed_by_a_rule_a_grant_or_all_alone() {
+        let off = json!({"command": "docker ps", "sandbox": "off", "reason": "needs docker"});
+        let net = json!({"command": "curl example.com", "network": true});
+        let rules = allow(&["shell"]);
+        let grants = [rule("shell:docker ps"), rule("shell:curl example.com")];
+        for args in [&off, &net] {
+            for policy in Policy::ALL {
+                assert_eq!(
+                    shell_in(args, policy, &rules, &grants, &confined(true)),
+                    Verdict::Ask,
+                    "{policy} {args}"
+                );
+                let Verdict::Deny { reason } = shell_in(args, policy, &rules, &grants, &confined(false))
+                else {
+                    panic!("headless leaves only with its flag: {policy} {args}");
+                };
+                assert!(
+                    reason.contains("only the user can let a command leave the sandbox"),
+                    "{reason}"
+                );
+            }
+        }
+        let Verdict::Deny { reason } = shell_in(&off, Policy::All, &rules, &[], &confined(false)) else {
+            panic!("denied");
+        };
+        assert!(
+            reason.contains("runs outside the sandbox: needs docker")
+                && reason.ends_with("--approve all --sandbox off"),
+            "{reason}"
+        );
+        // --sandbox off / --network make the sandbox itself wider: then
+        // --approve all runs the call.
+        let wide = Confinement {
+            mode: super::super::sandbox::Mode::Off,
+            ..confined(false)
+        };
+        assert_eq!(
+            shell_in(&off, Policy::All, &Rules::default(), &[], &wide),
+            Verdict::Run
+        );
+        let networked = Confinement {
+            network: true,
+            ..confined(false)
+        };
+        assert_eq!(
+            shell_in(&net, Policy::All, &Rules::default(), &[], &networked),
+            Verdict::Run
+        );
+        assert!(matches!(
+            shell_in(&off, Policy::All, &Rules::default(), &[], &networked),
+            Verdict::Deny { .. }
+        ));
+        // A deny rule still wins.
+        let deny = Rules {
+            allow: Vec::new(),
+            deny: vec![rule("shell:docker")],
+        };
+        assert!(matches!(
+            shell_in(&off, Policy::Ask, &deny, &[], &confined(true)),
+            Verdict::Deny { .. }
+        ));
+    }
+
+    #[test]
+    fn sandboxed_runs_confined_commands_and_asks_for_the_rest() {
+        let plain = json!({"command": "cargo test"});
+        let net = json!({"command": "npm install", "network": true});
+        let none = Rules::default();
+        assert_eq!(
+            shell_in(&plain, Policy::Sandboxed, &none, &[], &confined(true)),
+            Verdict::Run
+        );
+        assert_eq!(
+            shell_in(&plain, Policy::Sandboxed, &none, &[], &confined(false)),
+            Verdict::Run
+        );
+        assert_eq!(
+            shell_in(&net, Policy::Sandboxed, &none, &[], &confined(true)),
+            Verdict::Ask
+        );
+        // An allow_network prefix gives the network: no longer offline, so it asks.
+        let prefixed = Confinement {
+            allow_network: vec!["npm install".into()],
+            ..confined(true)
+        };
+        assert_eq!(
+            shell_in(
+                &json!({"command": "npm install"}),
+                Policy::Sandboxed,
+                &none,
+                &[],
+                &prefixed
+            ),
+            Verdict::Ask
+        );
+        // Without Landlock there is no sandbox: sandboxed asks like ask.
+        let missing = Confinement {
+            available: false,
+            ..confined(true)
+        };
+        assert_eq!(
+            shell_in(&plain, Policy::Sandboxed, &none, &[], &missing),
+            Verdict::Ask
+        );
+        let headless_missing = Confinement {
+            available: false,
+            ..confined(false)
+        };
+        assert!(matches!(
+            shell_in(&plain, Policy::Sandboxed, &none, &[], &headless_missing),
+            Verdict::Deny { .. }
+        ));
+        // Other tools that change things ask (app) or are denied (headless).
+        let edit = json!({"path": "a"});
+        let sandbox = confined(true);
+        assert_eq!(
+            decide_in(
+                Access::Write,
+                "edit_file",
+                &edit,
+                Policy::Sandboxed,
+                &none,
+                &[],
+                &sandbox
+            ),
+            Verdict::Ask
+        );
+        let headless = confined(false);
+        assert!(matches!(
+            decide_in(
+                Access::Write,
+                "edit_file",
+                &edit,
+                Policy::Sandboxed,
+                &none,
+                &[],
+                &headless
+            ),
+            Verdict::Deny { .. }
+        ));
+        assert_eq!(
+            decide_in(
+                Access::ReadOnly,
+                "read_file",
+                &edit,
+                Policy::Sandboxed,
+                &none,
+                &[],
+                &headless
+            ),
+            Verdict::Run
+        );
     }
 }

@@ -159,11 +159,15 @@ pub fn builtin() -> Vec<ToolSpec> {
             "shell",
             Run,
             "Run a command with bash -c in the workspace root, without a terminal and with empty stdin; \
-             returns stdout, stderr and the exit code.",
+             returns stdout, stderr and the exit code. It runs in a sandbox: it writes only the workspace \
+             and $TMPDIR, and has no network.",
             object(
                 json!({
                     "command": {"type": "string"},
                     "timeout": {"type": "integer", "description": "Seconds; default 120, at most 600."},
+                    "sandbox": {"type": "string", "enum": ["off"], "description": "\"off\" runs it outside the sandbox; the user is asked every time."},
+                    "network": {"type": "boolean", "description": "true lets it use the network; the user is asked."},
+                    "reason": {"type": "string", "description": "Why it needs sandbox off or the network, shown to the user."},
                 }),
                 &["command"],
             ),

@@ -20,12 +20,22 @@
 //! [`super::ShellLimits::registry`] for the start-up [`super::sweep`].
 //! Without a supervisor (tests of the library) the command gets its own
 //! group, killed (SIGKILL) on timeout, on cancel and when the command ends.
-//! strata does not confine what the command does.
+//!
+//! Sandbox: with [`super::ShellLimits::sandbox`] and a supervisor, the
+//! supervisor confines the command ([`super::sandbox`]) as the session's
+//! [`crate::tooling::sandbox::Confinement`] says for this call, and puts back the protected files
+//! it changed ([`super::protect`]); the result names each. `TMPDIR` is the
+//! session's private directory, and with the network off the variables
+//! naming sockets ([`super::sandbox::SOCKET_ENV`]) are removed.
 
 use super::capture::{Capture, Captured};
+use super::protect::{Restored, Why};
+use super::sandbox::{SOCKET_ENV, Spec};
+use super::supervisor::Report;
 use super::sweep::{Proc, Record};
-use super::{Progress, ShellLimits, ToolEnv, ToolOutput, spill_path, supervisor};
+use super::{Progress, ShellLimits, ShellSandbox, ToolEnv, ToolOutput, spill_path, supervisor};
 use crate::tooling::ToolStatus;
+use crate::tooling::sandbox::{CallSandbox, Mode};
 use nix::sys::signal::{Signal, kill, killpg};
 use nix::unistd::Pid;
 use serde_json::Value;
@@ -101,7 +111,13 @@ pub async fn run(env: &ToolEnv, tool_call_id: &str, args: &Value, progress: Prog
         Ok(parsed) => parsed,
         Err(sentence) => return ToolOutput::error(sentence),
     };
-    let (mut group, mut reader) = match start(env, command) {
+    let sandbox = env
+        .shell
+        .sandbox
+        .as_ref()
+        .filter(|_| env.shell.supervisor.is_some())
+        .map(|s| (s, s.confinement.for_call(args)));
+    let (mut group, mut reader) = match start(env, command, sandbox) {
         Ok(started) => started,
         Err(e) => {
             return ToolOutput::error(format!(
@@ -154,9 +170,11 @@ pub async fn run(env: &ToolEnv, tool_call_id: &str, args: &Value, progress: Prog
         progress(&line);
     }
     group.done();
-    let stopped = group.stopped();
+    let report = group.report();
     let ending = ended.map_or(Ending::Lost, |(ending, _)| ending);
-    finish(capture.finish(), &ending, stopped, timeout_s, &env.shell)
+    let mut output = finish(capture.finish(), &ending, &report, timeout_s, &env.shell);
+    output.sandbox = sandbox.map(|(s, call)| s.confinement.label(call));
+    output
 }
 
 /// How the command ended.
@@ -208,9 +226,46 @@ fn whole_seconds(value: &Value) -> Option<u64> {
     }
 }
 
+/// What the supervisor applies for a call that runs under `call`: `None`
+/// outside the sandbox.
+fn spec(root: &std::path::Path, sandbox: &ShellSandbox, call: CallSandbox) -> Option<Spec> {
+    let mut writable = Vec::new();
+    if call.mode == Mode::WorkspaceWrite {
+        writable.push(root.to_path_buf());
+        writable.extend(sandbox.writable.iter().cloned());
+    }
+    writable.extend([sandbox.tmpdir.clone(), "/dev/shm".into(), "/dev/null".into()]);
+    (call.mode != Mode::Off).then(|| Spec {
+        mode: call.mode,
+        network: call.network,
+        required: sandbox.required,
+        writable,
+        protect: (call.mode == Mode::WorkspaceWrite).then(|| root.to_path_buf()),
+    })
+}
+
+/// The command's environment: strata's ([`command_env`]), with `TMPDIR`
+/// the session's directory and, when the network is off, no variable
+/// naming a socket.
+fn sandbox_env(
+    mut vars: Vec<(OsString, OsString)>,
+    sandbox: Option<(&ShellSandbox, CallSandbox)>,
+) -> Vec<(OsString, OsString)> {
+    let Some((sandbox, call)) = sandbox else {
+        return vars;
+    };
+    vars.retain(|(name, _)| name != "TMPDIR" && (call.network || !SOCKET_ENV.iter().any(|s| name == *s)));
+    vars.push(("TMPDIR".into(), sandbox.tmpdir.clone().into_os_string()));
+    vars
+}
+
 /// Starts the command in its own process group, with the pipe's reading
 /// end.
-fn start(env: &ToolEnv, command: &str) -> std::io::Result<(Group, pipe::Receiver)> {
+fn start(
+    env: &ToolEnv,
+    command: &str,
+    sandbox: Option<(&ShellSandbox, CallSandbox)>,
+) -> std::io::Result<(Group, pipe::Receiver)> {
     let (reader, writer) = std::io::pipe()?;
     let mut report = None;
     let mut cmd = match &env.shell.supervisor {
@@ -219,7 +274,8 @@ fn start(env: &ToolEnv, command: &str) -> std::io::Result<(Group, pipe::Receiver
             // /dev/null.
             let (ours, theirs) = UnixStream::pair()?;
             let mut cmd = Command::new(strata);
-            cmd.args(supervisor::args(std::process::id(), command, true))
+            let spec = sandbox.and_then(|(s, call)| spec(&env.root, s, call));
+            cmd.args(supervisor::args(std::process::id(), command, true, spec.as_ref()))
                 .stdin(Stdio::from(OwnedFd::from(theirs)));
             report = Some(ours);
             cmd
@@ -232,7 +288,7 @@ fn start(env: &ToolEnv, command: &str) -> std::io::Result<(Group, pipe::Receiver
     };
     cmd.current_dir(&env.root)
         .env_clear()
-        .envs(command_env(std::env::vars_os()))
+        .envs(sandbox_env(command_env(std::env::vars_os()), sandbox))
         .stdout(writer.try_clone()?)
         .stderr(writer);
     let child = cmd.spawn()?;
@@ -330,11 +386,15 @@ impl Group {
         self.record = None;
     }
 
-    /// How many processes the supervisor stopped when the command ended,
-    /// when it said (read once it has ended).
-    fn stopped(&mut self) -> Option<usize> {
-        let mut socket = self.report.take()?;
-        socket.set_nonblocking(true).ok()?;
+    /// What the supervisor reported when the command ended (read once it
+    /// has ended; empty without a supervisor).
+    fn report(&mut self) -> Report {
+        let Some(mut socket) = self.report.take() else {
+            return Report::default();
+        };
+        if socket.set_nonblocking(true).is_err() {
+            return Report::default();
+        }
         let mut text = String::new();
         let _ = socket.read_to_string(&mut text);
         supervisor::parse_report(&text)
@@ -380,7 +440,7 @@ fn stop_later(supervisor: Proc, pgid: Pid) {
 fn finish(
     captured: Captured,
     ending: &Ending,
-    stopped: Option<usize>,
+    report: &Report,
     timeout_s: u64,
     limits: &ShellLimits,
 ) -> ToolOutput {
@@ -412,9 +472,13 @@ fn finish(
                 .to_owned(),
         ),
     };
-    if let (Ending::Exited(_), Some(n @ 1..)) = (ending, stopped) {
+    if let (Ending::Exited(_), Some(n @ 1..)) = (ending, report.stopped) {
         last.push('\n');
         last.push_str(&stopped_line(n));
+    }
+    for line in restored_lines(&report.restored) {
+        last.push('\n');
+        last.push_str(&line);
     }
     if let Some(e) = spill_error {
         last.push_str(&format!(
@@ -438,7 +502,37 @@ fn finish(
         diff: None,
         change: None,
         paged: false,
+        sandbox: None,
     }
+}
+
+/// `[restored .git/hooks/pre-commit: the command created it]` for each
+/// protected file put back (the path as the supervisor gave it), then one
+/// line saying why.
+fn restored_lines(restored: &[Restored]) -> Vec<String> {
+    if restored.is_empty() {
+        return Vec::new();
+    }
+    let mut lines: Vec<String> = restored
+        .iter()
+        .map(|r| {
+            let what = match r.why {
+                Why::Changed => "the command changed it",
+                Why::Created => "the command created it",
+                Why::Removed => "the command removed it",
+            };
+            if r.undone {
+                format!("[restored {}: {what}]", r.path.display())
+            } else {
+                format!("[could not restore {}: {what}]", r.path.display())
+            }
+        })
+        .collect();
+    lines.push(
+        "[protected files (git hooks and config, .mcp.json, instruction files, .strata/) are put back after a sandboxed command; to change them, ask the user, or call shell with sandbox \"off\" and a reason the user will approve]"
+            .to_owned(),
+    );
+    lines
 }
 
 /// `[2 background processes were stopped when the command ended]`.

@@ -17,19 +17,27 @@
 //! 4. becomes a child subreaper (`PR_SET_CHILD_SUBREAPER`), so every
 //!    descendant that loses its parent is reparented to it, not to init
 //!    ([`super::reaper`]);
-//! 5. runs `bash -c COMMAND` in that group with its own stdout and stderr
+//! 5. with a sandbox ([`super::sandbox::Spec`], from `--sandbox MODE …`
+//!    flags), takes a snapshot of the workspace's protected files
+//!    ([`super::protect`]) and confines itself by Landlock and seccomp
+//!    ([`super::sandbox::apply`]) — on its one thread, which spawns bash
+//!    next, so bash and everything below it inherit both;
+//! 6. runs `bash -c COMMAND` in that group with its own stdout and stderr
 //!    (strata's pipe) and environment; stdin is its own, or `/dev/null`
 //!    with `--report`;
-//! 6. reaps every child that ends while bash runs (orphans reparented to
+//! 7. reaps every child that ends while bash runs (orphans reparented to
 //!    it included);
-//! 7. when bash ends, or on SIGTERM, SIGINT, SIGHUP or SIGQUIT (its parent
+//! 8. when bash ends, or on SIGTERM, SIGINT, SIGHUP or SIGQUIT (its parent
 //!    died, or strata told it to stop), sweeps: kills every process below
 //!    it and reaps until none is left ([`super::reaper::sweep`]);
-//! 8. with `--report`, writes `stopped N` to its stdin (a socket strata
-//!    holds): how many processes the sweep killed, bash not counted;
-//! 9. ends like bash ended: the same exit code, or the same signal (a
-//!    signal that would dump core becomes exit code `128 + N`); stopped by
-//!    a signal, exit code `128 + N`.
+//! 9. puts back the protected files the command changed, created or
+//!    removed;
+//! 10. with `--report`, writes `restored WHY PATH` for each and
+//!     `stopped N` to its stdin (a socket strata holds): how many
+//!     processes the sweep killed, bash not counted;
+//! 11. ends like bash ended: the same exit code, or the same signal (a
+//!     signal that would dump core becomes exit code `128 + N`); stopped
+//!     by a signal, exit code `128 + N`.
 //!
 //! The group's id is the supervisor's pid. strata ends a command by
 //! SIGTERM to the supervisor and waits for it, a bounded time
@@ -39,13 +47,15 @@
 //! thread that lives as long as strata. A supervisor killed by SIGKILL
 //! cannot sweep: what left its group then is on its own.
 
+use super::protect::{Restored, Snapshot, Why};
 use super::reaper;
+use super::sandbox::{self, Spec};
 use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags, posix_spawnp};
 use nix::sys::prctl::{set_child_subreaper, set_pdeathsig};
 use nix::sys::signal::{SigSet, Signal, raise};
 use nix::sys::wait::WaitStatus;
 use nix::unistd::{Pid, getpgrp, getpid, getppid, setsid};
-use std::ffi::CString;
+use std::ffi::{CString, OsString};
 use std::io::Write;
 use std::os::fd::AsRawFd;
 use std::os::unix::ffi::{OsStrExt, OsStringExt};
@@ -72,24 +82,58 @@ pub const REPORT: &str = "--report";
 /// The arguments that make strata's binary supervise `command` for the
 /// process `parent` (strata itself): `__supervise --parent PID -- COMMAND`,
 /// with `--report` before `--` when `report` (its stdin is then a socket
-/// it writes `stopped N` to, and bash's stdin is `/dev/null`).
+/// it writes its report to, and bash's stdin is `/dev/null`), and the
+/// sandbox's flags ([`Spec::args`]) when `sandbox` is given.
 #[must_use]
-pub fn args(parent: u32, command: &str, report: bool) -> Vec<String> {
-    let mut args = vec![SUBCOMMAND.to_owned(), "--parent".to_owned(), parent.to_string()];
+pub fn args(parent: u32, command: &str, report: bool, sandbox: Option<&Spec>) -> Vec<OsString> {
+    let mut args: Vec<OsString> = vec![SUBCOMMAND.into(), "--parent".into(), parent.to_string().into()];
     if report {
-        args.push(REPORT.to_owned());
+        args.push(REPORT.into());
     }
-    args.push("--".to_owned());
-    args.push(command.to_owned());
+    if let Some(spec) = sandbox {
+        args.extend(spec.args());
+    }
+    args.push("--".into());
+    args.push(command.into());
     args
 }
 
-/// The count in a supervisor's report (`stopped N`), `None` when it wrote
-/// none.
+/// What a supervisor reported once it ended.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    /// How many processes the sweep stopped (`stopped N`), when it said.
+    pub stopped: Option<usize>,
+    /// The protected files it put back (`restored WHY PATH`), and whether
+    /// each is as it was again (`not-restored WHY PATH` when not).
+    pub restored: Vec<Restored>,
+}
+
+/// A supervisor's report: `restored WHY PATH` / `not-restored WHY PATH`
+/// lines and `stopped N`.
 #[must_use]
-pub fn parse_report(text: &str) -> Option<usize> {
-    text.lines()
-        .find_map(|l| l.strip_prefix("stopped ")?.trim().parse().ok())
+pub fn parse_report(text: &str) -> Report {
+    let mut report = Report::default();
+    for line in text.lines() {
+        if let Some(n) = line.strip_prefix("stopped ") {
+            report.stopped = n.trim().parse().ok();
+            continue;
+        }
+        let (undone, rest) = match line.split_once(' ') {
+            Some(("restored", rest)) => (true, rest),
+            Some(("not-restored", rest)) => (false, rest),
+            _ => continue,
+        };
+        if let Some((why, path)) = rest.split_once(' ')
+            && let Some(why) = Why::parse(why)
+        {
+            report.restored.push(Restored {
+                path: path.into(),
+                why,
+                undone,
+            });
+        }
+    }
+    report
 }
 
 /// Runs `bash -c command` under supervision (see the module doc) and
@@ -97,10 +141,12 @@ pub fn parse_report(text: &str) -> Option<usize> {
 /// signal, raises the same signal first. `parent` is the pid of the
 /// strata process that started the supervisor: when it is no longer the
 /// parent, nothing runs and the result is [`SETUP_FAILED`]. With `report`
-/// the count of processes the sweep stopped is written to stdin. Errors
-/// are written to stderr as one sentence.
+/// the count of processes the sweep stopped, and the protected files put
+/// back, are written to stdin. With `sandbox` the command runs confined
+/// (a sandbox that cannot be applied runs nothing: [`SETUP_FAILED`]).
+/// Errors are written to stderr as one sentence.
 #[must_use]
-pub fn supervise(parent: u32, command: &str, report: bool) -> ExitCode {
+pub fn supervise(parent: u32, command: &str, report: bool, sandbox: Option<&Spec>) -> ExitCode {
     let mut signals = SigSet::empty();
     for s in [
         Signal::SIGTERM,
@@ -126,6 +172,12 @@ pub fn supervise(parent: u32, command: &str, report: bool) -> ExitCode {
     }
     if let Err(e) = set_child_subreaper(true) {
         return setup_failed(&format!("could not become a child subreaper ({e})"));
+    }
+    let snapshot = sandbox.and_then(|s| s.protect.as_deref()).map(Snapshot::take);
+    if let Some(spec) = sandbox
+        && let Err(e) = sandbox::apply(spec)
+    {
+        return setup_failed(&e.to_string());
     }
     let bash = match spawn_bash(command, &signals, report) {
         Ok(pid) => pid,
@@ -155,8 +207,9 @@ pub fn supervise(parent: u32, command: &str, report: bool) -> ExitCode {
         }
     };
     let stopped = reaper::sweep(Some(bash));
+    let restored = snapshot.map(|s| s.restore()).unwrap_or_default();
     if report {
-        write_report(stopped);
+        write_report(stopped, &restored);
     }
     match ending {
         Ending::Exited(code) => ExitCode::from(u8::try_from(code).unwrap_or(1)),
@@ -178,9 +231,16 @@ enum Ending {
     Lost,
 }
 
-/// `stopped N` on stdin, a socket strata reads once the supervisor ended.
-fn write_report(stopped: usize) {
-    let line = format!("stopped {stopped}\n");
+/// `restored WHY PATH` lines and `stopped N` on stdin, a socket strata
+/// reads once the supervisor ended.
+fn write_report(stopped: usize, restored: &[Restored]) {
+    let mut line = String::new();
+    for r in restored {
+        let word = if r.undone { "restored" } else { "not-restored" };
+        let path = r.path.to_string_lossy().replace(['\n', '\r'], "?");
+        line.push_str(&format!("{word} {} {path}\n", r.why.as_str()));
+    }
+    line.push_str(&format!("stopped {stopped}\n"));
     let stdin = std::io::stdin();
     let _ = nix::unistd::write(std::os::fd::AsFd::as_fd(&stdin), line.as_bytes());
 }

@@ -19,8 +19,20 @@ fn doctor_passes_on_a_fresh_home() {
     assert_eq!(
         names,
         [
-            "config", "data", "database", "log", "spill", "mcp", "provider", "model", "kv state"
+            "config", "data", "database", "log", "spill", "sandbox", "mcp", "provider", "model", "kv state"
         ]
+    );
+    // The sandbox line: this kernel's Landlock and what it covers.
+    let sandbox = &checks[5];
+    assert_eq!(sandbox["status"], "ok", "{sandbox}");
+    assert!(sandbox["sandbox"]["abi"].as_u64().unwrap() >= 6, "{sandbox}");
+    assert!(
+        sandbox["sandbox"]["covers"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|c| c == "TCP bind and connect"),
+        "{sandbox}"
     );
     let statuses: Vec<&str> = checks
         .as_array()
@@ -31,16 +43,16 @@ fn doctor_passes_on_a_fresh_home() {
     // The embedded model is not downloaded in a fresh home: a warning, not a failure.
     assert_eq!(
         statuses,
-        ["ok", "ok", "ok", "ok", "ok", "ok", "ok", "warn", "ok"],
+        ["ok", "ok", "ok", "ok", "ok", "ok", "ok", "ok", "warn", "ok"],
         "{checks}"
     );
-    let kv_state = checks[8]["detail"].as_str().unwrap();
+    let kv_state = checks[9]["detail"].as_str().unwrap();
     assert!(
         kv_state.contains("0.0 MB in 0 saved state(s) of a 1000.0 MB cap"),
         "{kv_state}"
     );
     assert!(
-        checks[5]["detail"]
+        checks[6]["detail"]
             .as_str()
             .unwrap()
             .starts_with("no MCP servers are configured"),

@@ -47,6 +47,7 @@ impl Sandbox {
                 max_timeout_s: 30,
                 supervisor: supervised.then(|| PathBuf::from(STRATA)),
                 registry: Some(data.join("groups")),
+                sandbox: None,
             },
             reads: Mutex::default(),
             keep_chars: 1_000,
@@ -415,6 +416,7 @@ fn the_supervisor_runs_nothing_when_its_parent_is_already_gone() {
             1,
             &format!("touch {}", marker.display()),
             false,
+            None,
         ))
         .output()
         .unwrap();

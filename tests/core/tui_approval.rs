@@ -34,6 +34,8 @@ fn long_shell_request() -> ApprovalRequest {
         access: Access::Run,
         grant: "shell:cargo test".into(),
         why: String::new(),
+        sandbox: None,
+        leaves_sandbox: false,
     }
 }
 
@@ -278,8 +280,44 @@ fn an_mcp_tool_is_described_as_running_in_its_server_not_as_a_shell_command() {
         access: Access::Run,
         grant: "filesystem__write_file".into(),
         why: String::new(),
+        sandbox: None,
+        leaves_sandbox: false,
     };
     let screen = screen_of(120, 36, request);
     assert!(screen.contains("runs in its MCP server"), "{screen}");
     assert!(!screen.contains("does not confine this command"), "{screen}");
+}
+
+#[test]
+fn a_call_leaving_the_sandbox_says_so_and_can_be_allowed_once_only() {
+    let request = ApprovalRequest {
+        call: call(
+            "run_9",
+            "shell",
+            json!({ "command": "docker ps", "sandbox": "off", "reason": "needs docker" }),
+        ),
+        summary: "docker ps".into(),
+        detail: "docker ps".into(),
+        access: Access::Run,
+        grant: "shell:docker ps".into(),
+        why: String::new(),
+        sandbox: Some("runs outside the sandbox: needs docker".into()),
+        leaves_sandbox: true,
+    };
+    let mut app = asking(80, 20, request);
+    let screen = draw(&app, 80, 20);
+    insta::assert_snapshot!("approval_shell_leaving_sandbox_80x20", screen);
+    assert!(
+        screen.contains("runs outside the sandbox: needs docker"),
+        "{screen}"
+    );
+    assert!(screen.contains("allow once, outside the sandbox"), "{screen}");
+    assert!(!screen.contains("until strata exits"), "{screen}");
+    // `a` grants nothing here: the call still waits.
+    let effects = app.handle(key(KeyCode::Char('a')));
+    assert!(
+        !effects.iter().any(|e| matches!(e, Effect::Approve(_))),
+        "{effects:?}"
+    );
+    assert!(app.overlay().is_some());
 }

@@ -51,7 +51,7 @@ async fn the_model_reads_a_file_and_runs_a_command_after_the_user_allows_it() {
     tmux.keys("app", &["make the file", "Enter"]);
     let screen = tmux.wait_for("app", "Allow shell?").await;
     assert!(screen.contains("touch approved-file && echo made it"), "{screen}");
-    assert!(screen.contains("does not confine"), "{screen}");
+    assert!(screen.contains("sandboxed (workspace, no network)"), "{screen}");
     assert!(
         !sb.ws().join("approved-file").exists(),
         "nothing runs before the answer"

@@ -66,6 +66,12 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     if let Some(approve) = &args.approve {
         config.tools.approval = approve.as_str().to_owned();
     }
+    if let Some(sandbox) = args.sandbox {
+        config.tools.sandbox.mode = sandbox.as_str().to_owned();
+    }
+    if args.network {
+        config.tools.sandbox.network = true;
+    }
     if strata::runtime::tools_state(&config, &choice).on {
         mcp_json_notice(env, &cwd)?;
     }
@@ -393,6 +399,7 @@ impl Printer {
                 "previewed": meta.previewed,
                 "spilled_to": meta.spilled_to,
                 "duration_ms": meta.duration_ms,
+                "sandbox": meta.sandbox,
             }));
         } else {
             let spilled = meta

@@ -9,6 +9,7 @@ use strata::runtime::doctor::{self, CheckStatus};
 pub fn doctor(env: &Env, args: &DoctorArgs, logging: Option<&Logging>) -> anyhow::Result<()> {
     let mut checks = vec![match &env.config_error {
         Some(error) => doctor::Check {
+            sandbox: None,
             name: "config",
             status: CheckStatus::Fail,
             detail: error.clone(),
@@ -21,10 +22,12 @@ pub fn doctor(env: &Env, args: &DoctorArgs, logging: Option<&Logging>) -> anyhow
         None => doctor::log_check(&env.paths.logs_dir(), "info", Some("it was not set up")),
     });
     checks.push(doctor::spill_check(&env.paths.spill_dir()));
+    checks.push(doctor::sandbox_check(&env.config));
     let lookup = |name: &str| std::env::var(name).ok();
     if env.config_error.is_some() {
         // The servers are in the config that could not be read.
         checks.push(doctor::Check {
+            sandbox: None,
             name: "mcp",
             status: doctor::CheckStatus::Warn,
             detail: "the MCP servers are not checked because the config cannot be read; fix it first"
@@ -52,6 +55,7 @@ pub fn doctor(env: &Env, args: &DoctorArgs, logging: Option<&Logging>) -> anyhow
             }
         }
         Err(e) => checks.push(doctor::Check {
+            sandbox: None,
             name: "provider",
             status: CheckStatus::Fail,
             detail: e.to_string(),

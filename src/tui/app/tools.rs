@@ -133,6 +133,8 @@ impl App {
             (None, KeyCode::Char(c)) if plain => match c.to_ascii_lowercase() {
                 'y' | 'a' if !seen => Answered::Unseen,
                 'y' => Answered::Answer(Approval::Once),
+                // Leaving the sandbox is allowed once at a time.
+                'a' if prompt.request.leaves_sandbox => Answered::Nothing,
                 'a' => Answered::Answer(Approval::UntilExit),
                 'n' => {
                     prompt.reason = Some(String::new());

@@ -42,6 +42,9 @@ const UNCONFINED_SHORT: [&str; 3] = [
     "unconfined",
 ];
 
+/// A sandbox sentence on one line, shorter and shorter.
+const SANDBOX_SHORT: [&str; 3] = ["see the sandbox", "sandbox", "sandbox"];
+
 /// What the overlay says of an MCP server's tool that is not read-only.
 const MCP_SERVER: &str = "This tool runs in its MCP server with the server's own access; \
      strata neither confines nor can undo what it does.";
@@ -198,8 +201,21 @@ pub(super) fn shows_detail(p: &ApprovalPrompt, width: u16, height: u16) -> bool 
 /// where a memory note goes, what a credential read sends).
 fn warning_lines(r: &ApprovalRequest, warning: Warning, width: u16) -> Vec<Line<'static>> {
     let why = r.why.trim();
+    let sandboxed;
     let (lead, short, style) = match r.access {
         _ if r.call.name == "memory" => ("", MEMORY_SHORT, theme::warning()),
+        Access::Run if r.sandbox.is_some() => {
+            sandboxed = r.sandbox.clone().unwrap_or_default();
+            let style = if r.leaves_sandbox
+                || sandboxed.starts_with("not sandboxed")
+                || sandboxed.contains("outside")
+            {
+                theme::warning()
+            } else {
+                theme::dim()
+            };
+            (sandboxed.as_str(), SANDBOX_SHORT, style)
+        }
         Access::Run if r.call.name.contains("__") => (MCP_SERVER, MCP_SERVER_SHORT, theme::warning()),
         Access::Run => (UNCONFINED, UNCONFINED_SHORT, theme::warning()),
         Access::Write => (UNDOABLE, UNDOABLE_SHORT, theme::dim()),
@@ -311,7 +327,32 @@ fn choice_lines(p: &ApprovalPrompt, compact: bool, width: u16) -> Vec<Line<'stat
         ])
     };
     match (&p.reason, compact) {
+        (None, true) if p.request.leaves_sandbox => vec![Line::from(vec![
+            Span::styled("y", theme::title()),
+            Span::raw(fmt::cut(
+                " once, outside the sandbox · ",
+                usize::from(width).saturating_sub(7),
+            )),
+            Span::styled("n", theme::title()),
+            Span::raw(" deny"),
+        ])],
         (None, true) => vec![compact_choices(&p.request.grant, width)],
+        (None, false) if p.request.leaves_sandbox => vec![
+            Line::from(vec![
+                key("y"),
+                Span::styled("allow once, outside the sandbox", theme::warning()),
+            ]),
+            Line::styled(
+                "     (leaving the sandbox is never allowed until exit)",
+                theme::dim(),
+            ),
+            Line::from(vec![
+                key("n"),
+                Span::raw("deny, with a reason for the model   "),
+                key("Esc"),
+                Span::raw("deny"),
+            ]),
+        ],
         (None, false) => vec![
             Line::from(vec![key("y"), Span::raw("allow once")]),
             Line::from(vec![

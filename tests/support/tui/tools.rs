@@ -46,6 +46,7 @@ pub fn result(
         spilled_to: None,
         output_chars: content.chars().count() as u64,
         duration_ms: ms,
+        sandbox: None,
     });
     m
 }
@@ -110,6 +111,8 @@ pub fn shell_request() -> ApprovalRequest {
         access: Access::Run,
         grant: "shell:cargo test".into(),
         why: String::new(),
+        sandbox: None,
+        leaves_sandbox: false,
     }
 }
 
@@ -123,6 +126,8 @@ pub fn edit_request() -> ApprovalRequest {
         access: Access::Write,
         grant: "edit_file".into(),
         why: String::new(),
+        sandbox: None,
+        leaves_sandbox: false,
     }
 }
 

@@ -332,6 +332,7 @@ impl SessionService {
                 spilled_to: None,
                 output_chars: 0,
                 duration_ms: None,
+                sandbox: None,
             });
             self.runtime.store.append_message(&mut m)?;
             tracing::info!(session = %session.id, call = %call.id, "call without a result marked interrupted");
@@ -393,6 +394,15 @@ impl SessionService {
                 })
                 .unwrap_or_default(),
         };
+        let confinement = env
+            .and_then(|e| e.shell.sandbox.as_ref())
+            .map(|s| &s.confinement)
+            .filter(|_| call.name == "shell");
+        let leave = confinement.and_then(|c| c.leaving(&call.name, arguments));
+        let sandbox = confinement.map(|c| match &leave {
+            Some(leave) => leave.describe(),
+            None => c.describe(c.for_call(arguments)),
+        });
         ApprovalRequest {
             call: call.clone(),
             summary: schema::summary(&call.name, arguments),
@@ -400,6 +410,8 @@ impl SessionService {
             access,
             grant: approval::grant_for(&call.name, arguments).to_string(),
             why,
+            sandbox,
+            leaves_sandbox: leave.is_some(),
         }
     }
 
