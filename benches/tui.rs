@@ -168,6 +168,7 @@ fn tool_history() -> Vec<strata::domain::Message> {
                 output_chars: body.len() as u64,
                 duration_ms: Some(3),
                 sandbox: None,
+                network: false,
             });
             out.push(result);
         }

@@ -69,6 +69,8 @@ pub struct ServerSpec {
     /// --parent PID -- 'exec COMMAND ARGS…'`, which kills it when strata
     /// dies; `None` runs it directly (tests of the library).
     pub supervisor: Option<PathBuf>,
+    /// More flags for the supervisor, before `--` (its sandbox).
+    pub supervisor_args: Vec<std::ffi::OsString>,
 }
 
 impl ServerSpec {
@@ -87,6 +89,7 @@ impl ServerSpec {
             startup_timeout: Duration::from_secs(30),
             call_timeout: Duration::from_secs(120),
             supervisor: None,
+            supervisor_args: Vec::new(),
         }
     }
 }

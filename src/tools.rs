@@ -140,7 +140,7 @@ pub struct ToolOutput {
     /// `read_file`: the result pages itself and must never be spilled.
     pub paged: bool,
     /// `shell`: the sandbox the command ran in (`None` for other tools).
-    pub sandbox: Option<crate::tooling::sandbox::Label>,
+    pub sandbox: Option<crate::tooling::sandbox::RanIn>,
 }
 
 impl ToolOutput {

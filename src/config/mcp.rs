@@ -51,6 +51,14 @@ pub struct McpServerConfig {
     /// server is approved like `shell`). Only config.toml can set it; a
     /// workspace's `.mcp.json` cannot.
     pub trust_annotations: bool,
+    /// `off` (default), `workspace-write` or `read-only`: the server runs
+    /// in the `shell` tool's sandbox (Landlock and seccomp): writing only
+    /// its temporary directory (and the workspace with `workspace-write`).
+    /// Only config.toml can set it.
+    pub sandbox: String,
+    /// With `sandbox`: whether the server may use the network and sockets
+    /// (default `true`: servers often need it).
+    pub network: bool,
 }
 
 impl Default for McpServerConfig {
@@ -67,6 +75,8 @@ impl Default for McpServerConfig {
             allow_tools: Vec::new(),
             deny_tools: Vec::new(),
             trust_annotations: false,
+            sandbox: "off".to_owned(),
+            network: true,
         }
     }
 }

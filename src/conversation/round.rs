@@ -89,7 +89,7 @@ pub struct ToolRun {
     /// How long it ran, milliseconds.
     pub duration_ms: u64,
     /// `shell`: the sandbox it ran in.
-    pub sandbox: Option<crate::tooling::sandbox::Label>,
+    pub sandbox: Option<crate::tooling::sandbox::RanIn>,
 }
 
 /// A call's place in the round.
@@ -634,7 +634,8 @@ impl Conversation {
                 spilled_to,
                 output_chars,
                 duration_ms: Some(run.duration_ms),
-                sandbox: run.sandbox.map(|l| l.as_str().to_owned()),
+                sandbox: run.sandbox.map(|r| r.label.as_str().to_owned()),
+                network: run.sandbox.is_some_and(|r| r.network),
             });
             // Counted now with the session's counter, so the result's size
             // is known the moment it is stored (and the cache has it).

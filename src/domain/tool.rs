@@ -62,4 +62,7 @@ pub struct ToolResultMeta {
     /// `read-only`, `off`, `unavailable`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sandbox: Option<String>,
+    /// `shell`: the command had the network (and sockets).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub network: bool,
 }

@@ -80,6 +80,7 @@ pub async fn spawn(
             cmd.arg("__supervise")
                 .arg("--parent")
                 .arg(std::process::id().to_string())
+                .args(&spec.supervisor_args)
                 .arg("--")
                 .arg(environment::command_line(program, &spec.args));
             cmd

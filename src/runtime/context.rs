@@ -154,6 +154,10 @@ pub(super) fn context_of(
         requests: Vec::new(),
         blocked_reason,
         tools_off: conversation.tools_off().map(str::to_owned),
+        sandbox_note: conversation
+            .tools()
+            .and_then(|t| t.sandbox.unconfined_note())
+            .map(str::to_owned),
         tool_servers: super::tool_costs::tool_servers(conversation, &[]),
         prompt_warnings: Vec::new(),
     }

@@ -10,6 +10,7 @@ use crate::mcp::{self, Hub, McpTool, Refused, ServerSpec, Status};
 use crate::tokens::TokenCounter;
 use crate::tooling::deferred::Wire;
 use crate::tooling::mcp_names::McpNames;
+use crate::tooling::sandbox::Mode;
 use crate::tooling::schema::ToolSpec;
 use crate::tooling::{Access, access};
 use serde::Serialize;
@@ -83,6 +84,35 @@ pub fn spec_for(
     spec.startup_timeout = Duration::from_secs(server.startup_timeout_s);
     spec.call_timeout = Duration::from_secs(server.call_timeout_s);
     spec.supervisor = supervisor.map(Path::to_path_buf);
+    let mode: Mode = server
+        .sandbox
+        .parse()
+        .map_err(|e| refuse(format!("[mcp.servers.{name}] sandbox: {e}")))?;
+    if mode != Mode::Off {
+        if supervisor.is_none() {
+            return Err(refuse(format!(
+                "The MCP server `{name}` asks for a sandbox, which only strata's own binary can apply; run it from strata, or set its sandbox to \"off\"."
+            )));
+        }
+        let tmpdir = crate::tools::sandbox::session_tmpdir(&std::env::temp_dir(), &format!("mcp-{name}"))
+            .map_err(refuse)?;
+        let mut writable = vec![tmpdir.clone(), "/dev/shm".into(), "/dev/null".into()];
+        if mode == Mode::WorkspaceWrite {
+            writable.push(cwd.to_path_buf());
+            writable.extend(crate::tools::sandbox::git_dirs(cwd));
+        }
+        let sandbox = crate::tools::sandbox::Spec {
+            mode,
+            network: server.network,
+            required: false,
+            writable,
+            protect: None,
+        };
+        spec.supervisor_args = sandbox.args();
+        spec.env.retain(|(n, _)| n != "TMPDIR");
+        spec.env
+            .push(("TMPDIR".to_owned(), tmpdir.to_string_lossy().into_owned()));
+    }
     Ok(spec)
 }
 

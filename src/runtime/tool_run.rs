@@ -88,7 +88,7 @@ pub(super) fn start(
             None => crate::tools::run(env, call.id.clone(), call.name.clone(), arguments, report).await,
         };
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-        if output.sandbox == Some(crate::tooling::sandbox::Label::Off) {
+        if output.sandbox.map(|r| r.label) == Some(crate::tooling::sandbox::Label::Off) {
             tracing::warn!(
                 call = %call.id,
                 command = %call.arguments,

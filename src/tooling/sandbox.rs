@@ -112,6 +112,33 @@ impl Label {
     }
 }
 
+impl Label {
+    /// The label of [`Label::as_str`]'s text.
+    #[must_use]
+    pub fn parse(text: &str) -> Option<Self> {
+        [Self::WorkspaceWrite, Self::ReadOnly, Self::Off, Self::Unavailable]
+            .into_iter()
+            .find(|l| l.as_str() == text)
+    }
+}
+
+/// Where a `shell` call ran: under which label, with the network or not.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct RanIn {
+    /// The sandbox's label.
+    pub label: Label,
+    /// It had the network (and sockets).
+    pub network: bool,
+}
+
+impl RanIn {
+    /// The words for it ([`describe`]).
+    #[must_use]
+    pub fn describe(self) -> String {
+        describe(self.label, self.network)
+    }
+}
+
 /// What one call runs under.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct CallSandbox {
@@ -191,6 +218,14 @@ impl Confinement {
     #[must_use]
     pub fn confines(&self) -> bool {
         self.mode != Mode::Off && self.available
+    }
+
+    /// The pane's sentence when commands were meant to be confined and
+    /// this kernel cannot: `None` otherwise.
+    #[must_use]
+    pub fn unconfined_note(&self) -> Option<&'static str> {
+        (self.mode != Mode::Off && !self.available)
+            .then_some("shell is not sandboxed: this kernel has no Landlock")
     }
 
     /// What a `shell` call with `arguments` runs under: the session's mode
@@ -357,6 +392,22 @@ mod tests {
             ),
             None
         );
+    }
+
+    #[test]
+    fn a_sandbox_the_kernel_cannot_apply_is_noted_once_for_the_pane() {
+        let mut c = Confinement {
+            mode: Mode::WorkspaceWrite,
+            ..Confinement::unconfined()
+        };
+        c.available = false;
+        assert_eq!(
+            c.unconfined_note(),
+            Some("shell is not sandboxed: this kernel has no Landlock")
+        );
+        c.available = true;
+        assert_eq!(c.unconfined_note(), None);
+        assert_eq!(Confinement::unconfined().unconfined_note(), None, "off by choice");
     }
 
     #[test]

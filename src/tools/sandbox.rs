@@ -125,12 +125,18 @@ pub enum SandboxError {
 /// [`SandboxError`]: the ruleset or the filter failed, or Landlock is
 /// missing and `spec.required`.
 pub fn apply(spec: &Spec) -> Result<Applied, SandboxError> {
-    let applied = landlock_rules(spec)?;
-    if applied == Applied::Unavailable && spec.required {
-        return Err(SandboxError::Required);
-    }
+    let applied = required(landlock_rules(spec)?, spec.required)?;
     let filter = seccomp_filter(spec.network)?;
     seccompiler::apply_filter(&filter).map_err(|e| SandboxError::Seccomp(e.to_string()))?;
+    Ok(applied)
+}
+
+/// `applied`, or [`SandboxError::Required`] when Landlock could not confine
+/// and `required` says the command must then not run.
+fn required(applied: Applied, required: bool) -> Result<Applied, SandboxError> {
+    if applied == Applied::Unavailable && required {
+        return Err(SandboxError::Required);
+    }
     Ok(applied)
 }
 
@@ -345,6 +351,23 @@ pub fn git_dirs(root: &Path) -> Vec<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A kernel without Landlock is simulated here only: `required` refuses
+    /// the command, and without it the command runs unconfined.
+    #[test]
+    fn without_landlock_a_required_sandbox_refuses_the_command() {
+        assert!(matches!(
+            required(Applied::Unavailable, true),
+            Err(SandboxError::Required)
+        ));
+        assert_eq!(
+            required(Applied::Unavailable, false).unwrap(),
+            Applied::Unavailable
+        );
+        assert_eq!(required(Applied::Enforced, true).unwrap(), Applied::Enforced);
+        let sentence = SandboxError::Required.to_string();
+        assert!(sentence.contains("required = false"), "{sentence}");
+    }
 
     #[test]
     fn coverage_grows_with_the_abi() {

@@ -173,7 +173,10 @@ pub async fn run(env: &ToolEnv, tool_call_id: &str, args: &Value, progress: Prog
     let report = group.report();
     let ending = ended.map_or(Ending::Lost, |(ending, _)| ending);
     let mut output = finish(capture.finish(), &ending, &report, timeout_s, &env.shell);
-    output.sandbox = sandbox.map(|(s, call)| s.confinement.label(call));
+    output.sandbox = sandbox.map(|(s, call)| crate::tooling::sandbox::RanIn {
+        label: s.confinement.label(call),
+        network: call.network,
+    });
     output
 }
 

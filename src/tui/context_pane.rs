@@ -160,6 +160,13 @@ pub fn lines(s: &ContextSnapshot, live: Live<'_>, width: u16) -> Vec<Line<'stati
             let why = fmt::cut(why, usize::from(width).saturating_sub(3));
             out.push(Line::styled(format!("   {why}"), theme::dim()));
         }
+        if i == 3
+            && off.is_none()
+            && let Some(note) = &s.sandbox_note
+        {
+            let note = fmt::cut(&format!("⚠ {note}"), usize::from(width).saturating_sub(3));
+            out.push(Line::styled(format!("   {note}"), theme::warning()));
+        }
         let by_server = s.tool_servers.as_ref().filter(|t| t.mcp().next().is_some());
         if i == 3
             && let Some(servers) = by_server
@@ -354,6 +361,7 @@ mod tests {
             last_compaction: None,
             blocked_reason: None,
             tools_off: tools_off.map(str::to_owned),
+            sandbox_note: None,
             tool_servers: None,
             prompt_warnings: Vec::new(),
         }
@@ -383,6 +391,20 @@ mod tests {
                 .iter()
                 .any(|l| l.starts_with('⚠'))
         );
+    }
+
+    #[test]
+    fn a_shell_the_kernel_cannot_sandbox_is_said_under_the_tools_row() {
+        let mut s = snapshot(None);
+        s.sandbox_note = Some("shell is not sandboxed: this kernel has no Landlock".into());
+        let shown = text(&lines(&s, Live::default(), 60));
+        let row = shown.iter().position(|l| l.contains("tools")).unwrap();
+        assert_eq!(
+            shown[row + 1].trim(),
+            "⚠ shell is not sandboxed: this kernel has no Landlock"
+        );
+        let plain = text(&lines(&snapshot(None), Live::default(), 60));
+        assert!(!plain.iter().any(|l| l.contains("sandboxed")), "{plain:?}");
     }
 
     #[test]

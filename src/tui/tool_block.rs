@@ -20,6 +20,7 @@ use super::theme::ToolTone;
 use super::{fmt, theme};
 use crate::domain::{Message, MessageId, ToolCall, ToolResultMeta, ToolStatus};
 use crate::render::plain_lines;
+use crate::tooling::sandbox::{Label, describe};
 use ratatui::style::Style;
 use ratatui::text::{Line, Span};
 use std::cell::{Ref, RefCell};
@@ -293,6 +294,9 @@ fn summary(call: &ToolCall, live: Option<&LiveCall>) -> String {
 
 /// A badge of a result: what the output limits and the pipeline did.
 enum Badge {
+    /// Where a `shell` command ran: `sandboxed (workspace, no network)`,
+    /// `outside the sandbox`, `not sandboxed: …`.
+    Sandbox(String),
     Truncated,
     Preview,
     Spilled(String),
@@ -304,6 +308,9 @@ impl Badge {
     fn of(meta: Option<&ToolResultMeta>, report: Option<&str>) -> Vec<Self> {
         let mut out = Vec::new();
         if let Some(m) = meta {
+            if let Some(label) = m.sandbox.as_deref().and_then(Label::parse) {
+                out.push(Self::Sandbox(describe(label, m.network)));
+            }
             if m.truncated {
                 out.push(Self::Truncated);
             }
@@ -322,6 +329,7 @@ impl Badge {
     /// (its file name says the most).
     fn text(&self, path_room: usize) -> String {
         match self {
+            Self::Sandbox(words) => words.clone(),
             Self::Truncated => "truncated".to_owned(),
             Self::Preview => "preview".to_owned(),
             Self::Spilled(path) => format!("spilled → {}", fmt::cut_left(path, path_room)),

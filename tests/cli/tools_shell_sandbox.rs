@@ -122,7 +122,7 @@ async fn workspace_write_writes_the_workspace_tmpdir_and_dev_shm_and_nothing_els
     );
     let out = s.run(&command).await;
     let text = text(&out);
-    assert_eq!(out.sandbox, Some(Label::WorkspaceWrite));
+    assert_eq!(out.sandbox.map(|r| r.label), Some(Label::WorkspaceWrite));
     assert_eq!(out.status, ToolStatus::Ok, "{text}");
     assert_eq!(
         std::fs::read_to_string(s.root().join("sub/dir/made.txt")).unwrap(),
@@ -154,7 +154,7 @@ async fn read_only_mode_cannot_write_the_workspace() {
         .run("cat kept.txt; echo changed > kept.txt; touch new.txt; echo tmp > \"$TMPDIR/ok\" && echo tmp-ok")
         .await;
     let text = text(&out);
-    assert_eq!(out.sandbox, Some(Label::ReadOnly));
+    assert_eq!(out.sandbox.map(|r| r.label), Some(Label::ReadOnly));
     assert!(text.contains("as it was\n"), "{text}");
     assert!(text.contains("kept.txt: Permission denied"), "{text}");
     assert!(text.contains("new.txt': Permission denied"), "{text}");
@@ -324,6 +324,6 @@ async fn a_call_outside_the_sandbox_writes_where_it_likes() {
         .call(json!({ "command": format!("echo x > {}", outside.display()), "sandbox": "off", "reason": "test" }))
         .await;
     assert_eq!(out.status, ToolStatus::Ok, "{}", text(&out));
-    assert_eq!(out.sandbox, Some(Label::Off));
+    assert_eq!(out.sandbox.map(|r| r.label), Some(Label::Off));
     assert!(outside.exists());
 }

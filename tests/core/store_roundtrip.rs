@@ -186,6 +186,7 @@ fn a_tool_result_keeps_its_status_and_limits_record() {
         output_chars: 300_000,
         duration_ms: Some(1_200),
         sandbox: None,
+        network: false,
     });
     store.append_message(&mut m).unwrap();
     let back = store.messages(s.id, false).unwrap();

@@ -166,6 +166,50 @@ fn tool_blocks_collapsed_with_every_status_and_badge() {
     }
 }
 
+/// A `shell` block says where its command ran: in the sandbox, with or
+/// without the network, or outside it.
+#[test]
+fn shell_blocks_say_where_the_command_ran() {
+    let runs = [
+        (
+            "call_1",
+            "workspace-write",
+            false,
+            "sandboxed (workspace, no network)",
+        ),
+        (
+            "call_2",
+            "workspace-write",
+            true,
+            "sandboxed (workspace, network on)",
+        ),
+        ("call_3", "off", false, "outside the sandbox"),
+        ("call_4", "read-only", false, "sandboxed (read-only, no network)"),
+    ];
+    let calls: Vec<ToolCall> = runs
+        .iter()
+        .map(|(id, ..)| call(id, "shell", json!({"command": "ls"})))
+        .collect();
+    let mut messages = vec![
+        msg(Role::User, "list the files", 4),
+        reply("Listing.", calls.clone()),
+    ];
+    for (id, label, network, _) in runs {
+        let mut m = result(id, "shell", ToolStatus::Ok, "a.txt", 3, Some(5));
+        if let Some(meta) = m.tool.as_mut() {
+            meta.sandbox = Some(label.into());
+            meta.network = network;
+        }
+        messages.push(m);
+    }
+    let ctx = context(&messages);
+    let app = app_with(120, 36, messages, Some(ctx));
+    let screen = draw(&app, 120, 36);
+    for (.., words) in runs {
+        assert_eq!(screen.matches(words).count(), 1, "{words}:\n{screen}");
+    }
+}
+
 #[test]
 fn a_selected_block_expands_to_its_result_and_collapses() {
     for (w, h) in SIZES {

@@ -132,6 +132,7 @@ pub fn context_in(messages: &[Message], window: u64, reserved: u64) -> ContextSn
         requests: Vec::new(),
         blocked_reason: None,
         tools_off: None,
+        sandbox_note: None,
         tool_servers: None,
         prompt_warnings: Vec::new(),
     }

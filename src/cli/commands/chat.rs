@@ -400,6 +400,7 @@ impl Printer {
                 "spilled_to": meta.spilled_to,
                 "duration_ms": meta.duration_ms,
                 "sandbox": meta.sandbox,
+                "network": meta.sandbox.is_some().then_some(meta.network),
             }));
         } else {
             let spilled = meta

@@ -60,6 +60,7 @@ pub fn pending_view(
             requests: Vec::new(),
             blocked_reason: None,
             tools_off: crate::runtime::tools_state(&runtime.config, choice).why_off,
+            sandbox_note: None,
             tool_servers: None,
             prompt_warnings: warnings.clone(),
         }),

@@ -59,6 +59,9 @@ pub struct ContextSnapshot {
     /// Why the model gets no tools, when it gets none (the pane says so
     /// instead of showing 0).
     pub tools_off: Option<String>,
+    /// `shell` was meant to run in a sandbox this kernel cannot apply (the
+    /// pane says so under the tools row).
+    pub sandbox_note: Option<String>,
     /// Each server's tools and their tokens (the built-in tools as
     /// `builtin`), when tools are on.
     pub tool_servers: Option<crate::runtime::tool_costs::ToolServers>,

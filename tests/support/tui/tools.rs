@@ -47,6 +47,7 @@ pub fn result(
         output_chars: content.chars().count() as u64,
         duration_ms: ms,
         sandbox: None,
+        network: false,
     });
     m
 }

@@ -333,6 +333,7 @@ impl SessionService {
                 output_chars: 0,
                 duration_ms: None,
                 sandbox: None,
+                network: false,
             });
             self.runtime.store.append_message(&mut m)?;
             tracing::info!(session = %session.id, call = %call.id, "call without a result marked interrupted");
