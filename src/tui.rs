@@ -35,7 +35,7 @@ mod view;
 mod worker;
 
 pub use crate::runtime::service::{EnvLookup, Launch};
-pub use app::{App, Notice, RewriteQuestion, SendQuestion};
+pub use app::{ANSWER_GUARD_MS, App, Notice, RewriteQuestion, SendQuestion};
 pub use chat::{badges, excluded_badge, message_lines, report_badge};
 pub use event::{
     AppEvent, CompressAsk, CompressPreviewView, ContextSnapshot, Effect, ExportFormat, KeptRow, Opening,

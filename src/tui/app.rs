@@ -98,6 +98,10 @@ pub struct App {
     pub(super) last_usage: Option<Usage>,
     pub(super) now_ms: i64,
     interrupt_armed: bool,
+    /// Before this time (unix ms) a key does not answer the approval or
+    /// the attach question on screen: it was typed as the question
+    /// appeared, meant for the composer ([`ANSWER_GUARD_MS`]).
+    pub(super) answers_from_ms: i64,
     pub(super) spinner: usize,
     dirty: bool,
     /// Approvals asked while another one is open, oldest first.
@@ -112,6 +116,11 @@ pub struct App {
 
 /// How many notices the log keeps (the oldest go first).
 const NOTICES_KEPT: usize = 1_000;
+
+/// How long after an approval or an attach question appears its keys
+/// start to answer it: a key pressed sooner was typed for the composer
+/// before the question was seen (`a` of "also" must not allow a command).
+pub const ANSWER_GUARD_MS: i64 = 500;
 impl App {
     /// A fresh app of `width`×`height` cells with `keymap`.
     #[must_use]
@@ -153,6 +162,7 @@ impl App {
             last_usage: None,
             now_ms: 0,
             interrupt_armed: false,
+            answers_from_ms: 0,
             spinner: 0,
             dirty: true,
             approvals: std::collections::VecDeque::new(),
@@ -211,7 +221,13 @@ impl App {
         self.context.as_ref()
     }
 
-    /// The status-bar notice, if any.
+    /// The app's clock: the latest time an event carried (unix ms).
+    #[must_use]
+    pub fn now_ms(&self) -> i64 {
+        self.now_ms
+    }
+
+    /// The notice on the status bar, if any.
     #[must_use]
     pub fn notice(&self) -> Option<&Notice> {
         self.notice.as_ref()
@@ -266,6 +282,11 @@ impl App {
             AppEvent::Resize { width, height } => {
                 self.width = width;
                 self.height = height;
+                Vec::new()
+            }
+            AppEvent::Clock { now_ms } => {
+                self.now_ms = self.now_ms.max(now_ms);
+                self.chat.tools.now_ms = self.now_ms;
                 Vec::new()
             }
             AppEvent::Tick { now_ms } => {
@@ -469,6 +490,12 @@ impl App {
         }
     }
 
+    /// An approval or attach question is on screen from now: keys answer
+    /// it only after [`ANSWER_GUARD_MS`].
+    pub(super) fn question_appeared(&mut self) {
+        self.answers_from_ms = self.now_ms + ANSWER_GUARD_MS;
+    }
+
     fn notify(&mut self, text: &str, error: bool) {
         // Every notice is kept whole for the log (F6, /log): the status
         // bar cuts long ones.
@@ -498,6 +525,17 @@ impl App {
         let action = self.keymap.action(&key);
         if action != Some(Action::Interrupt) {
             self.interrupt_armed = false;
+        }
+        let asking = self.attach.is_some() || matches!(self.overlay, Some(Overlay::Approval(_)));
+        // Esc and Ctrl-C close the question whenever they come: they allow
+        // nothing.
+        let closes = matches!(action, Some(Action::Interrupt | Action::Close));
+        if asking && !closes && self.now_ms < self.answers_from_ms {
+            self.notify(
+                "a key pressed as the question appeared answers nothing; read the question, then answer it",
+                false,
+            );
+            return Vec::new();
         }
         if matches!(self.overlay, Some(Overlay::Approval(_))) {
             return self.approval_key(key, action);

@@ -27,6 +27,12 @@ pub enum AppEvent {
         /// Now, unix milliseconds.
         now_ms: i64,
     },
+    /// The time of the input event that follows (unix ms): a key typed
+    /// just as a question appeared is told from an answer to it.
+    Clock {
+        /// Now, unix milliseconds.
+        now_ms: i64,
+    },
     /// A step of a slow start (pulling the embedded model, loading it).
     Progress(String),
     /// The provider is ready.

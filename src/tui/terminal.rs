@@ -202,7 +202,12 @@ async fn event_loop(
         }
         let event = tokio::select! {
             e = input.next() => match e {
-                Some(Ok(e)) => translate(e),
+                Some(Ok(e)) => {
+                    // Keys carry their time: one typed as a question
+                    // appeared does not answer it.
+                    pending.extend(app.handle(AppEvent::Clock { now_ms: crate::runtime::now_ms() }));
+                    translate(e)
+                }
                 Some(Err(e)) => return Err(e.into()),
                 None => return Ok(app.session().map(|s| s.id)),
             },

@@ -44,6 +44,36 @@ fn screen_of(w: u16, h: u16, request: ApprovalRequest) -> String {
     draw(&asking(w, h, request), w, h)
 }
 
+/// A key typed for the composer just as the approval appears (the `a` of
+/// "also") answers nothing: `a` would allow the command until exit unseen.
+#[test]
+fn a_key_pressed_as_the_approval_appears_answers_nothing() {
+    let (mut app, _) = running_app(80, 24);
+    let opened = app.now_ms();
+    app.handle(AppEvent::Tool(
+        strata::runtime::service::ToolEvent::ApprovalNeeded(Box::new(shell_request())),
+    ));
+    app.handle(AppEvent::Clock {
+        now_ms: opened + strata::tui::ANSWER_GUARD_MS - 1,
+    });
+    for typed in ['a', 'y', 'n'] {
+        assert!(app.handle(key(KeyCode::Char(typed))).is_empty(), "{typed}");
+        assert!(matches!(app.overlay(), Some(Overlay::Approval(_))));
+    }
+    assert!(
+        app.notice().is_some_and(|n| n.text.contains("answers nothing")),
+        "{:?}",
+        app.notice()
+    );
+    app.handle(AppEvent::Clock {
+        now_ms: opened + strata::tui::ANSWER_GUARD_MS,
+    });
+    assert_eq!(
+        app.handle(key(KeyCode::Char('y'))),
+        answer("run_3", Approval::Once)
+    );
+}
+
 #[test]
 fn at_40x12_the_whole_command_shows_before_the_extras() {
     let screen = screen_of(40, 12, long_shell_request());

@@ -18,6 +18,13 @@ use std::time::{Duration, Instant};
 use tmux::Tmux;
 use tool_sse::{openai_calls, openai_text};
 
+/// The time a person takes to read a question that just appeared: keys
+/// pressed sooner answer nothing (`strata::tui::ANSWER_GUARD_MS`).
+async fn read_the_question() {
+    let guard = u64::try_from(strata::tui::ANSWER_GUARD_MS).unwrap();
+    tokio::time::sleep(std::time::Duration::from_millis(guard + 200)).await;
+}
+
 fn config(sb: &Sandbox, server: &Server) {
     std::fs::write(
         sb.home.path().join("config.toml"),
@@ -56,6 +63,7 @@ async fn the_model_reads_a_file_and_runs_a_command_after_the_user_allows_it() {
         !sb.ws().join("approved-file").exists(),
         "nothing runs before the answer"
     );
+    read_the_question().await;
     tmux.keys("app", &["y"]);
     let screen = tmux.wait_for("app", "All done: the file exists.").await;
     assert!(sb.ws().join("approved-file").exists());
@@ -93,6 +101,7 @@ async fn ctrl_c_during_a_long_command_kills_it_and_answers_the_call_interrupted(
     tmux.wait_for("app", "gpt-4o-mini · openai").await;
     tmux.keys("app", &["wait a while", "Enter"]);
     tmux.wait_for("app", "Allow shell?").await;
+    read_the_question().await;
     tmux.keys("app", &["y"]);
     let started = Instant::now();
     while processes_running(&marker) == 0 {

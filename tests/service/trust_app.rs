@@ -83,6 +83,17 @@ async fn a_mention_outside_is_asked_about_by_its_resolved_path_and_y_attaches_it
         screen.contains("y attaches once · n sends without · Esc edits"),
         "{screen}"
     );
+    // A `y` typed as the box appeared (the start of "yes, and…") attaches
+    // nothing and leaves the box open.
+    h.act(key(KeyCode::Char('y')));
+    assert!(h.app.attach_question().is_some(), "the box stays open");
+    assert!(
+        h.app.notice().is_some_and(|n| n.text.contains("answers nothing")),
+        "{:?}",
+        h.app.notice()
+    );
+    assert!(server.requests().is_empty());
+    h.act(tui_support::read_the_question(&h.app));
     h.act(key(KeyCode::Char('y')));
     h.until("the reply", |a| !a.is_busy()).await;
     let sent = bodies(&server);
@@ -119,6 +130,7 @@ async fn y_allows_nothing_while_the_terminal_is_too_small_to_show_every_file() {
         !screen.contains("y attaches once"),
         "the box is cut short of its last file and keys: {screen}"
     );
+    h.act(tui_support::read_the_question(&h.app));
     h.act(key(KeyCode::Char('y')));
     assert!(h.app.attach_question().is_some(), "the question stays open");
     assert!(!h.app.is_busy(), "nothing was started");
@@ -128,6 +140,7 @@ async fn y_allows_nothing_while_the_terminal_is_too_small_to_show_every_file() {
         width: 120,
         height: 36,
     });
+    h.act(tui_support::read_the_question(&h.app));
     h.act(key(KeyCode::Char('y')));
     h.until("the reply", |a| !a.is_busy() && a.attach_question().is_none())
         .await;
@@ -154,6 +167,7 @@ async fn a_pasted_mention_asks_too_esc_sends_nothing_and_n_sends_without_it() {
     h.until("the question again", |a| a.attach_question().is_some())
         .await;
     h.until("the turn to end", |a| !a.is_busy()).await;
+    h.act(tui_support::read_the_question(&h.app));
     h.act(key(KeyCode::Char('n')));
     h.until("the reply", |a| !a.is_busy()).await;
     let sent = bodies(&server);
@@ -196,6 +210,7 @@ async fn a_harmless_memory_note_asks_showing_the_note_and_its_file_and_keeps_its
         screen.contains("MEMORY.md, which goes into the system prompt"),
         "{screen}"
     );
+    h.act(tui_support::read_the_question(&h.app));
     h.act(key(KeyCode::Char('y')));
     h.until("the reply", |a| !a.is_busy()).await;
     let short = h.app.session().unwrap().id.short();

@@ -451,6 +451,7 @@ fn approvals_come_one_at_a_time_and_replace_other_overlays() {
     let mut second = edit_request();
     second.call.id = "run_4".into();
     app.handle(AppEvent::Tool(ToolEvent::ApprovalNeeded(Box::new(second))));
+    app.handle(read_the_question(&app));
     assert_eq!(
         app.handle(key(KeyCode::Char('y'))),
         answer("run_3", Approval::Once)
@@ -459,6 +460,9 @@ fn approvals_come_one_at_a_time_and_replace_other_overlays() {
         matches!(app.overlay(), Some(Overlay::Approval(a)) if a.request.call.id == "run_4"),
         "the second request shows next"
     );
+    // The next question is new: a key at once answers nothing.
+    assert!(app.handle(key(KeyCode::Char('a'))).is_empty());
+    app.handle(read_the_question(&app));
     assert_eq!(
         app.handle(key(KeyCode::Char('a'))),
         answer("run_4", Approval::UntilExit)
@@ -662,6 +666,7 @@ async fn the_driver_answers_an_approval_while_the_turn_waits() {
         matches!(a.overlay(), Some(Overlay::Approval(_)))
     })
     .await;
+    app.handle(read_the_question(&app));
     assert!(draw(&app, 120, 36).contains("rm -rf target"));
     let mut effects = app.handle(key(KeyCode::Char('n')));
     effects.extend(type_text(&mut app, "keep the cache"));

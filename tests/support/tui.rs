@@ -182,6 +182,15 @@ pub fn key(code: KeyCode) -> AppEvent {
     AppEvent::Key(KeyEvent::new(code, KeyModifiers::NONE))
 }
 
+/// The time a person takes to read a question that just appeared: the
+/// app's clock moves on by [`strata::tui::ANSWER_GUARD_MS`], after which
+/// keys answer it.
+pub fn read_the_question(app: &App) -> AppEvent {
+    AppEvent::Clock {
+        now_ms: app.now_ms() + strata::tui::ANSWER_GUARD_MS,
+    }
+}
+
 pub fn ctrl(c: char) -> AppEvent {
     AppEvent::Key(KeyEvent::new(KeyCode::Char(c), KeyModifiers::CONTROL))
 }

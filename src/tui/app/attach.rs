@@ -23,6 +23,7 @@ impl App {
     pub(super) fn attach_asked(&mut self, question: AttachQuestion) {
         self.question = None;
         self.attach = Some(question);
+        self.question_appeared();
     }
 
     /// A key while the question is open: `y` sends with the files, `n`

@@ -64,6 +64,7 @@ impl App {
                 } else {
                     // It replaces any other overlay: the turn waits for it.
                     self.overlay = Some(Overlay::approval(*request));
+                    self.question_appeared();
                 }
             }
         }
@@ -204,6 +205,9 @@ impl App {
         live.asked = false;
         live.denied = matches!(approval, Approval::Deny { .. });
         self.overlay = self.approvals.pop_front().map(Overlay::approval);
+        if self.overlay.is_some() {
+            self.question_appeared();
+        }
         vec![Effect::Approve(ApprovalAnswer {
             tool_call_id,
             approval,

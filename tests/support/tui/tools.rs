@@ -139,6 +139,8 @@ pub fn asking(w: u16, h: u16, request: ApprovalRequest) -> App {
         name: request.call.name.clone(),
     }));
     app.handle(AppEvent::Tool(ToolEvent::ApprovalNeeded(Box::new(request))));
+    let read = super::read_the_question(&app);
+    app.handle(read);
     app
 }
 
