@@ -200,7 +200,12 @@ pub fn withheld_notice(withheld: &[Withheld], headless: bool) -> Option<String> 
         ("were", "them")
     };
     let allow = if headless {
-        let example = format!("--attach {}", first.reference);
+        // The resolved path: the mention is resolved in the workspace,
+        // `--attach` where the command runs, and `$HOME` in a mention is
+        // not the shell's.
+        let path = first.path.to_string_lossy();
+        let quoted = shlex::try_quote(&path).unwrap_or(std::borrow::Cow::Borrowed(&path));
+        let example = format!("--attach {quoted}");
         if withheld.len() == 1 {
             format!("pass {example} to attach it for this command")
         } else {

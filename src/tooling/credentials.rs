@@ -60,7 +60,7 @@ const SSH_KEYS: &[&str] = &[
 ];
 
 /// Key and certificate bundles by extension.
-const KEY_EXTENSIONS: &[&str] = &["pem", "p12", "pfx"];
+const KEY_EXTENSIONS: &[&str] = &["pem", "p12", "pfx", "ppk", "key", "jks", "keystore"];
 
 /// Files of passwords by name.
 const PASSWORD_FILES: &[&str] = &[".netrc", "_netrc", ".git-credentials", ".pgpass"];
@@ -113,10 +113,11 @@ pub fn by_name(path: &Path) -> Option<Credential> {
 pub fn by_content(path: &Path, head: &[u8]) -> Option<Credential> {
     let head = &head[..head.len().min(SNIFF_BYTES)];
     let text = String::from_utf8_lossy(head);
-    let private_key = text
-        .lines()
-        .any(|l| l.contains("-----BEGIN ") && l.contains("PRIVATE KEY"));
-    if private_key {
+    let private_key = text.lines().any(|l| {
+        (l.contains("-----BEGIN ") && l.contains("PRIVATE KEY"))
+            || l.trim_start().starts_with("PuTTY-User-Key-File-")
+    });
+    if private_key || private_jwk(&text) {
         return Some(Credential::PrivateKey);
     }
     let file = path
@@ -134,6 +135,13 @@ pub fn by_content(path: &Path, head: &[u8]) -> Option<Credential> {
         line.contains('=') && keys.iter().any(|k| key == *k || key.ends_with(&format!(":{k}")))
     });
     holds.then_some(Credential::RegistryToken)
+}
+
+/// A JSON Web Key with its private part: `"kty"` with `"d"` (the private
+/// exponent or scalar) in the same object.
+fn private_jwk(text: &str) -> bool {
+    let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+    compact.contains("\"kty\":") && compact.contains("\"d\":\"")
 }
 
 /// [`by_name`], else [`by_content`] of `head` (the file's first bytes,
@@ -198,6 +206,19 @@ mod tests {
             by_content(Path::new("server.crt"), b"-----BEGIN CERTIFICATE-----\n"),
             None
         );
+        let putty = b"PuTTY-User-Key-File-3: ssh-ed25519\nEncryption: none\n";
+        assert_eq!(
+            by_content(Path::new("k.txt"), putty),
+            Some(Credential::PrivateKey)
+        );
+        assert_eq!(name("keys/deploy.ppk"), Some(Credential::PrivateKey));
+        let jwk = br#"{"kty": "EC", "crv": "P-256", "x": "f83O", "y": "x_FE", "d": "jpsQ"}"#;
+        assert_eq!(
+            by_content(Path::new("key.json"), jwk),
+            Some(Credential::PrivateKey)
+        );
+        let public = br#"{"kty": "EC", "crv": "P-256", "x": "f83O", "y": "x_FE"}"#;
+        assert_eq!(by_content(Path::new("key.json"), public), None);
         let npmrc = b"registry=https://registry.npmjs.org/\n//registry.npmjs.org/:_authToken=npm_abc\n";
         assert_eq!(
             by_content(Path::new("/h/.npmrc"), npmrc),

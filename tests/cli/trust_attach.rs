@@ -199,14 +199,22 @@ async fn attach_allows_one_path_for_that_command_only() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_credential_inside_the_workspace_is_withheld_until_attach_names_it() {
     let w = World::new();
-    let server = Server::start(vec![Reply::sse(sse("one")), Reply::sse(sse("two"))]).await;
+    let server = Server::start(vec![
+        Reply::sse(sse("one")),
+        Reply::sse(sse("two")),
+        Reply::sse(sse("three")),
+    ])
+    .await;
     let out = run(w.chat(&server, &["chat", "--new", "what is in @.env?"]), None).await;
     let first = String::from_utf8_lossy(&server.requests()[0].body).into_owned();
     assert!(!first.contains("ENV-SECRET"), "{first}");
     let warned = warnings(&out);
     assert_eq!(warned.len(), 1, "{warned:?}");
+    // The advice names the file as resolved, so it works from anywhere.
+    let env_file = canonical(&w.inner.join(".env"));
     assert!(
-        warned[0].contains("looks like an environment file") && warned[0].contains("pass --attach .env"),
+        warned[0].contains("looks like an environment file")
+            && warned[0].contains(&format!("pass --attach {env_file} to attach it")),
         "{warned:?}"
     );
     let out = run(w.chat(&server, &["chat", "--attach", ".env", "now @.env"]), None).await;
@@ -216,6 +224,44 @@ async fn a_credential_inside_the_workspace_is_withheld_until_attach_names_it() {
         "allowed for this command: {second}"
     );
     assert!(warnings(&out).is_empty(), "{:?}", warnings(&out));
+    // From another directory, on the workspace by --workspace, as advised.
+    let inner = w.inner.to_string_lossy().into_owned();
+    let mut elsewhere = w.chat(
+        &server,
+        &[
+            "chat",
+            "--workspace",
+            &inner,
+            "--attach",
+            &env_file,
+            "once more @.env",
+        ],
+    );
+    elsewhere.current_dir(w.sb.home.path());
+    let out = run(elsewhere, None).await;
+    let third = String::from_utf8_lossy(&server.requests()[2].body).into_owned();
+    assert!(third.contains("ENV-SECRET"), "{third}");
+    assert!(warnings(&out).is_empty(), "{:?}", warnings(&out));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn attach_of_a_path_that_does_not_exist_is_a_usage_error() {
+    let w = World::new();
+    let server = Server::start(vec![Reply::sse(sse("unused"))]).await;
+    let mut cmd = w.chat(
+        &server,
+        &["chat", "--attach", "no-such-file", "see @no-such-file"],
+    );
+    let out = tokio::task::spawn_blocking(move || cmd.output().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("--attach no-such-file names nothing that exists"),
+        "{stderr}"
+    );
+    assert!(server.requests().is_empty());
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

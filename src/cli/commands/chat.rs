@@ -86,8 +86,16 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
         env: Arc::new(|name: &str| std::env::var(name).ok()),
         interactive: false,
     };
+    let allowed: Vec<std::path::PathBuf> = args.attach.iter().map(|p| attach_path(p)).collect();
+    if let Some((given, _)) = args.attach.iter().zip(&allowed).find(|(_, p)| !p.exists()) {
+        return Err(super::UsageError(format!(
+            "--attach {} names nothing that exists (relative paths are taken from the current directory); give the path of a file or directory",
+            given.display()
+        ))
+        .into());
+    }
     let consent = strata::runtime::AttachConsent {
-        allowed: args.attach.iter().map(|p| attach_path(p)).collect(),
+        allowed,
         answered: true,
     };
     let rt = tokio::runtime::Builder::new_current_thread()
