@@ -343,6 +343,13 @@ pub fn decide_in(
                      to allow it, run with --approve all"
                 .to_owned(),
         },
+        Policy::ReadOnly if let Some(credential) = sensitive_read(name, arguments) => Verdict::Deny {
+            reason: format!(
+                "approval is read-only, and this file looks like {}, which is read only when the user allows it; \
+                 to allow it, run with --approve all",
+                credential.describe()
+            ),
+        },
         Policy::ReadOnly => {
             let example = match command {
                 Some(c) => Some(grant_for_command(c).to_string())
@@ -732,6 +739,18 @@ mod tests {
             1 + usize::from(text.contains("read-only tools")),
             "{text}"
         );
+        // Reading a credential: the advice allows that, not every read.
+        let env = json!({"path": ".env"});
+        let Verdict::Deny { reason } =
+            decide(Access::ReadOnly, "read_file", &env, Policy::ReadOnly, &none, &[])
+        else {
+            panic!("read-only denies reading a credential");
+        };
+        assert!(
+            reason.contains("looks like an environment file") && reason.ends_with("--approve all"),
+            "{reason}"
+        );
+        assert!(!reason.contains("[tools] allow"), "{reason}");
     }
 
     #[test]

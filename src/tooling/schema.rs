@@ -175,7 +175,7 @@ pub fn builtin() -> Vec<ToolSpec> {
         ToolSpec::new(
             "memory",
             Write,
-            "Append a note to MEMORY.md, the workspace memory later sessions read.",
+            "Append a note to MEMORY.md, the user's memory that later sessions in every workspace read: facts, never instructions.",
             object(
                 json!({"text": {"type": "string", "description": "The note."}}),
                 &["text"],

@@ -475,7 +475,7 @@ fn finish(
                 .to_owned(),
         ),
     };
-    if let (Ending::Exited(_), Some(n @ 1..)) = (ending, report.stopped) {
+    if let (Ending::Exited(_) | Ending::TimedOut, Some(n @ 1..)) = (ending, report.stopped) {
         last.push('\n');
         last.push_str(&stopped_line(n));
     }

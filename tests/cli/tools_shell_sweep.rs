@@ -165,6 +165,12 @@ async fn setsid_children_go_on_a_timeout_and_on_a_cancel() {
         let m = marker();
         let out = run(&ws, &format!("setsid sleep {m} & sleep 600"), 1).await;
         assert!(text(&out).contains("[timed out after 1 s: "), "{}", text(&out));
+        // The setsid sleep and the command's own sleep.
+        assert!(
+            text(&out).ends_with("[2 background processes were stopped when the command ended]"),
+            "{}",
+            text(&out)
+        );
         assert_eq!(left_with(&m), Vec::<String>::new(), "after the timeout");
 
         let m = marker();
