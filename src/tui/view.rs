@@ -65,10 +65,20 @@ pub fn draw(app: &App, area: Rect, buf: &mut Buffer) {
             buf,
         );
     }
-    if let Some(lines) = app.attach_question() {
-        confirm(" attach ", &lines, super::app::ATTACH_KEYS, area, buf);
+    if let Some(mut lines) = app.attach_question() {
+        let keys = super::app::ATTACH_KEYS;
+        if !confirm_fits(&lines, keys, area) {
+            // `y` allows nothing now: say so where it is seen, first.
+            lines.insert(0, ATTACH_TOO_SMALL.to_owned());
+        }
+        confirm(" attach ", &lines, keys, area, buf);
     }
 }
+
+/// The attach box's first line while the terminal is too small to show
+/// every file it lists and its keys.
+const ATTACH_TOO_SMALL: &str =
+    "Too small to list them all: enlarge the terminal to allow them, n sends without, Esc edits.";
 
 /// A small centred box titled `title` asking to confirm what `lines`
 /// say, with its `keys` under them.

@@ -130,6 +130,10 @@ async fn y_allows_nothing_while_the_terminal_is_too_small_to_show_every_file() {
         !screen.contains("y attaches once"),
         "the box is cut short of its last file and keys: {screen}"
     );
+    assert!(
+        screen.contains("Too small to list them all:") && screen.contains("enlarge the terminal"),
+        "the box says why y does nothing: {screen}"
+    );
     h.act(tui_support::read_the_question(&h.app));
     h.act(key(KeyCode::Char('y')));
     assert!(h.app.attach_question().is_some(), "the question stays open");
