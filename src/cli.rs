@@ -40,6 +40,22 @@ pub fn main() -> ExitCode {
         };
         return strata::tools::supervisor::supervise(a.parent, &a.command, a.report, sandbox.as_ref());
     }
+    if let Some(Command::Confine(a)) = &cli.command {
+        let spec = match a.sandbox.parse() {
+            Ok(mode) => strata::tools::sandbox::Spec {
+                mode,
+                network: a.network,
+                required: a.required,
+                writable: a.writable.clone(),
+                protect: None,
+            },
+            Err(e) => {
+                eprintln!("strata: {e}; the command did not run.");
+                return ExitCode::from(strata::tools::supervisor::SETUP_FAILED);
+            }
+        };
+        return strata::tools::confine::confine(&spec, &a.command);
+    }
     // One log for every command, the full-screen app included; without a
     // home there is nowhere to write it (and the command says why).
     let logging = strata::config::Paths::from_env()
@@ -120,6 +136,7 @@ fn command_name(command: Option<&Command>) -> &'static str {
         Some(Command::Model(_)) => "model",
         Some(Command::Mcp(_)) => "mcp",
         Some(Command::Supervise(_)) => "__supervise",
+        Some(Command::Confine(_)) => "__confine",
     }
 }
 
@@ -149,6 +166,6 @@ fn run(cli: Cli, logging: Option<&log::Logging>) -> anyhow::Result<()> {
         Some(Command::Doctor(_)) => Ok(()),
         Some(Command::Model(c)) => commands::model(&env, &c),
         Some(Command::Mcp(c)) => commands::mcp(&env, &c),
-        Some(Command::Supervise(_)) => Ok(()),
+        Some(Command::Supervise(_) | Command::Confine(_)) => Ok(()),
     }
 }

@@ -10,6 +10,7 @@
 
 pub mod capture;
 pub mod catalog;
+pub mod confine;
 pub mod edit;
 pub mod files;
 pub mod paths;

@@ -118,6 +118,28 @@ pub enum Command {
     /// Run a `shell` tool command or an MCP server so that nothing it starts outlives it or strata (internal).
     #[command(name = "__supervise", hide = true)]
     Supervise(SuperviseArgs),
+    /// Enter the shell's sandbox and become `bash -c COMMAND` (internal).
+    #[command(name = "__confine", hide = true)]
+    Confine(ConfineArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct ConfineArgs {
+    /// `workspace-write` or `read-only`.
+    #[arg(long, value_name = "MODE")]
+    pub sandbox: String,
+    /// Allow sockets and TCP.
+    #[arg(long)]
+    pub network: bool,
+    /// Run nothing when the kernel has no Landlock.
+    #[arg(long)]
+    pub required: bool,
+    /// A directory (or file) the command may write beneath; repeatable.
+    #[arg(long, value_name = "PATH")]
+    pub writable: Vec<std::path::PathBuf>,
+    /// The command for `bash -c`, after `--`.
+    #[arg(value_name = "COMMAND", last = true, required = true)]
+    pub command: String,
 }
 
 #[derive(Debug, Args)]

@@ -90,6 +90,17 @@ impl Spec {
         }
         args
     }
+
+    /// [`Spec::args`] without `--protect`: what `strata __confine` takes
+    /// (the supervisor, outside the sandbox, restores the files).
+    #[must_use]
+    pub fn confine_args(&self) -> Vec<OsString> {
+        Spec {
+            protect: None,
+            ..self.clone()
+        }
+        .args()
+    }
 }
 
 /// What [`apply`] achieved.

@@ -19,12 +19,13 @@
 //!    ([`super::reaper`]);
 //! 5. with a sandbox ([`super::sandbox::Spec`], from `--sandbox MODE …`
 //!    flags), takes a snapshot of the workspace's protected files
-//!    ([`super::protect`]) and confines itself by Landlock and seccomp
-//!    ([`super::sandbox::apply`]) — on its one thread, which spawns bash
-//!    next, so bash and everything below it inherit both;
+//!    ([`super::protect`]);
 //! 6. runs `bash -c COMMAND` in that group with its own stdout and stderr
 //!    (strata's pipe) and environment; stdin is its own, or `/dev/null`
-//!    with `--report`;
+//!    with `--report`. With a sandbox it runs `strata __confine … --
+//!    COMMAND` instead ([`super::confine`]), which enters the sandbox and
+//!    becomes bash: the supervisor stays outside it, where the command
+//!    can neither signal nor trace it;
 //! 7. reaps every child that ends while bash runs (orphans reparented to
 //!    it included);
 //! 8. when bash ends, or on SIGTERM, SIGINT, SIGHUP or SIGQUIT (its parent
@@ -49,7 +50,7 @@
 
 use super::protect::{Restored, Snapshot, Why};
 use super::reaper;
-use super::sandbox::{self, Spec};
+use super::sandbox::Spec;
 use nix::spawn::{PosixSpawnAttr, PosixSpawnFileActions, PosixSpawnFlags, posix_spawnp};
 use nix::sys::prctl::{set_child_subreaper, set_pdeathsig};
 use nix::sys::signal::{SigSet, Signal, raise};
@@ -174,12 +175,7 @@ pub fn supervise(parent: u32, command: &str, report: bool, sandbox: Option<&Spec
         return setup_failed(&format!("could not become a child subreaper ({e})"));
     }
     let snapshot = sandbox.and_then(|s| s.protect.as_deref()).map(Snapshot::take);
-    if let Some(spec) = sandbox
-        && let Err(e) = sandbox::apply(spec)
-    {
-        return setup_failed(&e.to_string());
-    }
-    let bash = match spawn_bash(command, &signals, report) {
+    let bash = match spawn_bash(command, sandbox, &signals, report) {
         Ok(pid) => pid,
         Err(e) => {
             say(&format!(
@@ -251,9 +247,25 @@ fn write_report(stopped: usize, restored: &[Restored]) {
 /// which Rust ignores, too). `posix_spawn` sets the mask and the
 /// dispositions in the child before bash runs, so no signal can slip
 /// between.
-fn spawn_bash(command: &str, blocked: &SigSet, null_stdin: bool) -> Result<Pid, String> {
+fn spawn_bash(
+    command: &str,
+    sandbox: Option<&Spec>,
+    blocked: &SigSet,
+    null_stdin: bool,
+) -> Result<Pid, String> {
     let cstring = |bytes: &[u8]| CString::new(bytes).map_err(|_| "the command holds a NUL byte".to_owned());
-    let args = [cstring(b"bash")?, cstring(b"-c")?, cstring(command.as_bytes())?];
+    let args = match sandbox {
+        None => vec![cstring(b"bash")?, cstring(b"-c")?, cstring(command.as_bytes())?],
+        Some(spec) => {
+            let exe =
+                std::env::current_exe().map_err(|e| format!("strata's own binary cannot be found ({e})"))?;
+            let mut args = vec![cstring(exe.as_os_str().as_bytes())?];
+            for arg in super::confine::args(spec, command) {
+                args.push(cstring(arg.as_bytes())?);
+            }
+            args
+        }
+    };
     let env: Vec<CString> = std::env::vars_os()
         .filter_map(|(name, value)| {
             let mut pair = name.into_vec();

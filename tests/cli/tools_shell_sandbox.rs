@@ -265,6 +265,52 @@ async fn protected_files_are_put_back_and_named() {
     );
 }
 
+/// The command cannot reach its supervisor: `kill -9 $PPID` and `kill
+/// -STOP $PPID` are refused (the supervisor is outside the sandbox), so the
+/// hook it planted is still taken away and named.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_cannot_signal_its_supervisor_to_skip_the_restore() {
+    let s = Confined::new(Mode::WorkspaceWrite);
+    let root = s.root().to_path_buf();
+    git(&root, &["init", "-q", "-b", "main"]);
+    for signal in ["KILL", "STOP"] {
+        let out = s
+            .run(&format!(
+                "printf '#!/bin/sh\\ntouch /tmp/ran\\n' > .git/hooks/pre-commit; \
+                 kill -{signal} $PPID; echo \"kill: $?\""
+            ))
+            .await;
+        let text = text(&out);
+        assert!(text.contains("kill: 1"), "the kill is refused: {text}");
+        let line = format!(
+            "[restored {}: the command created it]",
+            root.join(".git/hooks/pre-commit").display()
+        );
+        assert!(text.contains(&line), "{line}\n{text}");
+        assert!(!root.join(".git/hooks/pre-commit").exists(), "{signal}");
+    }
+}
+
+/// Strata run as root: the command keeps no capability (no `mknod` of a
+/// device, no change of the host name).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_sandboxed_command_keeps_no_capability() {
+    let s = Confined::new(Mode::WorkspaceWrite);
+    let out = s
+        .run("grep -E '^Cap(Eff|Prm|Bnd)' /proc/self/status; mknod blk b 7 0; echo \"mknod: $?\"")
+        .await;
+    let text = text(&out);
+    for set in ["CapEff", "CapPrm", "CapBnd"] {
+        assert!(
+            text.lines()
+                .any(|l| l.starts_with(set) && l.ends_with("0000000000000000")),
+            "{set}: {text}"
+        );
+    }
+    assert!(text.contains("mknod: 1"), "{text}");
+    assert!(!s.root().join("blk").exists());
+}
+
 /// A command's output for a probe of the network by bash and perl.
 async fn probe_network(s: &Confined, args_extra: Value) -> String {
     let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
