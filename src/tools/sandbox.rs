@@ -336,27 +336,45 @@ pub fn session_tmpdir(base: &Path, session: &str) -> Result<PathBuf, String> {
     Ok(dir)
 }
 
-/// The git directories of the repository at `root` that git writes
-/// outside it: for a linked worktree (`.git` is a file `gitdir: DIR`) its
-/// `DIR` and the common directory `DIR/commondir` names; nothing for a
-/// plain repository (its `.git` is inside the workspace) or none.
+/// The git directory of the repository at `root` that git writes outside
+/// it: for a linked worktree, the common directory of the repository it
+/// belongs to; nothing for a plain repository (its `.git` is inside the
+/// workspace) or none.
+///
+/// A `.git` file is the workspace's, so a command may have written it:
+/// `gitdir: ~/.ssh` must not make `~/.ssh` writable next time. So only
+/// git's own layout counts: the `.git` file names `COMMON/worktrees/NAME`,
+/// and that directory's `gitdir` file names this `.git` file back (written
+/// by `git worktree add`, outside the workspace). `commondir` files are
+/// not read: the common directory is two levels up.
 #[must_use]
 pub fn git_dirs(root: &Path) -> Vec<PathBuf> {
-    let Ok(text) = std::fs::read_to_string(root.join(".git")) else {
+    let dot_git = root.join(".git");
+    let Ok(text) = std::fs::read_to_string(&dot_git) else {
         return Vec::new();
     };
     let Some(dir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else {
         return Vec::new();
     };
-    let dir = root.join(dir.trim());
-    let mut dirs = Vec::new();
-    if let Ok(common) = std::fs::read_to_string(dir.join("commondir")) {
-        dirs.push(dir.join(common.trim()));
+    let Ok(admin) = std::fs::canonicalize(root.join(dir.trim())) else {
+        return Vec::new();
+    };
+    let Some(common) = admin
+        .parent()
+        .filter(|w| w.file_name().is_some_and(|n| n == "worktrees"))
+        .and_then(Path::parent)
+    else {
+        return Vec::new();
+    };
+    let names_us_back = std::fs::read_to_string(admin.join("gitdir"))
+        .ok()
+        .and_then(|back| std::fs::canonicalize(admin.join(back.trim())).ok())
+        .is_some_and(|back| std::fs::canonicalize(&dot_git).is_ok_and(|us| us == back));
+    if names_us_back {
+        vec![common.to_path_buf()]
+    } else {
+        Vec::new()
     }
-    dirs.push(dir);
-    dirs.into_iter()
-        .map(|d| std::fs::canonicalize(&d).unwrap_or(d))
-        .collect()
 }
 
 #[cfg(test)]
@@ -378,6 +396,47 @@ mod tests {
         assert_eq!(required(Applied::Enforced, true).unwrap(), Applied::Enforced);
         let sentence = SandboxError::Required.to_string();
         assert!(sentence.contains("required = false"), "{sentence}");
+    }
+
+    /// git's own layout of a linked worktree is writable; a `.git` file
+    /// a command wrote to point elsewhere is not.
+    #[test]
+    fn only_a_worktree_that_its_repository_names_back_widens_the_sandbox() {
+        let tmp = tempfile::tempdir().unwrap();
+        let base = tmp.path().canonicalize().unwrap();
+        let common = base.join("main/.git");
+        let admin = common.join("worktrees/wt");
+        let wt = base.join("wt");
+        std::fs::create_dir_all(&admin).unwrap();
+        std::fs::create_dir_all(&wt).unwrap();
+        std::fs::write(wt.join(".git"), format!("gitdir: {}\n", admin.display())).unwrap();
+        std::fs::write(admin.join("gitdir"), format!("{}\n", wt.join(".git").display())).unwrap();
+        std::fs::write(admin.join("commondir"), "../..\n").unwrap();
+        assert_eq!(git_dirs(&wt), vec![common.clone()]);
+        // A commondir rewritten to point elsewhere is not read.
+        std::fs::write(admin.join("commondir"), format!("{}\n", base.display())).unwrap();
+        assert_eq!(git_dirs(&wt), vec![common.clone()]);
+        // A planted pointer: not git's layout, or not named back.
+        let secret = base.join("home/.ssh");
+        std::fs::create_dir_all(&secret).unwrap();
+        for planted in [secret.clone(), PathBuf::from("/"), base.join("home")] {
+            std::fs::write(wt.join(".git"), format!("gitdir: {}\n", planted.display())).unwrap();
+            assert_eq!(git_dirs(&wt), Vec::<PathBuf>::new(), "{}", planted.display());
+        }
+        let fake = base.join("home/worktrees/x");
+        std::fs::create_dir_all(&fake).unwrap();
+        std::fs::write(wt.join(".git"), format!("gitdir: {}\n", fake.display())).unwrap();
+        assert_eq!(
+            git_dirs(&wt),
+            Vec::<PathBuf>::new(),
+            "no gitdir file names it back"
+        );
+        std::fs::write(
+            fake.join("gitdir"),
+            format!("{}\n", base.join("other/.git").display()),
+        )
+        .unwrap();
+        assert_eq!(git_dirs(&wt), Vec::<PathBuf>::new(), "it names another worktree");
     }
 
     #[test]
@@ -418,20 +477,5 @@ mod tests {
                 "/w"
             ]
         );
-    }
-
-    #[test]
-    fn a_linked_worktree_writes_its_git_dir_and_the_common_one() {
-        let dir = std::env::temp_dir().join(format!("strata-gitdirs-{}", std::process::id()));
-        let main = dir.join("main/.git/worktrees/wt");
-        std::fs::create_dir_all(&main).unwrap();
-        std::fs::create_dir_all(dir.join("wt")).unwrap();
-        std::fs::write(dir.join("wt/.git"), format!("gitdir: {}\n", main.display())).unwrap();
-        std::fs::write(main.join("commondir"), "../..\n").unwrap();
-        let dirs = git_dirs(&dir.join("wt"));
-        let common = dir.join("main/.git").canonicalize().unwrap();
-        assert_eq!(dirs, [common, main.canonicalize().unwrap()]);
-        assert!(git_dirs(&dir.join("main")).is_empty());
-        std::fs::remove_dir_all(&dir).unwrap();
     }
 }
