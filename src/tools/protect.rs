@@ -111,24 +111,129 @@ pub fn protected(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let common = match fs::symlink_metadata(&dot_git) {
         Ok(meta) if meta.is_file() => {
             files.push(dot_git);
-            super::sandbox::git_dirs(root).into_iter().next()
+            super::sandbox::linked_worktree(root).map(|(common, admin)| {
+                // What git reads of the worktree's own directory.
+                files.extend(["config.worktree", "commondir", "gitdir"].map(|f| admin.join(f)));
+                common
+            })
         }
         Ok(meta) if meta.is_dir() => Some(dot_git),
         _ => None,
     };
-    if let Some(git) = common {
-        let config = git.join("config");
-        if let Some(hooks) = hooks_path(&config) {
-            trees.push(if hooks.is_absolute() {
-                hooks
-            } else {
-                root.join(hooks)
-            });
+    // A relative `core.hooksPath` of the user's own git config is the
+    // workspace's too.
+    let user_configs = [
+        dirs::home_dir().map(|h| h.join(".gitconfig")),
+        dirs::config_dir().map(|c| c.join("git/config")),
+    ];
+    for config in user_configs.into_iter().flatten() {
+        if let Some(hooks) = hooks_path(&config).filter(|h| h.is_relative()) {
+            trees.push(root.join(hooks));
         }
-        files.push(config);
-        trees.push(git.join("hooks"));
+    }
+    if let Some(git) = common {
+        for dir in std::iter::once(git.clone()).chain(submodule_dirs(&git)) {
+            protect_git_dir(root, &dir, &mut files, &mut trees);
+        }
     }
     (files, trees)
+}
+
+/// What git reads of the git directory `git` that could run code or
+/// point it elsewhere: its config (and the files it includes that lie in
+/// the workspace at `root`), `config.worktree`, `commondir`, its hooks
+/// (and where `core.hooksPath` points).
+fn protect_git_dir(root: &Path, git: &Path, files: &mut Vec<PathBuf>, trees: &mut Vec<PathBuf>) {
+    let config = git.join("config");
+    if let Some(hooks) = hooks_path(&config) {
+        trees.push(if hooks.is_absolute() {
+            hooks
+        } else {
+            root.join(hooks)
+        });
+    }
+    for included in included_paths(&config) {
+        let path = if included.is_absolute() {
+            included
+        } else {
+            git.join(included)
+        };
+        let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+            continue;
+        };
+        if let (Ok(dir), Ok(root)) = (fs::canonicalize(dir), fs::canonicalize(root))
+            && dir.starts_with(&root)
+        {
+            // Named as the workspace names it, not through `.git/..`.
+            let shown = root.join(dir.strip_prefix(&root).unwrap_or(&dir)).join(name);
+            files.push(shown);
+        }
+    }
+    files.push(config);
+    files.extend(["config.worktree", "commondir"].map(|f| git.join(f)));
+    trees.push(git.join("hooks"));
+}
+
+/// The most submodule git directories looked at: a bound on the work
+/// before each command.
+const MAX_SUBMODULES: usize = 64;
+
+/// The git directories of the submodules under `git/modules` (nested
+/// ones too, a submodule's name may hold `/`), at most
+/// [`MAX_SUBMODULES`].
+fn submodule_dirs(git: &Path) -> Vec<PathBuf> {
+    let mut found = Vec::new();
+    let mut pending = vec![git.join("modules")];
+    while let Some(dir) = pending.pop() {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            let path = entry.path();
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            if path.join("HEAD").is_file() {
+                pending.push(path.join("modules"));
+                found.push(path);
+            } else {
+                pending.push(path);
+            }
+            if found.len() >= MAX_SUBMODULES {
+                return found;
+            }
+        }
+    }
+    found
+}
+
+/// The `path` values of `[include]` and `[includeIf …]` sections of the
+/// git config file `config` (`~/` expanded).
+fn included_paths(config: &Path) -> Vec<PathBuf> {
+    let Ok(text) = fs::read_to_string(config) else {
+        return Vec::new();
+    };
+    let mut in_include = false;
+    let mut found = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            let section = line.trim_start_matches('[').trim_start().to_ascii_lowercase();
+            in_include = section.starts_with("include]") || section.starts_with("includeif");
+            continue;
+        }
+        if in_include
+            && let Some((key, value)) = line.split_once('=')
+            && key.trim().eq_ignore_ascii_case("path")
+        {
+            let value = value.trim().trim_matches('"');
+            found.push(match value.strip_prefix("~/") {
+                Some(rest) => dirs::home_dir().map_or_else(|| PathBuf::from(value), |h| h.join(rest)),
+                None => PathBuf::from(value),
+            });
+        }
+    }
+    found
 }
 
 /// `core.hooksPath` in a git config file, when set (`~/` expanded).

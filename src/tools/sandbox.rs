@@ -349,32 +349,31 @@ pub fn session_tmpdir(base: &Path, session: &str) -> Result<PathBuf, String> {
 /// not read: the common directory is two levels up.
 #[must_use]
 pub fn git_dirs(root: &Path) -> Vec<PathBuf> {
+    linked_worktree(root)
+        .map(|(common, _)| common)
+        .into_iter()
+        .collect()
+}
+
+/// For a linked worktree at `root` in git's own layout (see [`git_dirs`]):
+/// the repository's common directory and the worktree's own directory in
+/// it (`COMMON/worktrees/NAME`).
+#[must_use]
+pub fn linked_worktree(root: &Path) -> Option<(PathBuf, PathBuf)> {
     let dot_git = root.join(".git");
-    let Ok(text) = std::fs::read_to_string(&dot_git) else {
-        return Vec::new();
-    };
-    let Some(dir) = text.lines().find_map(|l| l.strip_prefix("gitdir:")) else {
-        return Vec::new();
-    };
-    let Ok(admin) = std::fs::canonicalize(root.join(dir.trim())) else {
-        return Vec::new();
-    };
-    let Some(common) = admin
+    let text = std::fs::read_to_string(&dot_git).ok()?;
+    let dir = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?;
+    let admin = std::fs::canonicalize(root.join(dir.trim())).ok()?;
+    let common = admin
         .parent()
         .filter(|w| w.file_name().is_some_and(|n| n == "worktrees"))
-        .and_then(Path::parent)
-    else {
-        return Vec::new();
-    };
+        .and_then(Path::parent)?
+        .to_path_buf();
     let names_us_back = std::fs::read_to_string(admin.join("gitdir"))
         .ok()
         .and_then(|back| std::fs::canonicalize(admin.join(back.trim())).ok())
         .is_some_and(|back| std::fs::canonicalize(&dot_git).is_ok_and(|us| us == back));
-    if names_us_back {
-        vec![common.to_path_buf()]
-    } else {
-        Vec::new()
-    }
+    names_us_back.then_some((common, admin))
 }
 
 #[cfg(test)]

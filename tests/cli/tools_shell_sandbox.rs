@@ -266,6 +266,46 @@ async fn protected_files_are_put_back_and_named() {
     );
 }
 
+/// What else git reads that could run code is put back too: a planted
+/// `commondir`, a submodule's hooks and config, a file the repository's
+/// config includes from the workspace.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn submodule_hooks_commondir_and_included_config_are_put_back() {
+    let s = Confined::new(Mode::WorkspaceWrite);
+    let root = s.root().to_path_buf();
+    git(&root, &["init", "-q", "-b", "main"]);
+    git(&root, &["config", "include.path", "../.gitconfig"]);
+    std::fs::write(root.join(".gitconfig"), "[user]\n\tname = Ada\n").unwrap();
+    let module = root.join(".git/modules/sub");
+    std::fs::create_dir_all(module.join("hooks")).unwrap();
+    std::fs::write(module.join("HEAD"), "ref: refs/heads/main\n").unwrap();
+    std::fs::write(module.join("config"), "[core]\n\tbare = false\n").unwrap();
+    let out = s
+        .run(
+            "printf '[core]\\n\\tfsmonitor = touch /tmp/x\\n' >> .gitconfig; \
+             printf '#!/bin/sh\\n' > .git/modules/sub/hooks/pre-commit; \
+             echo '[core] fsmonitor = touch /tmp/y' >> .git/modules/sub/config; \
+             echo ../.evilgit > .git/commondir; echo done",
+        )
+        .await;
+    let text = text(&out);
+    for (file, why) in [
+        (".gitconfig", "changed"),
+        (".git/modules/sub/hooks/pre-commit", "created"),
+        (".git/modules/sub/config", "changed"),
+        (".git/commondir", "created"),
+    ] {
+        let line = format!("[restored {}: the command {why} it]", root.join(file).display());
+        assert!(text.contains(&line), "{line}\n{text}");
+    }
+    assert_eq!(
+        std::fs::read_to_string(root.join(".gitconfig")).unwrap(),
+        "[user]\n\tname = Ada\n"
+    );
+    assert!(!root.join(".git/commondir").exists());
+    assert!(!module.join("hooks/pre-commit").exists());
+}
+
 /// The command cannot reach its supervisor: `kill -9 $PPID` and `kill
 /// -STOP $PPID` are refused (the supervisor is outside the sandbox), so the
 /// hook it planted is still taken away and named.
