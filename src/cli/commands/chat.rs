@@ -32,10 +32,10 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     // Bad ids and unknown providers are usage errors, found before anything
     // is opened or sent.
     let choice = env.choice()?;
-    let opening = match (&args.session, args.new) {
+    let opening = match (&args.session, args.continue_latest) {
         (Some(id), _) => Opening::Resume(env.runtime()?.find_session(id)?.id.to_string()),
-        (None, true) => Opening::New,
-        (None, false) => Opening::Continue,
+        (None, true) => Opening::Continue,
+        (None, false) => Opening::New,
     };
     // The edit archives before the service reads the session.
     let mut edit = match (&args.edit, &args.session) {
@@ -52,6 +52,8 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
         error: None,
         edited: edit.as_ref().map(|e| e.line()),
         unsent: false,
+        continuing: opening != Opening::New,
+        before_session: Vec::new(),
     }));
     let shown = Arc::clone(&printer);
     let sink: Sink = Arc::new(move |event| {
@@ -73,7 +75,10 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
         config.tools.sandbox.network = true;
     }
     if strata::runtime::tools_state(&config, &choice).on {
-        mcp_json_notice(env, &cwd)?;
+        let lines = mcp_json_notice(env, &cwd)?;
+        if let Ok(mut p) = printer.lock() {
+            lines.into_iter().for_each(|line| p.say(line));
+        }
     }
     let launch = Launch {
         paths: env.paths.clone(),
@@ -163,19 +168,19 @@ fn attach_path(path: &std::path::Path) -> std::path::PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Says on stderr, once, that the workspace's `.mcp.json` awaits
-/// acceptance (its servers are not started) and what is wrong with it.
-fn mcp_json_notice(env: &Env, cwd: &std::path::Path) -> anyhow::Result<()> {
+/// The lines for stderr that say, once, that the workspace's `.mcp.json`
+/// awaits acceptance (its servers are not started) and what is wrong with it.
+fn mcp_json_notice(env: &Env, cwd: &std::path::Path) -> anyhow::Result<Vec<String>> {
     use crate::cli::output::printable;
     let root = strata::workspace::workspace_root(cwd);
     let workspace = env.runtime()?.workspace_mcp(&root);
-    for warning in &workspace.warnings {
-        eprintln!("strata: warning: {}", printable(warning));
-    }
+    let mut lines: Vec<String> = (workspace.warnings.iter())
+        .map(|warning| format!("warning: {}", printable(warning)))
+        .collect();
     if let Some(pending) = &workspace.pending {
-        eprintln!("strata: {}", printable(&pending.message));
+        lines.push(printable(&pending.message).into_owned());
     }
-    Ok(())
+    Ok(lines)
 }
 
 /// An edit and resend in progress: the runtime that archived the edited
@@ -272,9 +277,50 @@ struct Printer {
     edited: Option<(serde_json::Value, String)>,
     /// The service gave the text back: nothing was stored.
     unsent: bool,
+    /// The turn continues a session (`-c`, `--session`) rather than
+    /// starting one.
+    continuing: bool,
+    /// Lines for stderr said before the session is known: they follow
+    /// the line naming it, which comes first.
+    before_session: Vec<String>,
+}
+
+impl Drop for Printer {
+    /// A turn that never got a session still says what it had to say.
+    fn drop(&mut self) {
+        for line in self.before_session.drain(..) {
+            eprintln!("strata: {line}");
+        }
+    }
 }
 
 impl Printer {
+    /// Writes `line` to stderr as `strata: line`, after the line naming
+    /// the session.
+    fn say(&mut self, line: String) {
+        if self.session.is_some() {
+            eprintln!("strata: {line}");
+        } else {
+            self.before_session.push(line);
+        }
+    }
+
+    /// The first line on stderr: which session the turn is in.
+    fn name_session(&mut self, session: &Session) {
+        if !self.json {
+            let how = if self.continuing {
+                "continuing session"
+            } else {
+                "new session"
+            };
+            let title = crate::cli::output::printable(&session.title);
+            eprintln!("strata: {how} {} \"{title}\"", session.id.short());
+        }
+        for line in std::mem::take(&mut self.before_session) {
+            eprintln!("strata: {line}");
+        }
+    }
+
     fn write(&mut self, text: &str) {
         if self.failed.is_none()
             && let Err(e) = self
@@ -297,7 +343,8 @@ impl Printer {
             ServiceEvent::Loaded(view) => {
                 if let (None, Some(session)) = (self.session, view.session.as_ref()) {
                     self.session = Some(session.id);
-                    self.json_line(json!({"type": "start", "session_id": session.id}));
+                    self.json_line(json!({"type": "start", "session_id": session.id, "title": session.title}));
+                    self.name_session(session);
                     if let Some((event, line)) = self.edited.take() {
                         if self.json {
                             self.json_line(event);
@@ -334,7 +381,7 @@ impl Printer {
                 if self.json {
                     self.json_line(json!({"type": "notice", "message": message}));
                 } else {
-                    eprintln!("strata: {message}");
+                    self.say(message);
                 }
             }
             ServiceEvent::Compressed(outcome) => {
@@ -343,7 +390,7 @@ impl Printer {
                     event["type"] = json!("compressed");
                     self.json_line(event);
                 } else {
-                    eprintln!("strata: {}", outcome.feedback);
+                    self.say(outcome.feedback);
                 }
             }
             ServiceEvent::TurnDone { status } => self.status = Some(status),
