@@ -505,3 +505,37 @@ async fn chat_starts_a_new_session_and_c_continues_the_latest() {
     let new = run(chat_cmd(&sb, &server, &["chat", "--new", "-c", "x"])).await;
     assert_eq!(new.status.code(), Some(2));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_stdout_stops_the_reply_and_keeps_it_interrupted() {
+    // The server would stream forever; only the closed pipe ends the turn.
+    let partial = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"partial answ\"}}]}\n\n";
+    let server = Server::start(vec![Reply::sse_hold(partial)]).await;
+    let sb = Sandbox::new();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader); // `| head` that has already gone
+    let mut child = chat_cmd(&sb, &server, &["chat", "tell me a long story"])
+        .stdout(writer)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // A guard, not a measure: without the fix the process never ends.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("strata kept generating after stdout was closed");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status.code(), Some(0));
+    assert!(server.saw_disconnect().await, "the request was dropped");
+    let list = sb.json(&["sessions", "--json"]);
+    let show = sb.json(&["show", list[0]["id"].as_str().unwrap(), "--json"]);
+    let m = show["messages"].as_array().unwrap();
+    assert_eq!(m[1]["content"], "partial answ");
+    assert_eq!(m[1]["status"], "interrupted");
+}

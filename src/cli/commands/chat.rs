@@ -54,7 +54,12 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
         unsent: false,
         continuing: opening != Opening::New,
         before_session: Vec::new(),
+        closed: Arc::new(tokio::sync::Notify::new()),
     }));
+    let closed = printer
+        .lock()
+        .map(|p| Arc::clone(&p.closed))
+        .map_err(|_| anyhow::anyhow!("the output could not be set up; try again"))?;
     let shown = Arc::clone(&printer);
     let sink: Sink = Arc::new(move |event| {
         if let Ok(mut p) = shown.lock() {
@@ -120,8 +125,13 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
         }
     };
     let sent = rt.block_on(async {
+        // Ctrl-C, or a reader that went away (`| head`): the turn stops
+        // and the partial reply is stored as interrupted.
         let cancel = async {
-            let _ = tokio::signal::ctrl_c().await;
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                () = closed.notified() => {}
+            }
         };
         service.send_attaching(text, consent, cancel).await
     });
@@ -259,8 +269,8 @@ fn message_text(words: &[String]) -> anyhow::Result<String> {
 }
 
 /// Writes a turn's output as text or JSON lines, remembering the first
-/// write error (a closed pipe) instead of aborting the turn, so the reply is
-/// still stored completely.
+/// write error instead of aborting the turn; a closed pipe cancels the turn,
+/// whose partial reply is stored as interrupted.
 struct Printer {
     out: std::io::Stdout,
     json: bool,
@@ -283,6 +293,9 @@ struct Printer {
     /// Lines for stderr said before the session is known: they follow
     /// the line naming it, which comes first.
     before_session: Vec<String>,
+    /// Told when stdout is closed (`EPIPE`): the turn is cancelled, since
+    /// nobody reads the rest of the reply.
+    closed: Arc<tokio::sync::Notify>,
 }
 
 impl Drop for Printer {
@@ -328,6 +341,10 @@ impl Printer {
                 .write_all(text.as_bytes())
                 .and_then(|()| self.out.flush())
         {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                // Remembered until the turn waits for it.
+                self.closed.notify_one();
+            }
             self.failed = Some(e);
         }
     }

@@ -46,7 +46,7 @@ pub(super) const PREFILL_CHUNK: usize = 256;
 /// Tokens of the repetition-penalty window (generated tokens only: the
 /// prompt's own `<|im_end|>` markers must not be penalised, or the model
 /// could not end its turn).
-const PENALTY_WINDOW: i32 = 64;
+const PENALTY_WINDOW: i32 = 256;
 
 /// A saved state is loaded only when it re-uses at least this many more
 /// tokens than the cache already holds, and at least one in
