@@ -70,7 +70,7 @@ pub struct LocalConfig {
     /// next (see [`kv_state`]); `None` keeps it in memory only.
     pub state_dir: Option<PathBuf>,
     /// Byte cap of `state_dir` (least recently used states go first);
-    /// default [`kv_state::DEFAULT_CAP_BYTES`] (1 GB). 0 saves none and
+    /// default [`kv_state::DEFAULT_CAP_BYTES`] (256 MB). 0 saves none and
     /// removes the states saved there before (at start).
     pub state_cap_bytes: u64,
 }
@@ -211,6 +211,7 @@ impl LocalProvider {
         let model = loaded.model;
         let engine_tokenizer = tokenizer.clone();
         let engine_shared = shared.clone();
+        let pruned = Arc::clone(&shared.pruned);
         let state = config
             .state_dir
             .clone()
@@ -233,7 +234,7 @@ impl LocalProvider {
                 };
                 let mut engine = Engine::new(&model, engine_tokenizer, ctx, engine_shared);
                 let _ = ready_tx.send(Ok(u32::try_from(engine.window()).unwrap_or(u32::MAX)));
-                if let Some(store) = state.and_then(|(dir, file, cap)| open_store(&dir, &file, cap)) {
+                if let Some(store) = state.and_then(|(dir, file, cap)| open_store(&dir, &file, cap, pruned)) {
                     engine.set_store(store);
                 }
                 while let Ok(command) = job_queue.recv() {
@@ -339,7 +340,12 @@ impl Drop for LocalProvider {
 /// The state store of the model file `file` under `dir`, or `None` (logged)
 /// when the file cannot be hashed or the directory not created, or when
 /// `cap` is 0 (the states saved under `dir` are then removed).
-fn open_store(dir: &Path, file: &Path, cap: u64) -> Option<kv_state::StateStore> {
+fn open_store(
+    dir: &Path,
+    file: &Path,
+    cap: u64,
+    pruned: Arc<std::sync::Mutex<kv_state::Pruned>>,
+) -> Option<kv_state::StateStore> {
     let started = Instant::now();
     if cap == 0 {
         let removed = kv_state::clear(dir);
@@ -359,7 +365,7 @@ fn open_store(dir: &Path, file: &Path, cap: u64) -> Option<kv_state::StateStore>
             return None;
         }
     };
-    match kv_state::StateStore::open(dir, &sha256, cap) {
+    match kv_state::StateStore::open(dir, &sha256, cap, pruned) {
         Ok(store) => {
             tracing::debug!(
                 hash_ms = started.elapsed().as_millis(),
@@ -377,6 +383,18 @@ fn open_store(dir: &Path, file: &Path, cap: u64) -> Option<kv_state::StateStore>
 impl Provider for LocalProvider {
     fn name(&self) -> &'static str {
         "local"
+    }
+
+    /// Once a process: the saved KV states the cap removed (at start, when
+    /// the cap was lowered, or after a save).
+    fn take_notice(&self) -> Option<String> {
+        let sentence = self
+            .shared
+            .pruned
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .sentence()?;
+        (!self.shared.pruned_said.swap(true, Ordering::Relaxed)).then_some(sentence)
     }
 
     /// Renders the request as ChatML and queues it for the engine thread

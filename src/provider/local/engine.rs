@@ -73,6 +73,10 @@ pub(super) struct Shared {
     /// Set when the provider is dropped: the current job stops at the next
     /// token, as if its stream had been dropped.
     pub stopping: Arc<AtomicBool>,
+    /// What the state directory's cap removed.
+    pub pruned: Arc<Mutex<super::kv_state::Pruned>>,
+    /// The removals already said (said once a process).
+    pub pruned_said: Arc<AtomicBool>,
 }
 
 /// What the engine thread is asked to do.
