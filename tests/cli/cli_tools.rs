@@ -443,3 +443,30 @@ async fn a_stream_cut_inside_a_call_runs_nothing_and_says_it_was_cut() {
     assert!(!of_type(&ev, "error").is_empty(), "the cut is reported: {ev:?}");
     assert_eq!(server.requests().len(), 1, "no further request");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_headless_denial_tells_the_user_the_flag_or_rule_that_allows_it() {
+    let server = Server::with(|n| match n {
+        0 => Reply::sse(openai_calls(&[(
+            "s1",
+            "shell",
+            r#"{"command":"touch made-by-shell"}"#,
+        )])),
+        _ => Reply::sse(openai_text("ok")),
+    })
+    .await;
+    let sb = Sandbox::new();
+    let out = run(openai(&sb, &server, &["chat", "make a file"])).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("strata: shell denied"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        line.contains("approval is read-only")
+            && line.contains("--approve all")
+            && line.contains("[tools] allow"),
+        "{line}"
+    );
+}

@@ -55,6 +55,7 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
         continuing: opening != Opening::New,
         before_session: Vec::new(),
         closed: Arc::new(tokio::sync::Notify::new()),
+        approval: String::new(),
     }));
     let closed = printer
         .lock()
@@ -78,6 +79,9 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     }
     if args.network {
         config.tools.sandbox.network = true;
+    }
+    if let Ok(mut p) = printer.lock() {
+        p.approval.clone_from(&config.tools.approval);
     }
     if strata::runtime::tools_state(&config, &choice).on {
         let lines = mcp_json_notice(env, &cwd)?;
@@ -245,6 +249,18 @@ impl Edit {
     }
 }
 
+/// What follows `NAME denied` on stderr: why, and the flag or rule that
+/// allows such a call (headless runs never ask).
+fn denied_hint(name: &str, approval: &str) -> String {
+    let policy = match approval {
+        "" | "ask" => "read-only".to_owned(),
+        other => other.to_owned(),
+    };
+    format!(
+        " (approval is {policy} and headless runs never ask); `--approve all` or [tools] allow = [\"{name}\"] in the config lets it run, unless a [tools] deny rule names it"
+    )
+}
+
 /// A turn that ended without a complete reply; its sentence is already in
 /// the `--json` event stream.
 #[derive(Debug, thiserror::Error)]
@@ -296,6 +312,9 @@ struct Printer {
     /// Told when stdout is closed (`EPIPE`): the turn is cancelled, since
     /// nobody reads the rest of the reply.
     closed: Arc<tokio::sync::Notify>,
+    /// The run's `[tools] approval` (after `--approve`), for the line that
+    /// says how to allow a denied call.
+    approval: String,
 }
 
 impl Drop for Printer {
@@ -472,7 +491,16 @@ impl Printer {
                 .as_deref()
                 .map_or_else(String::new, |p| format!(", whole output in {p}"));
             let cut = if meta.truncated { ", truncated" } else { "" };
-            eprintln!("strata: {} {}{cut}{spilled}", meta.name, meta.status.as_str());
+            let allow = if meta.status == strata::domain::ToolStatus::Denied {
+                denied_hint(&meta.name, &self.approval)
+            } else {
+                String::new()
+            };
+            eprintln!(
+                "strata: {} {}{cut}{spilled}{allow}",
+                meta.name,
+                meta.status.as_str()
+            );
         }
     }
 
