@@ -77,8 +77,9 @@ pub struct LocalConfig {
 
 impl LocalConfig {
     /// Defaults for `model_path`: 1 thread, the GGUF's window, greedy,
-    /// repetition penalty 1.15 (1.1 over 64 tokens let SmolLM2-135M repeat
-    /// a 110-token paragraph until the output cap).
+    /// repetition penalty 1.1 over the last 256 generated tokens (over 64
+    /// tokens SmolLM2-135M repeated a 110-token paragraph until the output
+    /// cap; 1.15 changed short factual answers).
     #[must_use]
     pub fn new(model_path: impl Into<PathBuf>) -> Self {
         Self {
@@ -86,7 +87,7 @@ impl LocalConfig {
             threads: 1,
             max_context: None,
             temperature: None,
-            repeat_penalty: 1.15,
+            repeat_penalty: 1.1,
             seed: 0x5eed,
             state_dir: None,
             state_cap_bytes: kv_state::DEFAULT_CAP_BYTES,
