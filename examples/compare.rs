@@ -181,7 +181,7 @@ fn main() -> anyhow::Result<()> {
         boundary_offset: None,
     };
     let system_tokens = u32::try_from(counter.count(&system.text))?;
-    let reserved = default_reserved_output(WINDOW);
+    let reserved = default_reserved_output(strata::domain::ProviderKind::OpenAi, WINDOW);
 
     let counts = TokenCache::new().count_history(&counter, &messages);
     let input = |counts| prepare_input(&system, system_tokens, &messages, counts, &counter, reserved);

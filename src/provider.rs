@@ -37,4 +37,11 @@ pub trait Provider: Send + Sync {
     /// Starts a request. The stream yields deltas, usage, then `Done`, or an
     /// error; dropping it cancels the request.
     fn stream(&self, request: ChatRequest) -> EventStream;
+
+    /// Something the provider did on its own that the user should hear
+    /// about once (the embedded model removing saved KV states to stay
+    /// under their cap); `None` when there is nothing new.
+    fn take_notice(&self) -> Option<String> {
+        None
+    }
 }

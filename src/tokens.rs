@@ -31,7 +31,8 @@ pub use cache::{HistoryCounts, TokenCache, text_bytes};
 pub use counter::{Encoding, TiktokenCounter, TokenCounter};
 pub use lines::{count_by_lines, line_parts};
 pub use models::{
-    MAX_DEFAULT_RESERVED_OUTPUT, context_window_for, counter_for, default_reserved_output, encoding_for,
+    EMBEDDED_DEFAULT_MAX_TOKENS, MAX_DEFAULT_RESERVED_OUTPUT, context_window_for, counter_for,
+    default_reserved_output, encoding_for,
 };
 pub use overhead::{
     REPLY_PRIMING_TOKENS, SYSTEM_ROLE_TOKENS, TOKENS_PER_MESSAGE, TOKENS_PER_NAME, TOKENS_PER_TOOL_CALL,

@@ -19,7 +19,7 @@ pub struct Cli {
     #[arg(long, value_name = "ID", num_args = 0..=1, default_missing_value = "", conflicts_with = "continue_latest")]
     pub resume: Option<String>,
     /// Open the app on the latest session of this workspace.
-    #[arg(long = "continue")]
+    #[arg(short = 'c', long = "continue")]
     pub continue_latest: bool,
     #[command(subcommand)]
     pub command: Option<Command>,
@@ -100,8 +100,8 @@ pub enum Command {
     /// Include an excluded message (with its whole tool call) again.
     #[command(after_help = "Manual: docs/pin-and-exclude.md")]
     Include(ControlArgs),
-    /// Send one message and stream the reply to stdout (continues the latest
-    /// session of the workspace unless --session or --new says otherwise).
+    /// Send one message and stream the reply to stdout, in a new session
+    /// (-c continues the workspace's latest, --session ID a given one).
     #[command(
         after_help = "Manual: docs/commands.md#strata-chat, docs/tools.md (tools, approval, @path attachments)"
     )]
@@ -468,9 +468,12 @@ pub struct ChatArgs {
     #[arg(required = true, value_name = "MESSAGE", allow_hyphen_values = true)]
     pub message: Vec<String>,
     /// Continue this session (id or unique prefix).
-    #[arg(long, value_name = "ID", conflicts_with = "new")]
+    #[arg(long, value_name = "ID", conflicts_with_all = ["new", "continue_latest"])]
     pub session: Option<String>,
-    /// Start a new session.
+    /// Continue the latest session of the workspace (a new one when it has none).
+    #[arg(short = 'c', long = "continue", conflicts_with = "new")]
+    pub continue_latest: bool,
+    /// Start a new session (the default; kept for scripts that say so).
     #[arg(long)]
     pub new: bool,
     /// Edit this earlier user message of the --session and resend: it and

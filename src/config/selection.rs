@@ -129,7 +129,7 @@ pub fn select_model(req: &SelectionRequest<'_>) -> Result<ModelChoice, ConfigErr
     let max_tokens = config
         .model
         .max_tokens
-        .unwrap_or_else(|| crate::tokens::default_reserved_output(context_window));
+        .unwrap_or_else(|| crate::tokens::default_reserved_output(provider, context_window));
     let api_key_env = section
         .api_key_env
         .clone()
@@ -164,8 +164,8 @@ impl ModelChoice {
     ) -> Self {
         self.context_window = window;
         self.window_source = source;
-        self.max_tokens =
-            configured_max_tokens.unwrap_or_else(|| crate::tokens::default_reserved_output(window));
+        self.max_tokens = configured_max_tokens
+            .unwrap_or_else(|| crate::tokens::default_reserved_output(self.provider, window));
         self
     }
 }

@@ -188,12 +188,10 @@ impl Runtime {
     /// # Errors
     /// [`RuntimeError::Store`] when the engine's state cannot be read.
     pub fn fit_to_window(&self, conversation: &mut Conversation, window: u64) -> Result<(), RuntimeError> {
-        let max_tokens = self
-            .config
-            .model
-            .max_tokens
-            .unwrap_or_else(|| crate::tokens::default_reserved_output(window));
+        let max_tokens = self.config.model.max_tokens;
         let mut choice = super::auto_compress::conversation_choice(conversation);
+        let max_tokens =
+            max_tokens.unwrap_or_else(|| crate::tokens::default_reserved_output(choice.provider, window));
         choice.context_window = window;
         choice.max_tokens = max_tokens;
         let engine =

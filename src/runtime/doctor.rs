@@ -111,18 +111,67 @@ fn check(name: &'static str, status: CheckStatus, detail: impl Into<String>) -> 
     }
 }
 
-/// The config file's state, from the warnings its loading produced.
+/// Numbers of the config outside their range: `Err` for one that makes
+/// every request fail (`[model] max_tokens` not below the context window
+/// `window`), `Ok` with a sentence per value strata clamps or ignores
+/// (`[compression] protect_last_n` outside 3 to 8, `threshold` outside
+/// 0 to 1).
+///
+/// # Errors
+/// The sentence for `max_tokens`.
+pub fn config_range_problems(
+    config: &crate::config::Config,
+    window: Option<u64>,
+) -> Result<Vec<String>, String> {
+    if let (Some(max_tokens), Some(window)) = (config.model.max_tokens, window)
+        && max_tokens >= window
+    {
+        return Err(format!(
+            "[model] max_tokens = {max_tokens} leaves no room for the prompt in a window of {window} tokens; set it below the window (a quarter of it is usual) or remove it"
+        ));
+    }
+    let c = &config.compression;
+    let mut problems = Vec::new();
+    if !(3..=8).contains(&c.protect_last_n) {
+        problems.push(format!(
+            "[compression] protect_last_n = {} is outside 3 to 8, so {} is used; set a value from 3 to 8",
+            c.protect_last_n,
+            c.protect_last_n.clamp(3, 8)
+        ));
+    }
+    if !(c.threshold > 0.0 && c.threshold <= 1.0) {
+        problems.push(format!(
+            "[compression] threshold = {} is a share of the effective window, from 0 to 1; for a count of tokens set threshold_tokens",
+            c.threshold
+        ));
+    }
+    Ok(problems)
+}
+
+/// The config file's state, from the warnings its loading produced and the
+/// ranges of its numbers (`window`: the chosen model's context window,
+/// when known).
 #[must_use]
-pub fn config_check(paths: &Paths, config: &crate::config::Config, warnings: &[String]) -> Check {
+pub fn config_check(
+    paths: &Paths,
+    config: &crate::config::Config,
+    warnings: &[String],
+    window: Option<u64>,
+) -> Check {
     let file = paths.config_file();
     let tools = super::tools_config_problems(config);
     if let Err(why) = &tools {
+        return check("config", CheckStatus::Fail, format!("{}: {why}", file.display()));
+    }
+    let ranges = config_range_problems(config, window);
+    if let Err(why) = &ranges {
         return check("config", CheckStatus::Fail, format!("{}: {why}", file.display()));
     }
     let warnings: Vec<String> = warnings
         .iter()
         .cloned()
         .chain(tools.unwrap_or_default())
+        .chain(ranges.unwrap_or_default())
         .collect();
     if !file.exists() {
         return check(

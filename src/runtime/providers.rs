@@ -34,7 +34,7 @@ pub fn local_model_file(paths: &Paths, config: &Config) -> Option<PathBuf> {
 }
 
 /// The byte cap of the embedded model's saved KV state: `[providers.local]
-/// kv_state_max_mb` × 10^6, default 1 GB; 0 turns saving off (and removes
+/// kv_state_max_mb` × 10^6, default 256 MB; 0 turns saving off (and removes
 /// the states saved before).
 #[must_use]
 pub fn kv_state_cap_bytes(config: &Config) -> u64 {

@@ -134,14 +134,26 @@ pub fn context_window_for(_provider: ProviderKind, model: &str) -> Option<u64> {
 /// Largest default output reserve, in tokens.
 pub const MAX_DEFAULT_RESERVED_OUTPUT: u64 = 8_192;
 
+/// Default output reserve of the embedded model, in tokens: a 135M-parameter
+/// model that has not ended its reply by then is usually repeating itself,
+/// and at 20 to 50 tokens a second the cap ends such a reply within
+/// seconds.
+pub const EMBEDDED_DEFAULT_MAX_TOKENS: u64 = 512;
+
 /// The default output reserve (`max_tokens`) for a window:
-/// `min(8,192, window / 4)`. A quarter of the window keeps small local models
-/// usable (an 8,192-token window reserves 2,048); 8,192 covers a long answer
-/// with code on large windows without eating into history. A configured
-/// `max_tokens` replaces it.
+/// `min(8,192, window / 4)`, and at most
+/// [`EMBEDDED_DEFAULT_MAX_TOKENS`] for the embedded model
+/// ([`ProviderKind::Local`]). A quarter of the window keeps small served
+/// models usable (an 8,192-token window reserves 2,048); 8,192 covers a long
+/// answer with code on large windows without eating into history. A
+/// configured `max_tokens` replaces it.
 #[must_use]
-pub fn default_reserved_output(window: u64) -> u64 {
-    MAX_DEFAULT_RESERVED_OUTPUT.min(window / 4)
+pub fn default_reserved_output(provider: ProviderKind, window: u64) -> u64 {
+    let reserve = MAX_DEFAULT_RESERVED_OUTPUT.min(window / 4);
+    match provider {
+        ProviderKind::Local => reserve.min(EMBEDDED_DEFAULT_MAX_TOKENS),
+        ProviderKind::OpenAi | ProviderKind::Anthropic => reserve,
+    }
 }
 
 #[cfg(test)]
@@ -245,9 +257,18 @@ mod tests {
 
     #[test]
     fn reserved_output_is_a_quarter_of_small_windows_capped_at_8192() {
-        assert_eq!(default_reserved_output(8_192), 2_048);
-        assert_eq!(default_reserved_output(16_385), 4_096);
-        assert_eq!(default_reserved_output(128_000), 8_192);
-        assert_eq!(default_reserved_output(0), 0);
+        let served = ProviderKind::OpenAi;
+        assert_eq!(default_reserved_output(served, 8_192), 2_048);
+        assert_eq!(default_reserved_output(served, 16_385), 4_096);
+        assert_eq!(default_reserved_output(ProviderKind::Anthropic, 128_000), 8_192);
+        assert_eq!(default_reserved_output(served, 0), 0);
+    }
+
+    #[test]
+    fn the_embedded_model_reserves_at_most_512() {
+        assert_eq!(default_reserved_output(ProviderKind::Local, 8_192), 512);
+        assert_eq!(default_reserved_output(ProviderKind::Local, 1_024), 256);
+        // A model behind a served OpenAI-compatible URL keeps a quarter.
+        assert_eq!(default_reserved_output(ProviderKind::OpenAi, 8_192), 2_048);
     }
 }

@@ -128,6 +128,10 @@ mod tests {
         let t = default(8_192, 2_048);
         assert_eq!(t.requested, 4_608);
         assert_eq!(t.effective, 5_222); // floor(6,144 × 0.85)
+        // The embedded model's window and default reserve.
+        let t = default(8_192, 512);
+        assert_eq!(t.requested, 5_760);
+        assert_eq!(t.effective, 6_528); // 7,680 × 0.85
     }
 
     #[test]

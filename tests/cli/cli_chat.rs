@@ -144,7 +144,7 @@ async fn frozen_prompt_bytes_are_identical_across_turns_and_processes() {
     );
     assert_eq!(String::from_utf8_lossy(&first.stdout), "one\n");
     std::fs::write(sb.ws().join("AGENTS.md"), "Prefer large commits.\n").unwrap();
-    let second = run(chat_cmd(&sb, &server, &["chat", "second"])).await;
+    let second = run(chat_cmd(&sb, &server, &["chat", "-c", "second"])).await;
     assert!(
         second.status.success(),
         "{}",
@@ -231,7 +231,7 @@ async fn the_api_key_never_reaches_the_database_or_output() {
     let sb = Sandbox::new();
     let ok = run(chat_cmd(&sb, &server, &["chat", "--json", "hi"])).await;
     assert!(ok.status.success());
-    let denied = run(chat_cmd(&sb, &server, &["chat", "again"])).await;
+    let denied = run(chat_cmd(&sb, &server, &["chat", "-c", "again"])).await;
     assert_eq!(denied.status.code(), Some(1));
     let err = String::from_utf8_lossy(&denied.stderr);
     assert!(err.contains("OPENAI_API_KEY"), "{err}");
@@ -300,7 +300,7 @@ async fn a_reply_stopped_at_the_output_limit_says_so_on_stderr() {
     let body = sse(&["Once upon a time"], Some((1_342, 12, 0)))
         .replace("\"finish_reason\":\"stop\"", "\"finish_reason\":\"length\"");
     let server = Server::start(vec![Reply::sse(body)]).await;
-    let out = run(chat_cmd(&sb, &server, &["chat", "tell me more"])).await;
+    let out = run(chat_cmd(&sb, &server, &["chat", "-c", "tell me more"])).await;
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
         stderr.contains("the reply stopped after 12 tokens because the server's context window filled (1,342 prompt + 12 reply tokens)"),
@@ -435,4 +435,107 @@ fn the_app_without_a_terminal_says_what_to_use_instead() {
         err.contains("needs a terminal") && err.contains("strata chat"),
         "{err}"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn chat_starts_a_new_session_and_c_continues_the_latest() {
+    let server = Server::start(vec![
+        Reply::sse(sse(&["one"], None)),
+        Reply::sse(sse(&["two"], None)),
+        Reply::sse(sse(&["three"], None)),
+    ])
+    .await;
+    let sb = Sandbox::new();
+    let first = run(chat_cmd(&sb, &server, &["chat", "--json", "what is a monad"])).await;
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let start = &lines(&first)[0];
+    assert_eq!(start["type"], "start");
+    assert_eq!(start["title"], "what is a monad");
+    // A plain question starts fresh: the first turn is not in its history.
+    let second = run(chat_cmd(&sb, &server, &["chat", "an unrelated question"])).await;
+    assert!(
+        second.status.success(),
+        "{}",
+        String::from_utf8_lossy(&second.stderr)
+    );
+    let requests = server.requests();
+    let roles = |i: usize| -> Vec<String> {
+        requests[i].json()["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["role"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    assert_eq!(roles(1), ["system", "user"]);
+    let list = sb.json(&["sessions", "--json"]);
+    assert_eq!(list.as_array().unwrap().len(), 2);
+    let newest = list[0]["id"].as_str().unwrap().to_owned();
+    let short = &newest[newest.len() - 8..];
+    // The first line on stderr names the session: short id and title.
+    let stderr = String::from_utf8_lossy(&second.stderr);
+    assert_eq!(
+        stderr.lines().next().unwrap(),
+        format!("strata: new session {short} \"an unrelated question\""),
+        "{stderr}"
+    );
+    // -c continues the workspace's latest session.
+    let third = run(chat_cmd(&sb, &server, &["chat", "-c", "and more"])).await;
+    assert!(
+        third.status.success(),
+        "{}",
+        String::from_utf8_lossy(&third.stderr)
+    );
+    let stderr = String::from_utf8_lossy(&third.stderr);
+    assert_eq!(
+        stderr.lines().next().unwrap(),
+        format!("strata: continuing session {short} \"an unrelated question\""),
+        "{stderr}"
+    );
+    let requests = server.requests();
+    let body = requests[2].json();
+    assert_eq!(body["messages"][1]["content"], "an unrelated question");
+    assert_eq!(body["messages"][2]["content"], "two");
+    assert_eq!(sb.json(&["sessions", "--json"]).as_array().unwrap().len(), 2);
+    // --new (the default) and -c contradict each other.
+    let new = run(chat_cmd(&sb, &server, &["chat", "--new", "-c", "x"])).await;
+    assert_eq!(new.status.code(), Some(2));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_stdout_stops_the_reply_and_keeps_it_interrupted() {
+    // The server would stream forever; only the closed pipe ends the turn.
+    let partial = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"partial answ\"}}]}\n\n";
+    let server = Server::start(vec![Reply::sse_hold(partial)]).await;
+    let sb = Sandbox::new();
+    let (reader, writer) = std::io::pipe().unwrap();
+    drop(reader); // `| head` that has already gone
+    let mut child = chat_cmd(&sb, &server, &["chat", "tell me a long story"])
+        .stdout(writer)
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    // A guard, not a measure: without the fix the process never ends.
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if Instant::now() > deadline {
+            child.kill().unwrap();
+            panic!("strata kept generating after stdout was closed");
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    };
+    assert_eq!(status.code(), Some(0));
+    assert!(server.saw_disconnect().await, "the request was dropped");
+    let list = sb.json(&["sessions", "--json"]);
+    let show = sb.json(&["show", list[0]["id"].as_str().unwrap(), "--json"]);
+    let m = show["messages"].as_array().unwrap();
+    assert_eq!(m[1]["content"], "partial answ");
+    assert_eq!(m[1]["status"], "interrupted");
 }

@@ -48,7 +48,7 @@ fn doctor_passes_on_a_fresh_home() {
     );
     let kv_state = checks[9]["detail"].as_str().unwrap();
     assert!(
-        kv_state.contains("0.0 MB in 0 saved state(s) of a 1000.0 MB cap"),
+        kv_state.contains("0.0 MB in 0 saved state(s) of a 256.0 MB cap"),
         "{kv_state}"
     );
     assert!(
@@ -194,4 +194,32 @@ fn each_mcp_server_gets_a_line_without_being_started() {
     assert!(mcp[0].1.contains("`gone`"), "{checks}");
     assert!(mcp[1].1.starts_with("`good` runs /"), "{checks}");
     assert!(!marker.exists(), "doctor started a server");
+}
+
+#[test]
+fn numbers_outside_their_range_fail_or_warn_the_config_check() {
+    let sb = Sandbox::new();
+    let config = sb.home.path().join("config.toml");
+    let check = |text: &str| {
+        std::fs::write(&config, text).unwrap();
+        let out = sb.run(&["doctor", "--json"]);
+        let checks: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        checks[0].clone()
+    };
+    let c = check("[model]\nprovider = \"openai\"\nname = \"gpt-4o\"\nmax_tokens = 999999\n");
+    assert_eq!(c["status"], "fail", "{c}");
+    assert!(
+        c["detail"].as_str().unwrap().contains("max_tokens = 999999"),
+        "{c}"
+    );
+    let c = check("[compression]\nprotect_last_n = 100\n");
+    assert_eq!(c["status"], "warn", "{c}");
+    assert!(c["detail"].as_str().unwrap().contains("3 to 8"), "{c}");
+    let c = check("[compression]\nthreshold = 2\n");
+    assert_eq!(c["status"], "warn", "{c}");
+    assert!(c["detail"].as_str().unwrap().contains("threshold_tokens"), "{c}");
+    let c = check(
+        "[model]\nprovider = \"openai\"\nname = \"gpt-4o\"\nmax_tokens = 4096\n[compression]\nprotect_last_n = 6\nthreshold = 0.8\n",
+    );
+    assert_eq!(c["status"], "ok", "{c}");
 }

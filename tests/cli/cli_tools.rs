@@ -117,7 +117,7 @@ async fn openai_three_rounds_read_grep_and_answer_with_valid_bodies() {
 
     // A second process continues the session: the same tools bytes.
     let again = Server::start(vec![Reply::sse(openai_text("still here"))]).await;
-    let out = run(openai(&sb, &again, &["chat", "--json", "and", "now?"])).await;
+    let out = run(openai(&sb, &again, &["chat", "--json", "-c", "and", "now?"])).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let body = again.requests()[0].json();
     assert_eq!(body["tools"].to_string(), bodies[0]["tools"].to_string());
@@ -266,7 +266,7 @@ async fn headless_denies_shell_by_default_and_the_model_is_told_how_to_allow_it(
     let out = run(openai(
         &sb,
         &server,
-        &["chat", "--json", "--approve", "all", "again"],
+        &["chat", "--json", "-c", "--approve", "all", "again"],
     ))
     .await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -391,7 +391,7 @@ async fn kill_9_during_a_long_command_leaves_no_process_and_the_call_interrupted
 
     // The next run sends the call with an `interrupted` result.
     let next = Server::start(vec![Reply::sse(openai_text("ok"))]).await;
-    let out = run(openai(&sb, &next, &["chat", "--json", "what", "happened?"])).await;
+    let out = run(openai(&sb, &next, &["chat", "--json", "-c", "what", "happened?"])).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let interrupted = events(&out);
     let reported = of_type(&interrupted, "tool_result");
@@ -442,4 +442,31 @@ async fn a_stream_cut_inside_a_call_runs_nothing_and_says_it_was_cut() {
     assert_eq!(results[0]["status"], "interrupted");
     assert!(!of_type(&ev, "error").is_empty(), "the cut is reported: {ev:?}");
     assert_eq!(server.requests().len(), 1, "no further request");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_headless_denial_tells_the_user_the_flag_or_rule_that_allows_it() {
+    let server = Server::with(|n| match n {
+        0 => Reply::sse(openai_calls(&[(
+            "s1",
+            "shell",
+            r#"{"command":"touch made-by-shell"}"#,
+        )])),
+        _ => Reply::sse(openai_text("ok")),
+    })
+    .await;
+    let sb = Sandbox::new();
+    let out = run(openai(&sb, &server, &["chat", "make a file"])).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr
+        .lines()
+        .find(|l| l.starts_with("strata: shell denied"))
+        .unwrap_or_else(|| panic!("{stderr}"));
+    assert!(
+        line.contains("approval is read-only")
+            && line.contains("--approve all")
+            && line.contains("[tools] allow"),
+        "{line}"
+    );
 }

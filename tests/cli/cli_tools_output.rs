@@ -162,7 +162,7 @@ async fn a_session_made_without_tools_resumes_with_the_same_prompt_bytes_and_gai
     ))
     .await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    let out = run(openai(&sb, &server, &["chat", "--json", "second"])).await;
+    let out = run(openai(&sb, &server, &["chat", "--json", "-c", "second"])).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let requests = server.requests();
     let (a, b) = (requests[0].json(), requests[1].json());

@@ -59,7 +59,7 @@ async fn a_reminder_rides_one_turn_and_the_system_prompt_never_changes() {
     .unwrap();
     let server = Server::start(vec![Reply::sse(sse("one")), Reply::sse(sse("two"))]).await;
     run(chat(&sb, &server, &["chat", "--new", "first question"])).await;
-    run(chat(&sb, &server, &["chat", "second question"])).await;
+    run(chat(&sb, &server, &["chat", "-c", "second question"])).await;
     let requests = server.requests();
     let (a, b) = (requests[0].json(), requests[1].json());
     assert_eq!(system_of(&a), system_of(&b), "the cached prefix never changes");
@@ -106,7 +106,7 @@ async fn an_attached_file_is_embedded_once_and_a_missing_one_is_reported() {
     let out = run(chat(
         &sb,
         &server,
-        &["chat", "again @notes/plan.md and @notes/none.md"],
+        &["chat", "-c", "again @notes/plan.md and @notes/none.md"],
     ))
     .await;
     let stderr = String::from_utf8_lossy(&out.stderr);
@@ -138,7 +138,7 @@ async fn max_messages_caps_the_request_by_whole_turns() {
     let server = Server::start(replies).await;
     run(chat(&sb, &server, &["chat", "--new", "q0"])).await;
     for q in ["q1", "q2", "q3"] {
-        run(chat(&sb, &server, &["chat", q])).await;
+        run(chat(&sb, &server, &["chat", "-c", q])).await;
     }
     let last = server.requests()[3].json();
     let messages = last["messages"].as_array().unwrap();

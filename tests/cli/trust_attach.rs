@@ -189,7 +189,7 @@ async fn attach_allows_one_path_for_that_command_only() {
         "{warned:?}"
     );
     // The next command did not allow it: the new mention is withheld.
-    let out = run(w.chat(&server, &["chat", "again @../outside.txt"]), None).await;
+    let out = run(w.chat(&server, &["chat", "-c", "again @../outside.txt"]), None).await;
     let last = user_contents(&server.requests()[1].json()).pop().unwrap();
     assert!(!last.contains(OUTSIDE_SECRET), "{last}");
     assert!(last.contains("embedded=\"false\""), "{last}");
@@ -217,7 +217,11 @@ async fn a_credential_inside_the_workspace_is_withheld_until_attach_names_it() {
             && warned[0].contains(&format!("pass --attach {env_file} to attach it")),
         "{warned:?}"
     );
-    let out = run(w.chat(&server, &["chat", "--attach", ".env", "now @.env"]), None).await;
+    let out = run(
+        w.chat(&server, &["chat", "-c", "--attach", ".env", "now @.env"]),
+        None,
+    )
+    .await;
     let second = String::from_utf8_lossy(&server.requests()[1].body).into_owned();
     assert!(
         second.contains("ENV-SECRET"),

@@ -80,7 +80,7 @@ fn a_follow_up_in_a_new_process_reuses_the_saved_kv_state() {
 
     let detail = kv_detail(&sb, model);
     assert!(
-        detail.contains(" in 1 saved state(s) of a 1000.0 MB cap"),
+        detail.contains(" in 1 saved state(s) of a 256.0 MB cap"),
         "{detail}"
     );
 

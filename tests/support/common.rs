@@ -101,8 +101,17 @@ pub fn file_digest(path: &Path) -> Vec<u8> {
 }
 
 /// The stderr of `out` as text, asserting it is one line (one sentence).
+/// A `strata chat` line naming the session it is in comes first and is
+/// not part of the error.
 pub fn one_line_error(out: &Output) -> String {
-    let err = String::from_utf8_lossy(&out.stderr).trim().to_owned();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let err = stderr
+        .lines()
+        .filter(|l| !l.starts_with("strata: new session ") && !l.starts_with("strata: continuing session "))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .trim()
+        .to_owned();
     assert!(!err.is_empty(), "expected an error message on stderr");
     assert_eq!(err.lines().count(), 1, "error should be one line: {err}");
     err

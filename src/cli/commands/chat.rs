@@ -32,10 +32,10 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     // Bad ids and unknown providers are usage errors, found before anything
     // is opened or sent.
     let choice = env.choice()?;
-    let opening = match (&args.session, args.new) {
+    let opening = match (&args.session, args.continue_latest) {
         (Some(id), _) => Opening::Resume(env.runtime()?.find_session(id)?.id.to_string()),
-        (None, true) => Opening::New,
-        (None, false) => Opening::Continue,
+        (None, true) => Opening::Continue,
+        (None, false) => Opening::New,
     };
     // The edit archives before the service reads the session.
     let mut edit = match (&args.edit, &args.session) {
@@ -52,7 +52,15 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
         error: None,
         edited: edit.as_ref().map(|e| e.line()),
         unsent: false,
+        continuing: opening != Opening::New,
+        before_session: Vec::new(),
+        closed: Arc::new(tokio::sync::Notify::new()),
+        approval: String::new(),
     }));
+    let closed = printer
+        .lock()
+        .map(|p| Arc::clone(&p.closed))
+        .map_err(|_| anyhow::anyhow!("the output could not be set up; try again"))?;
     let shown = Arc::clone(&printer);
     let sink: Sink = Arc::new(move |event| {
         if let Ok(mut p) = shown.lock() {
@@ -72,8 +80,14 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     if args.network {
         config.tools.sandbox.network = true;
     }
+    if let Ok(mut p) = printer.lock() {
+        p.approval.clone_from(&config.tools.approval);
+    }
     if strata::runtime::tools_state(&config, &choice).on {
-        mcp_json_notice(env, &cwd)?;
+        let lines = mcp_json_notice(env, &cwd)?;
+        if let Ok(mut p) = printer.lock() {
+            lines.into_iter().for_each(|line| p.say(line));
+        }
     }
     let launch = Launch {
         paths: env.paths.clone(),
@@ -123,8 +137,13 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
         }
     };
     let sent = rt.block_on(async {
+        // Ctrl-C, or a reader that went away (`| head`): the turn stops
+        // and the partial reply is stored as interrupted.
         let cancel = async {
-            let _ = tokio::signal::ctrl_c().await;
+            tokio::select! {
+                _ = tokio::signal::ctrl_c() => {}
+                () = closed.notified() => {}
+            }
         };
         service.send_attaching(text, consent, cancel).await
     });
@@ -171,19 +190,19 @@ fn attach_path(path: &std::path::Path) -> std::path::PathBuf {
     std::path::absolute(path).unwrap_or_else(|_| path.to_path_buf())
 }
 
-/// Says on stderr, once, that the workspace's `.mcp.json` awaits
-/// acceptance (its servers are not started) and what is wrong with it.
-fn mcp_json_notice(env: &Env, cwd: &std::path::Path) -> anyhow::Result<()> {
+/// The lines for stderr that say, once, that the workspace's `.mcp.json`
+/// awaits acceptance (its servers are not started) and what is wrong with it.
+fn mcp_json_notice(env: &Env, cwd: &std::path::Path) -> anyhow::Result<Vec<String>> {
     use crate::cli::output::printable;
     let root = strata::workspace::workspace_root(cwd);
     let workspace = env.runtime()?.workspace_mcp(&root);
-    for warning in &workspace.warnings {
-        eprintln!("strata: warning: {}", printable(warning));
-    }
+    let mut lines: Vec<String> = (workspace.warnings.iter())
+        .map(|warning| format!("warning: {}", printable(warning)))
+        .collect();
     if let Some(pending) = &workspace.pending {
-        eprintln!("strata: {}", printable(&pending.message));
+        lines.push(printable(&pending.message).into_owned());
     }
-    Ok(())
+    Ok(lines)
 }
 
 /// An edit and resend in progress: the runtime that archived the edited
@@ -238,6 +257,18 @@ impl Edit {
     }
 }
 
+/// What follows `NAME denied` on stderr: why, and the flag or rule that
+/// allows such a call (headless runs never ask).
+fn denied_hint(name: &str, approval: &str) -> String {
+    let policy = match approval {
+        "" | "ask" => "read-only".to_owned(),
+        other => other.to_owned(),
+    };
+    format!(
+        " (approval is {policy} and headless runs never ask); `--approve all` or [tools] allow = [\"{name}\"] in the config lets it run, unless a [tools] deny rule names it"
+    )
+}
+
 /// A turn that ended without a complete reply; its sentence is already in
 /// the `--json` event stream.
 #[derive(Debug, thiserror::Error)]
@@ -262,8 +293,8 @@ fn message_text(words: &[String]) -> anyhow::Result<String> {
 }
 
 /// Writes a turn's output as text or JSON lines, remembering the first
-/// write error (a closed pipe) instead of aborting the turn, so the reply is
-/// still stored completely.
+/// write error instead of aborting the turn; a closed pipe cancels the turn,
+/// whose partial reply is stored as interrupted.
 struct Printer {
     out: std::io::Stdout,
     json: bool,
@@ -280,9 +311,56 @@ struct Printer {
     edited: Option<(serde_json::Value, String)>,
     /// The service gave the text back: nothing was stored.
     unsent: bool,
+    /// The turn continues a session (`-c`, `--session`) rather than
+    /// starting one.
+    continuing: bool,
+    /// Lines for stderr said before the session is known: they follow
+    /// the line naming it, which comes first.
+    before_session: Vec<String>,
+    /// Told when stdout is closed (`EPIPE`): the turn is cancelled, since
+    /// nobody reads the rest of the reply.
+    closed: Arc<tokio::sync::Notify>,
+    /// The run's `[tools] approval` (after `--approve`), for the line that
+    /// says how to allow a denied call.
+    approval: String,
+}
+
+impl Drop for Printer {
+    /// A turn that never got a session still says what it had to say.
+    fn drop(&mut self) {
+        for line in self.before_session.drain(..) {
+            eprintln!("strata: {line}");
+        }
+    }
 }
 
 impl Printer {
+    /// Writes `line` to stderr as `strata: line`, after the line naming
+    /// the session.
+    fn say(&mut self, line: String) {
+        if self.session.is_some() {
+            eprintln!("strata: {line}");
+        } else {
+            self.before_session.push(line);
+        }
+    }
+
+    /// The first line on stderr: which session the turn is in.
+    fn name_session(&mut self, session: &Session) {
+        if !self.json {
+            let how = if self.continuing {
+                "continuing session"
+            } else {
+                "new session"
+            };
+            let title = crate::cli::output::printable(&session.title);
+            eprintln!("strata: {how} {} \"{title}\"", session.id.short());
+        }
+        for line in std::mem::take(&mut self.before_session) {
+            eprintln!("strata: {line}");
+        }
+    }
+
     fn write(&mut self, text: &str) {
         if self.failed.is_none()
             && let Err(e) = self
@@ -290,6 +368,10 @@ impl Printer {
                 .write_all(text.as_bytes())
                 .and_then(|()| self.out.flush())
         {
+            if e.kind() == std::io::ErrorKind::BrokenPipe {
+                // Remembered until the turn waits for it.
+                self.closed.notify_one();
+            }
             self.failed = Some(e);
         }
     }
@@ -305,7 +387,8 @@ impl Printer {
             ServiceEvent::Loaded(view) => {
                 if let (None, Some(session)) = (self.session, view.session.as_ref()) {
                     self.session = Some(session.id);
-                    self.json_line(json!({"type": "start", "session_id": session.id}));
+                    self.json_line(json!({"type": "start", "session_id": session.id, "title": session.title}));
+                    self.name_session(session);
                     if let Some((event, line)) = self.edited.take() {
                         if self.json {
                             self.json_line(event);
@@ -342,7 +425,7 @@ impl Printer {
                 if self.json {
                     self.json_line(json!({"type": "notice", "message": message}));
                 } else {
-                    eprintln!("strata: {message}");
+                    self.say(message);
                 }
             }
             ServiceEvent::Compressed(outcome) => {
@@ -351,7 +434,7 @@ impl Printer {
                     event["type"] = json!("compressed");
                     self.json_line(event);
                 } else {
-                    eprintln!("strata: {}", outcome.feedback);
+                    self.say(outcome.feedback);
                 }
             }
             ServiceEvent::TurnDone { status } => self.status = Some(status),
@@ -416,7 +499,16 @@ impl Printer {
                 .as_deref()
                 .map_or_else(String::new, |p| format!(", whole output in {p}"));
             let cut = if meta.truncated { ", truncated" } else { "" };
-            eprintln!("strata: {} {}{cut}{spilled}", meta.name, meta.status.as_str());
+            let allow = if meta.status == strata::domain::ToolStatus::Denied {
+                denied_hint(&meta.name, &self.approval)
+            } else {
+                String::new()
+            };
+            eprintln!(
+                "strata: {} {}{cut}{spilled}{allow}",
+                meta.name,
+                meta.status.as_str()
+            );
         }
     }
 

@@ -14,7 +14,12 @@ pub fn doctor(env: &Env, args: &DoctorArgs, logging: Option<&Logging>) -> anyhow
             status: CheckStatus::Fail,
             detail: error.clone(),
         },
-        None => doctor::config_check(&env.paths, &env.config, &env.config_warnings),
+        None => doctor::config_check(
+            &env.paths,
+            &env.config,
+            &env.config_warnings,
+            env.choice().ok().map(|c| c.context_window),
+        ),
     }];
     checks.extend(doctor::database_checks(&env.paths));
     checks.push(match logging {

@@ -46,7 +46,7 @@ pub(super) const PREFILL_CHUNK: usize = 256;
 /// Tokens of the repetition-penalty window (generated tokens only: the
 /// prompt's own `<|im_end|>` markers must not be penalised, or the model
 /// could not end its turn).
-const PENALTY_WINDOW: i32 = 64;
+const PENALTY_WINDOW: i32 = 256;
 
 /// A saved state is loaded only when it re-uses at least this many more
 /// tokens than the cache already holds, and at least one in
@@ -73,6 +73,10 @@ pub(super) struct Shared {
     /// Set when the provider is dropped: the current job stops at the next
     /// token, as if its stream had been dropped.
     pub stopping: Arc<AtomicBool>,
+    /// What the state directory's cap removed.
+    pub pruned: Arc<Mutex<super::kv_state::Pruned>>,
+    /// The removals already said (said once a process).
+    pub pruned_said: Arc<AtomicBool>,
 }
 
 /// What the engine thread is asked to do.

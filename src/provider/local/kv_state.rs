@@ -40,8 +40,39 @@ mod files;
 use files::{FileInfo, Kind, all_files, create_file, is_leftover, is_old};
 pub use files::{StateUsage, clear, usage, write_problem};
 
-/// Default byte cap of the state directory (1 GB).
-pub const DEFAULT_CAP_BYTES: u64 = 1_000_000_000;
+/// Default byte cap of the state directory (256 MB: about 11,000 tokens of
+/// SmolLM2-135M's KV cache, a few long sessions' worth; one 5,600-token
+/// prompt alone is 131 MB).
+pub const DEFAULT_CAP_BYTES: u64 = 256_000_000;
+
+/// What the cap removed since the process started: states (entries) and
+/// their bytes. Shared between the store (which adds to it) and the
+/// provider (which says it once).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Pruned {
+    /// Entries removed to stay under the cap.
+    pub states: usize,
+    /// Bytes they took (`.kv` and `.meta`).
+    pub bytes: u64,
+    /// The cap in bytes.
+    pub cap: u64,
+}
+
+impl Pruned {
+    /// The sentence the app and `strata chat` say once, when something was
+    /// removed.
+    #[must_use]
+    pub fn sentence(&self) -> Option<String> {
+        (self.states > 0).then(|| {
+            format!(
+                "the embedded model's saved KV states passed their {} MB cap; the {} least recently used ({:.1} MB) were removed ([providers.local] kv_state_max_mb sets the cap)",
+                self.cap / 1_000_000,
+                self.states,
+                self.bytes as f64 / 1e6
+            )
+        })
+    }
+}
 
 /// First bytes of a `.meta` file.
 const META_MAGIC: &[u8; 8] = b"STKVMETA";
@@ -70,6 +101,8 @@ pub(super) struct StateStore {
     root: PathBuf,
     dir: PathBuf,
     cap: u64,
+    /// What the cap removed, added to at each sweep.
+    pruned: std::sync::Arc<std::sync::Mutex<Pruned>>,
 }
 
 /// Why a state was not saved.
@@ -105,8 +138,14 @@ impl StateStore {
     /// The store of the model whose file has sha256 `model_sha256` (hex)
     /// under `root`, kept to `cap` bytes in all; creates its directory
     /// (0700 on Unix), then sweeps leftovers of stopped saves and enforces
-    /// the cap (it may have been lowered since the last run).
-    pub(super) fn open(root: &Path, model_sha256: &str, cap: u64) -> io::Result<Self> {
+    /// the cap (it may have been lowered since the last run); what the cap
+    /// removes is added to `pruned`.
+    pub(super) fn open(
+        root: &Path,
+        model_sha256: &str,
+        cap: u64,
+        pruned: std::sync::Arc<std::sync::Mutex<Pruned>>,
+    ) -> io::Result<Self> {
         let short: String = model_sha256.chars().take(16).collect();
         let dir = root.join(short);
         create_private_dir(root)?;
@@ -115,6 +154,7 @@ impl StateStore {
             root: root.to_path_buf(),
             dir,
             cap,
+            pruned,
         };
         store.sweep(None);
         Ok(store)
@@ -296,6 +336,11 @@ impl StateStore {
             let _ = fs::remove_file(&meta.path);
             let _ = fs::remove_file(&kv);
             total = total.saturating_sub(meta.size + kv_size);
+            if let Ok(mut pruned) = self.pruned.lock() {
+                pruned.states += 1;
+                pruned.bytes += meta.size + kv_size;
+                pruned.cap = self.cap;
+            }
             tracing::info!(
                 entry = %meta.path.display(),
                 bytes = kv_size,

@@ -4,7 +4,7 @@ use std::time::Duration;
 const MODEL: &str = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef";
 
 fn store(root: &Path, cap: u64) -> StateStore {
-    StateStore::open(root, MODEL, cap).unwrap()
+    StateStore::open(root, MODEL, cap, std::sync::Arc::default()).unwrap()
 }
 
 /// Saves `tokens` with a `.kv` file of `size` bytes.
@@ -168,7 +168,7 @@ fn a_save_left_by_a_killed_process_is_removed_at_once_and_never_costs_a_state() 
     // At start too: a new store sweeps what a stopped process left.
     let dead = store.dir.join(format!(".save-{}-3.kv.tmp", stopped_pid()));
     fs::write(&dead, b"partial").unwrap();
-    let _reopened = StateStore::open(dir.path(), MODEL, 2_000).unwrap();
+    let _reopened = StateStore::open(dir.path(), MODEL, 2_000, std::sync::Arc::default()).unwrap();
     assert!(!dead.exists());
 }
 
@@ -231,7 +231,13 @@ fn the_state_just_saved_is_never_the_one_evicted() {
 fn clearing_removes_every_state_and_leftover_but_not_other_files() {
     let dir = tempfile::tempdir().unwrap();
     let store = store(dir.path(), DEFAULT_CAP_BYTES);
-    let other_model = StateStore::open(dir.path(), &"f".repeat(64), DEFAULT_CAP_BYTES).unwrap();
+    let other_model = StateStore::open(
+        dir.path(),
+        &"f".repeat(64),
+        DEFAULT_CAP_BYTES,
+        std::sync::Arc::default(),
+    )
+    .unwrap();
     save(&store, &[1], 600);
     save(&other_model, &[2], 400);
     let dead = store.dir.join(format!(".save-{}-0.kv.tmp", stopped_pid()));
@@ -297,4 +303,41 @@ fn a_read_only_directory_is_reported() {
 fn usage_of_a_missing_directory_is_zero() {
     let dir = tempfile::tempdir().unwrap();
     assert_eq!(usage(&dir.path().join("none")), StateUsage::default());
+}
+
+#[test]
+fn the_default_cap_is_256_mb() {
+    assert_eq!(DEFAULT_CAP_BYTES, 256_000_000);
+}
+
+#[test]
+fn what_the_cap_removes_is_counted_for_the_notice() {
+    let dir = tempfile::tempdir().unwrap();
+    let pruned = std::sync::Arc::new(std::sync::Mutex::new(Pruned::default()));
+    let open = |cap| StateStore::open(dir.path(), MODEL, cap, std::sync::Arc::clone(&pruned)).unwrap();
+    let big = open(10_000);
+    let old = save(&big, &[1, 2, 3], 2_000);
+    set_age(&big, &old, 60);
+    save(&big, &[4, 5, 6], 2_000);
+    assert_eq!(
+        pruned.lock().unwrap().sentence(),
+        None,
+        "under the cap: nothing to say"
+    );
+    // The cap was lowered since: the oldest state goes at the next start.
+    let small = open(3_000);
+    let said = pruned.lock().unwrap().clone();
+    assert_eq!(said.states, 1);
+    assert!(said.bytes > 2_000, "{said:?}");
+    assert!(!small.meta_path(&old).exists());
+    let sentence = said.sentence().unwrap();
+    assert!(
+        sentence.contains("passed their 0 MB cap") && sentence.contains("the 1 least recently used"),
+        "{sentence}"
+    );
+    assert!(sentence.contains("kv_state_max_mb"), "{sentence}");
+    // A save that passes it adds to the count.
+    let newer = save(&small, &[7, 8, 9], 2_000);
+    assert_eq!(pruned.lock().unwrap().states, 2);
+    assert!(small.meta_path(&newer).exists(), "never the one just saved");
 }

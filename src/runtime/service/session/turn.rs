@@ -76,7 +76,9 @@ impl SessionService {
             });
             return Err(e);
         }
+        self.say_provider_notice();
         let result = self.turn(text, &consent, cancel).await;
+        self.say_provider_notice();
         if let Err(e) = self.keep_tool_prefs() {
             self.emit(ServiceEvent::Error(format!(
                 "the session's tool settings were not saved ({e})"
@@ -133,6 +135,14 @@ impl SessionService {
         let max_tokens = self.runtime.config.model.max_tokens;
         self.choice =
             Some(choice.with_window(window, crate::config::WindowSource::OverflowError, max_tokens));
+    }
+
+    /// Says what the provider did on its own, once (the embedded model's
+    /// saved states removed to stay under their cap).
+    fn say_provider_notice(&self) {
+        if let Some(notice) = self.connected.as_ref().and_then(|c| c.provider.take_notice()) {
+            self.emit(ServiceEvent::Notice(notice));
+        }
     }
 
     /// Connects, creates the session (titled after `text`) when there is
