@@ -52,6 +52,9 @@ pub struct ShellLimits {
     /// The sandbox commands run in (applied by the supervisor), or `None`
     /// for none.
     pub sandbox: Option<ShellSandbox>,
+    /// Variables removed from a command's environment besides those whose
+    /// names hold a secret word: the providers' `api_key_env` names.
+    pub hidden_env: Vec<String>,
 }
 
 /// The sandbox of a session's `shell` commands (DESIGN §19 "The shell").
@@ -79,6 +82,7 @@ impl Default for ShellLimits {
             supervisor: None,
             registry: None,
             sandbox: None,
+            hidden_env: Vec::new(),
         }
     }
 }

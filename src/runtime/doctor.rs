@@ -53,7 +53,23 @@ pub fn sandbox_check(config: &crate::config::Config) -> Check {
     } else {
         "network off"
     };
-    let (status, detail) = if sandbox.mode == "off" {
+    let relative: Vec<String> = sandbox
+        .writable
+        .iter()
+        .filter(|p| !p.is_absolute() && !p.starts_with("~"))
+        .map(|p| p.display().to_string())
+        .collect();
+    let (status, detail) = if let Err(e) = sandbox.mode.parse::<crate::tooling::sandbox::Mode>() {
+        (CheckStatus::Fail, format!("[tools.sandbox] mode: {e}"))
+    } else if !relative.is_empty() {
+        (
+            CheckStatus::Warn,
+            format!(
+                "[tools.sandbox] writable entries must be absolute or start with ~/; {} allows nothing",
+                relative.join(", ")
+            ),
+        )
+    } else if sandbox.mode == "off" {
         (
             CheckStatus::Warn,
             "[tools.sandbox] mode is off: shell commands run with your permissions".to_owned(),
@@ -298,7 +314,8 @@ pub fn mcp_checks(config: &McpConfig, cwd: &Path, env: &dyn Fn(&str) -> Option<S
                     format!("`{name}` is disabled ([mcp.servers.{name}] enabled = false); sessions do not start it"),
                 );
             }
-            let resolved = super::mcp_setup::spec_for(name, server, cwd, env, None).and_then(|spec| {
+            let supervisor = super::mcp_setup::supervisor_binary();
+            let resolved = super::mcp_setup::spec_for(name, server, cwd, env, supervisor.as_deref()).and_then(|spec| {
                 let path = spec
                     .env
                     .iter()

@@ -57,6 +57,10 @@ pub enum RuntimeError {
     /// A config value is invalid (one sentence naming it).
     #[error("{0}; fix it in config.toml")]
     Config(String),
+    /// A directory strata needs cannot be made (one sentence saying what
+    /// to do).
+    #[error("{0}")]
+    Directory(String),
 }
 
 /// The runtime for headless commands: paths, config and the open store.

@@ -158,7 +158,7 @@ impl Runtime {
             &self.config,
             &root,
             &allow_paths,
-            &session.id.short(),
+            (&self.paths.data_dir.join("tmp"), &session.id.short()),
             interactive,
         )?;
         let env = ToolEnv {
@@ -174,6 +174,10 @@ impl Runtime {
                 registry: Some(self.paths.shell_registry()),
                 supervisor: self.supervisor.clone(),
                 sandbox: Some(sandbox),
+                hidden_env: [&self.config.providers.openai, &self.config.providers.anthropic]
+                    .into_iter()
+                    .filter_map(|p| p.api_key_env.clone())
+                    .collect(),
                 ..ShellLimits::default()
             },
             reads: Mutex::default(),
@@ -202,13 +206,16 @@ impl Runtime {
 /// the confinement approval and the supervisor use, the roots a command may
 /// write besides the workspace, and the session's temporary directory.
 ///
+/// The temporary directory is `tmp_base/strata-UID/SESSION` (`tmp_base`
+/// is in strata's own data directory, which no other user can enter).
+///
 /// # Errors
 /// [`RuntimeError::Config`]: an unknown mode, or no temporary directory.
 pub fn shell_sandbox(
     config: &Config,
     root: &Path,
     allow_paths: &[PathBuf],
-    session: &str,
+    (tmp_base, session): (&Path, &str),
     interactive: bool,
 ) -> Result<ShellSandbox, RuntimeError> {
     let sandbox = &config.tools.sandbox;
@@ -216,8 +223,7 @@ pub fn shell_sandbox(
         .mode
         .parse()
         .map_err(|e| RuntimeError::Config(format!("[tools.sandbox] mode: {e}")))?;
-    let tmpdir = crate::tools::sandbox::session_tmpdir(&std::env::temp_dir(), session)
-        .map_err(RuntimeError::Config)?;
+    let tmpdir = crate::tools::sandbox::session_tmpdir(tmp_base, session).map_err(RuntimeError::Directory)?;
     let mut writable = crate::tools::sandbox::git_dirs(root);
     writable.extend(allow_paths.iter().cloned());
     writable.extend(sandbox.writable.iter().filter_map(|p| expand_home(p)));
@@ -280,7 +286,8 @@ impl Runtime {
 
     /// Start-up maintenance of the tools: `shell` process groups recorded
     /// as running by a strata that is gone are killed (a backstop to the
-    /// supervisor), and spill files older than seven days are removed.
+    /// supervisor), and spill files and the sessions' shell temporary
+    /// directories older than seven days are removed.
     /// Failures are logged, never fatal.
     pub fn tidy_tools(&self) {
         let killed = crate::tools::sweep::sweep(&self.paths.shell_registry());
@@ -288,6 +295,17 @@ impl Runtime {
             tracing::warn!(
                 groups = killed,
                 "shell commands left by a strata that died were killed"
+            );
+        }
+        let tmp = crate::tools::sandbox::remove_old_tmpdirs(
+            &self.paths.data_dir.join("tmp"),
+            crate::tools::spill::SPILL_MAX_AGE,
+            std::time::SystemTime::now(),
+        );
+        if tmp > 0 {
+            tracing::info!(
+                dirs = tmp,
+                "sessions' shell temporary directories older than seven days removed"
             );
         }
         let removed = crate::tools::spill::remove_older_than(

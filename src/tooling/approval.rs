@@ -328,6 +328,11 @@ pub fn decide_in(
     if unchanging || rules.allow.iter().chain(grants).any(|r| r.allows(name, command)) {
         return Verdict::Run;
     }
+    let word = if policy == Policy::Sandboxed {
+        "sandboxed (headless, only sandboxed shell commands without the network run)"
+    } else {
+        "read-only"
+    };
     let policy = match policy {
         Policy::Sandboxed if sandbox.sandboxed_offline(name, arguments) => Policy::All,
         Policy::Sandboxed if sandbox.interactive => Policy::Ask,
@@ -338,14 +343,15 @@ pub fn decide_in(
         Policy::All => Verdict::Run,
         Policy::Ask | Policy::Sandboxed => Verdict::Ask,
         Policy::ReadOnly if command.is_some_and(chains) => Verdict::Deny {
-            reason: "approval is read-only, and this command chains commands or redirects output \
-                     (;, &, |, >, a backtick, $( or a newline), which command-prefix rules never allow; \
-                     to allow it, run with --approve all"
-                .to_owned(),
+            reason: format!(
+                "approval is {word}, and this command chains commands or redirects output \
+                 (;, &, |, >, a backtick, $( or a newline), which command-prefix rules never allow; \
+                 to allow it, run with --approve all"
+            ),
         },
         Policy::ReadOnly if let Some(credential) = sensitive_read(name, arguments) => Verdict::Deny {
             reason: format!(
-                "approval is read-only, and this file looks like {}, which is read only when the user allows it; \
+                "approval is {word}, and this file looks like {}, which is read only when the user allows it; \
                  to allow it, run with --approve all",
                 credential.describe()
             ),
@@ -359,7 +365,7 @@ pub fn decide_in(
             };
             Verdict::Deny {
                 reason: format!(
-                    "approval is read-only, so {name} calls do not run; to allow them, run with \
+                    "approval is {word}, so {name} calls do not run; to allow them, run with \
                      --approve all or add \"{example}\" to [tools] allow"
                 ),
             }
@@ -945,18 +951,21 @@ mod tests {
             Verdict::Ask
         );
         let headless = confined(false);
-        assert!(matches!(
-            decide_in(
-                Access::Write,
-                "edit_file",
-                &edit,
-                Policy::Sandboxed,
-                &none,
-                &[],
-                &headless
-            ),
-            Verdict::Deny { .. }
-        ));
+        let Verdict::Deny { reason } = decide_in(
+            Access::Write,
+            "edit_file",
+            &edit,
+            Policy::Sandboxed,
+            &none,
+            &[],
+            &headless,
+        ) else {
+            panic!("headless sandboxed denies an edit");
+        };
+        assert!(
+            reason.starts_with("approval is sandboxed (headless, only sandboxed shell commands"),
+            "{reason}"
+        );
         assert_eq!(
             decide_in(
                 Access::ReadOnly,

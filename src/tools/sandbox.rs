@@ -308,6 +308,12 @@ pub fn session_tmpdir(base: &Path, session: &str) -> Result<PathBuf, String> {
     use std::os::unix::fs::{DirBuilderExt, MetadataExt, PermissionsExt};
     let uid = std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(0);
     let mine = base.join(format!("strata-{uid}"));
+    if !base.exists() {
+        let _ = std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(base);
+    }
     let fail = |e: std::io::Error, dir: &Path| {
         format!(
             "the shell's temporary directory {} could not be made ({e}); check that {} is writable",
@@ -334,6 +340,35 @@ pub fn session_tmpdir(base: &Path, session: &str) -> Result<PathBuf, String> {
         .create(&dir)
         .map_err(|e| fail(e, &dir))?;
     Ok(dir)
+}
+
+/// Removes the sessions' temporary directories under `base` (made by
+/// [`session_tmpdir`]) not changed for `max_age` at `now`, with what is in
+/// them; returns how many went. Errors are skipped.
+pub fn remove_old_tmpdirs(base: &Path, max_age: std::time::Duration, now: std::time::SystemTime) -> usize {
+    let uid = {
+        use std::os::unix::fs::MetadataExt;
+        std::fs::metadata("/proc/self").map(|m| m.uid()).unwrap_or(0)
+    };
+    let Ok(sessions) = std::fs::read_dir(base.join(format!("strata-{uid}"))) else {
+        return 0;
+    };
+    let mut removed = 0;
+    for session in sessions.flatten() {
+        let old = session
+            .metadata()
+            .ok()
+            .and_then(|m| m.modified().ok())
+            .and_then(|m| now.duration_since(m).ok())
+            .is_some_and(|age| age > max_age);
+        if old
+            && session.file_type().is_ok_and(|t| t.is_dir())
+            && std::fs::remove_dir_all(session.path()).is_ok()
+        {
+            removed += 1;
+        }
+    }
+    removed
 }
 
 /// The git directory of the repository at `root` that git writes outside

@@ -173,9 +173,13 @@ pub async fn run(env: &ToolEnv, tool_call_id: &str, args: &Value, progress: Prog
     let report = group.report();
     let ending = ended.map_or(Ending::Lost, |(ending, _)| ending);
     let mut output = finish(capture.finish(), &ending, &report, timeout_s, &env.shell);
-    output.sandbox = sandbox.map(|(s, call)| crate::tooling::sandbox::RanIn {
-        label: s.confinement.label(call),
-        network: call.network,
+    output.sandbox = sandbox.map(|(s, call)| {
+        let label = s.confinement.label(call);
+        crate::tooling::sandbox::RanIn {
+            label,
+            // Outside the sandbox nothing holds the network back.
+            network: call.network || label == crate::tooling::sandbox::Label::Off,
+        }
     });
     output
 }
@@ -291,7 +295,13 @@ fn start(
     };
     cmd.current_dir(&env.root)
         .env_clear()
-        .envs(sandbox_env(command_env(std::env::vars_os()), sandbox))
+        .envs(sandbox_env(
+            command_env(
+                std::env::vars_os()
+                    .filter(|(name, _)| !env.shell.hidden_env.iter().any(|h| name == h.as_str())),
+            ),
+            sandbox,
+        ))
         .stdout(writer.try_clone()?)
         .stderr(writer);
     let child = cmd.spawn()?;

@@ -149,3 +149,48 @@ async fn approve_sandboxed_runs_a_sandboxed_command_and_denies_an_edit() {
     assert_eq!(statuses, ["ok", "denied", "denied"], "{results:?}");
     assert!(sb.ws().join("made.txt").exists() && !sb.ws().join("w.txt").exists());
 }
+
+/// The variable a provider's key is read from (`api_key_env`) does not
+/// reach a command, whatever its name; a command that ran outside the
+/// sandbox says it had the network.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_providers_key_variable_never_reaches_a_command() {
+    needs_landlock();
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.home.path().join("config.toml"),
+        "[providers.openai]\napi_key_env = \"MY_PROVIDER_CRED\"\n",
+    )
+    .unwrap();
+    let server = one_shell_call(&json!({"command": "env | grep -c PLANTED-CRED || true"})).await;
+    let mut cmd = openai(
+        &sb,
+        &server,
+        &[
+            "chat",
+            "--json",
+            "--new",
+            "--approve",
+            "all",
+            "--sandbox",
+            "off",
+            "go",
+        ],
+    );
+    cmd.env("MY_PROVIDER_CRED", "PLANTED-CRED");
+    let out = run(cmd).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let ev = events(&out);
+    let result = &of_type(&ev, "tool_result")[0];
+    assert_eq!(result["sandbox"], "off", "{result}");
+    assert_eq!(
+        result["network"], true,
+        "outside the sandbox nothing holds it: {result}"
+    );
+    let body = server.requests()[1].json();
+    let text = body["messages"].as_array().unwrap().last().unwrap()["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(text.starts_with("0\n"), "{text}");
+}

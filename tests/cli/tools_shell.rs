@@ -48,6 +48,7 @@ impl Sandbox {
                 supervisor: supervised.then(|| PathBuf::from(STRATA)),
                 registry: Some(data.join("groups")),
                 sandbox: None,
+                hidden_env: Vec::new(),
             },
             reads: Mutex::default(),
             keep_chars: 1_000,

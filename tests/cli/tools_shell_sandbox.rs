@@ -60,6 +60,7 @@ impl Confined {
                     tmpdir: dir.path().join("tmp"),
                     required: true,
                 }),
+                hidden_env: Vec::new(),
             },
             reads: Mutex::default(),
             keep_chars: 50_000,
