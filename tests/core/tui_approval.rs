@@ -321,3 +321,18 @@ fn a_call_leaving_the_sandbox_says_so_and_can_be_allowed_once_only() {
     );
     assert!(app.overlay().is_some());
 }
+
+#[test]
+fn a_command_holding_escapes_and_a_carriage_return_shows_them_as_carets() {
+    let command = "echo ok\u{1b}[8m hidden\rrm -rf ~ \u{202e}txt.sh";
+    let request = ApprovalRequest {
+        call: call("run_9", "shell", json!({ "command": command })),
+        summary: command.into(),
+        detail: command.into(),
+        grant: String::new(),
+        ..long_shell_request()
+    };
+    let screen = screen_of(60, 16, request);
+    assert!(screen.contains("echo ok^[[8m hidden^Mrm -rf ~"), "{screen}");
+    assert!(screen.contains("\\u{202e}txt.sh"), "{screen}");
+}
