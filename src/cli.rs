@@ -34,7 +34,10 @@ pub fn main() -> ExitCode {
                 protect: a.protect.clone(),
             }),
             Err(e) => {
-                eprintln!("strata: {e}; the command did not run.");
+                eprintln!(
+                    "strata: {}; the command did not run.",
+                    output::printable(&e.to_string())
+                );
                 return ExitCode::from(strata::tools::supervisor::SETUP_FAILED);
             }
         };
@@ -85,7 +88,7 @@ pub fn main() -> ExitCode {
                 let line = serde_json::json!({"type": "error", "message": sentence, "exit_code": code});
                 let _ = writeln!(std::io::stdout(), "{line}");
             }
-            eprintln!("strata: {sentence}");
+            eprintln!("strata: {}", output::printable(&sentence));
             ExitCode::from(code)
         }
     }

@@ -61,6 +61,14 @@
 //! 6. **validate** — pairing, alternation, first message and size are
 //!    checked; a violation is [`PrepareError::Invalid`], never sent.
 //!
+//! Tool output reaches the model through [`crate::text::for_model`] when
+//! the request is assembled: colour (SGR) sequences stripped, every other
+//! escape and control shown as `^[`, `^G` and the like, so the model sees
+//! what a command tried to do to a terminal without it costing tokens or
+//! acting anywhere. The store keeps the output as captured. (Sessions from
+//! before this rule see their cached prefix change once, at the first tool
+//! result that held an escape.)
+//!
 //! Tokens: untouched messages cost their cached count; truncated copies are
 //! counted with the counter once per (message, cut) and memo, messages that
 //! lost tool calls on every call (rare); a

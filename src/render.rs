@@ -54,6 +54,7 @@ pub use highlight::{
 };
 pub use stream::{MarkdownStream, StreamStep};
 pub use style::MarkdownTheme;
+pub use wrap::defuse;
 
 use ratatui::style::Style;
 use ratatui::text::Line;

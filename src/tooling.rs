@@ -56,6 +56,24 @@ pub struct Output {
     /// Where the whole output was written already (a handler that streams
     /// it), as a path string.
     pub spilled_to: Option<String>,
+    /// Set when the handler saw binary bytes (see
+    /// [`limits::bytes_look_binary`]): `spilled_to` then holds the raw
+    /// bytes, and `head` only strata's own notes (an exit code line), no
+    /// decoded bytes.
+    pub binary: Option<Binary>,
+    /// Whether the spill file the handler wrote has its lines folded at
+    /// [`limits::Limits::max_line_chars`] (a text spill file).
+    pub folded: bool,
+}
+
+/// What is told of a binary output instead of its bytes.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Binary {
+    /// The real size of the output, bytes.
+    pub bytes: u64,
+    /// Its guessed type as a MIME type (`application/x-executable`,
+    /// `image/png`), `application/octet-stream` when unknown.
+    pub kind: String,
 }
 
 impl Output {

@@ -32,6 +32,8 @@ mod cli_sandbox;
 mod cli_sessions;
 #[path = "cli/cli_tools.rs"]
 mod cli_tools;
+#[path = "cli/cli_tools_bytes.rs"]
+mod cli_tools_bytes;
 #[path = "cli/cli_tools_output.rs"]
 mod cli_tools_output;
 #[path = "cli/cli_turn_parts.rs"]

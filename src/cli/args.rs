@@ -341,6 +341,11 @@ pub struct ExportArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "md")]
     pub format: ExportFormat,
+    /// Write Markdown with control characters and escape sequences as they
+    /// were stored, instead of shown as `^[` (for a file meant for a
+    /// program, never for a terminal).
+    #[arg(long)]
+    pub raw: bool,
 }
 
 #[derive(Debug, Args)]

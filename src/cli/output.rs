@@ -56,26 +56,11 @@ pub fn local_time(ms: i64, zone: &jiff::tz::TimeZone) -> String {
         .unwrap_or_else(|_| "?".to_owned())
 }
 
-/// `text` safe to print on a terminal: control characters other than
-/// newline and tab (escape sequences that could recolour the terminal, set
-/// its title or clear it) are shown as `^X` / `\u{..}` instead of acting.
+/// `text` safe to print on a terminal ([`strata::text::visible`]): escape
+/// sequences that could recolour the terminal, set its title or clear it
+/// show as `^[`, bidi overrides and zero-width characters as `\u{..}`.
 pub fn printable(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(|c| c.is_control() && c != '\n' && c != '\t') {
-        return std::borrow::Cow::Borrowed(text);
-    }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\n' | '\t' => out.push(c),
-            c if (c as u32) < 0x20 => {
-                out.push('^');
-                out.push(char::from(b'@' + c as u8));
-            }
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    std::borrow::Cow::Owned(out)
+    strata::text::visible(text)
 }
 
 #[cfg(test)]

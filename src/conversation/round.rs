@@ -548,21 +548,12 @@ impl Conversation {
                     .unwrap_or_else(|| format!("{spill_dir}/{}.txt", limits::spill_name(&call.id)))
             })
             .collect();
-        // Binary output is not sent: the model reads a line saying where
-        // the whole of it is.
+        // Binary output is not sent: the model reads a line giving its real
+        // size, its guessed type and where the whole of it is.
         let binary: Vec<Option<Output>> = results
             .iter()
             .zip(&paths)
-            .map(|((_, run), path)| {
-                (!run.paged && limits::looks_binary(&run.output.head)).then(|| {
-                    let bytes = run.output.head.len() as u64
-                        + run.output.tail.len() as u64
-                        + run.output.omitted_bytes;
-                    Output::whole(format!(
-                        "[binary output, {bytes} bytes: not shown; the whole output is in {path}]"
-                    ))
-                })
-            })
+            .map(|((_, run), path)| binary_line(&run.output, run.paged, path).map(Output::whole))
             .collect();
         let items: Vec<RoundItem<'_>> = results
             .iter()
@@ -581,17 +572,18 @@ impl Conversation {
         {
             if shown.is_some() {
                 shaped.truncated = true;
-                shaped.spill = if run.output.spilled_to.is_some() {
-                    Spill::Written
-                } else {
-                    Spill::Write
+                shaped.spill = match (&run.output.spilled_to, &run.output.binary) {
+                    (Some(_), _) => Spill::Written,
+                    // The handler could not save the raw bytes; it said so.
+                    (None, Some(_)) => Spill::None,
+                    (None, None) => Spill::Write,
                 };
             }
-            let folded = shaped.spill == Spill::Write && shown.is_none();
+            let folded = shown.is_none() && (shaped.spill == Spill::Write || run.output.folded);
             let spilled_to = match shaped.spill {
                 Spill::None => None,
                 Spill::Write => {
-                    let text = if folded {
+                    let text = if shown.is_none() {
                         limits::fold_lines(&run.output.head, limits.max_line_chars)
                     } else {
                         run.output.head.clone()
@@ -604,10 +596,14 @@ impl Conversation {
                 }
                 Spill::Written => Some(path),
             };
-            let output_chars =
-                u64::try_from(run.output.head.chars().count() + run.output.tail.chars().count())
-                    .unwrap_or(u64::MAX)
-                    .saturating_add(run.output.omitted_bytes);
+            let output_chars = run.output.binary.as_ref().map_or_else(
+                || {
+                    u64::try_from(run.output.head.chars().count() + run.output.tail.chars().count())
+                        .unwrap_or(u64::MAX)
+                        .saturating_add(run.output.omitted_bytes)
+                },
+                |b| b.bytes,
+            );
             let mut text = shaped.text;
             if let Some(path) = spilled_to.as_deref().filter(|p| !text.contains(*p)) {
                 // Only long lines were cut: the marker must still say
@@ -675,4 +671,39 @@ fn running_phase(round: &Round) -> Option<Phase> {
         name: first.runs.name.clone(),
         others: running.count(),
     })
+}
+
+/// The line a binary output is sent as, or `None` for text: the handler's
+/// verdict on the raw bytes ([`Output::binary`], with the real size and a
+/// guessed type, and the handler's own notes such as the exit code after
+/// it), else [`limits::looks_binary`] on the decoded text. Paged results
+/// are never binary.
+fn binary_line(output: &Output, paged: bool, path: &str) -> Option<String> {
+    if paged {
+        return None;
+    }
+    match &output.binary {
+        Some(b) => {
+            let size = crate::text::group_digits(b.bytes);
+            let whole = if output.spilled_to.is_some() {
+                format!("; the whole output, byte for byte, is in {path}")
+            } else {
+                String::new()
+            };
+            let notes = output.head.trim();
+            let sep = if notes.is_empty() { "" } else { "\n" };
+            Some(format!(
+                "[binary output ({}), {size} bytes: not shown{whole}]{sep}{notes}",
+                b.kind
+            ))
+        }
+        None if limits::looks_binary(&output.head) => {
+            let bytes = output.head.len() as u64 + output.tail.len() as u64 + output.omitted_bytes;
+            let size = crate::text::group_digits(bytes);
+            Some(format!(
+                "[binary output, {size} bytes: not shown; the whole output is in {path}]"
+            ))
+        }
+        None => None,
+    }
 }

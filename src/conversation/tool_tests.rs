@@ -497,8 +497,15 @@ fn binary_output_is_spilled_and_not_sent() {
         &mut c,
         &[("bin", "shell", r#"{"command":"head -c 3000 /dev/urandom"}"#)],
     );
+    // A NUL in every four characters: binary (escapes alone never are).
     let noise: String = (0..3_000u32)
-        .map(|i| char::from_u32(i % 32).unwrap_or('\u{FFFD}'))
+        .map(|i| {
+            if i % 4 == 0 {
+                '\0'
+            } else {
+                char::from_u32(32 + i % 90).unwrap_or('?')
+            }
+        })
         .collect();
     let effects = finished(&mut c, "bin", ok(&noise));
     assert!(
@@ -508,7 +515,7 @@ fn binary_output_is_spilled_and_not_sent() {
     );
     let results = saved_results(&effects);
     assert!(
-        results[0].2.starts_with("[binary output, 3000 bytes"),
+        results[0].2.starts_with("[binary output, 3,000 bytes"),
         "{}",
         results[0].2
     );

@@ -198,9 +198,17 @@ pub(crate) fn assemble(work: &mut Work<'_>, input: &PrepareInput<'_>, report_onl
             }
             _ => {
                 after[i] = work.tokens[i];
+                // Tool output as the model reads it: colours stripped,
+                // other escapes visible (counted as stored: the two differ
+                // by a few characters a sequence).
+                let content = if m.role == Role::Tool {
+                    copy(&crate::text::for_model(text))
+                } else {
+                    copy(text)
+                };
                 out.push(RequestMessage {
                     role: m.role,
-                    content: copy(text),
+                    content,
                     tool_calls: kept_calls(m, kept[i].as_ref()),
                     tool_call_id: m.tool_call_id.clone(),
                 });

@@ -19,29 +19,18 @@ pub(crate) type Seg = (Style, String);
 /// Spaces a tab becomes (its column cannot be known before wrapping).
 const TAB: &str = "    ";
 
-/// `text` with control characters made visible instead of acted on: C0
-/// controls as `^X` (ESC as `^[`), other controls as `\u{..}`, tabs as four
-/// spaces, carriage returns dropped. Newlines are not expected here (callers
-/// split lines first) and are shown as `^J`.
-pub(crate) fn defuse(text: &str) -> std::borrow::Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
-        return std::borrow::Cow::Borrowed(text);
+/// `text` made visible instead of acted on ([`crate::text::visible`]: ESC
+/// as `^[`, a lone CR as `^M`, bidi overrides as `\u{202e}`), tabs as four
+/// spaces. Newlines are not expected here (callers split lines first) and
+/// are shown as `^J`; a CR at the end is dropped (what splitting a CRLF
+/// line ending at its LF leaves; it hides nothing after it).
+#[must_use]
+pub fn defuse(text: &str) -> std::borrow::Cow<'_, str> {
+    let shown = crate::text::visible(text.strip_suffix('\r').unwrap_or(text));
+    if !shown.contains(['\t', '\n']) {
+        return shown;
     }
-    let mut out = String::with_capacity(text.len() + 8);
-    for c in text.chars() {
-        match c {
-            '\t' => out.push_str(TAB),
-            '\r' => {}
-            c if (c as u32) < 0x20 => {
-                out.push('^');
-                out.push(char::from(b'@' + c as u8));
-            }
-            '\u{7f}' => out.push_str("^?"),
-            c if c.is_control() => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    std::borrow::Cow::Owned(out)
+    std::borrow::Cow::Owned(shown.replace('\t', TAB).replace('\n', "^J"))
 }
 
 /// Display width of `text` in columns, as ratatui counts it.
@@ -244,6 +233,7 @@ mod tests {
     #[test]
     fn escape_sequences_are_shown_not_sent() {
         assert_eq!(defuse("a\u{1b}[31mred\u{7}\tb\r"), "a^[[31mred^G    b");
+        assert_eq!(defuse("ok\rrm -rf ~"), "ok^Mrm -rf ~");
         assert_eq!(defuse("\u{9b}x\u{7f}"), "\\u{9b}x^?");
         assert_eq!(defuse("plain"), "plain");
     }

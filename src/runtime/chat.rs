@@ -108,7 +108,7 @@ enum Wake {
     /// The flush interval passed.
     Tick,
     /// A tool call finished.
-    Tool(Finished),
+    Tool(Box<Finished>),
     /// A running call printed something.
     Progress(ProgressLine),
     /// The user answered an approval.
@@ -413,7 +413,7 @@ impl Runtime {
             let approvals = tools.as_mut().and_then(|t| t.approvals.as_deref_mut());
             let wake = tokio::select! {
                 next = next_event(&mut stream), if stream.is_some() => Wake::Stream(next),
-                Some(done) = running.next(), if !running.is_empty() => Wake::Tool(done),
+                Some(done) = running.next(), if !running.is_empty() => Wake::Tool(Box::new(done)),
                 Some(line) = progress_rx.recv() => Wake::Progress(line),
                 Some(answer) = recv(approvals), if asking.is_some() => Wake::Approval(answer),
                 () = &mut cancel => Wake::Cancel,

@@ -172,8 +172,12 @@ pub struct ApprovalRequest {
     /// What it does.
     pub access: crate::tooling::Access,
     /// What "allow until strata exits" allows (`shell:git status`,
-    /// `edit_file`).
+    /// `edit_file`); empty when no lasting rule is offered (a command no
+    /// prefix rule could match, [`crate::tooling::approval::GrantOffer`]).
     pub grant: String,
+    /// The grant would allow commands that delete or rewrite files: the
+    /// overlay asks for its key twice, with a warning.
+    pub grant_risky: bool,
     /// Why this call asks beyond what it does, one sentence: the rule that
     /// gave an MCP tool its access, where a `memory` note goes, what a
     /// file `read_file` would read looks like; empty when the tool's kind

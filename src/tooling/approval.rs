@@ -438,27 +438,104 @@ pub fn grant_for(name: &str, arguments: &Value) -> Rule {
     Rule::Tool(name.to_owned())
 }
 
-/// See [`grant_for`]. With no plain word at the start (`$(x)`, an empty
-/// command), the whole first line: a rule that allows that line alone, or
-/// nothing when it chains.
+/// See [`grant_for`]: the offer's rule, or (no offer) the whole first
+/// line, a rule that allows that line alone or nothing when it chains.
 fn grant_for_command(command: &str) -> Rule {
-    let first = command.lines().next().unwrap_or_default();
-    let mut words = Vec::with_capacity(2);
-    for word in first.split_whitespace().take(2) {
-        let end = word
-            .find([';', '&', '|', '`', '>', '<', '$', '('])
-            .unwrap_or(word.len());
-        if end > 0 {
-            words.push(&word[..end]);
-        }
-        if end < word.len() {
-            break;
-        }
+    match offer_for_command(command) {
+        GrantOffer::Plain(rule) | GrantOffer::Risky(rule) => rule,
+        GrantOffer::None => Rule::Command(normalise(command.lines().next().unwrap_or_default())),
     }
-    if words.is_empty() {
-        return Rule::Command(normalise(first));
+}
+
+/// What the approval overlay offers as "allow until strata exits".
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum GrantOffer {
+    /// Nothing: no command-prefix rule could ever allow this command (it
+    /// chains, redirects, opens a loop or a group, or starts with no plain
+    /// word), so a lasting rule would only mislead.
+    None,
+    /// The rule ([`grant_for`]), one key.
+    Plain(Rule),
+    /// A rule that would allow commands which delete or rewrite files
+    /// (`rm`, `git clean`, `git reset --hard`, `dd`, `mkfs`, `chmod -R`,
+    /// `chown -R`, `find … -delete`): the overlay asks for a second key
+    /// with a warning.
+    Risky(Rule),
+}
+
+/// Shell words that open a compound command: a prefix rule never matches
+/// what they run.
+const RESERVED: [&str; 15] = [
+    "for", "while", "until", "if", "case", "select", "function", "do", "then", "{", "}", "(", "!", "[[",
+    "time",
+];
+
+/// Command prefixes whose rule allows deleting or rewriting files, as word
+/// lists; a grant is risky when it and one of these could match the same
+/// command (one is a prefix of the other, word by word). `find` is there
+/// whole: `-delete` may come anywhere after it.
+const DESTRUCTIVE: [&[&str]; 8] = [
+    &["rm"],
+    &["git", "clean"],
+    &["git", "reset", "--hard"],
+    &["dd"],
+    &["mkfs"],
+    &["chmod", "-R"],
+    &["chown", "-R"],
+    &["find"],
+];
+
+/// The "allow until strata exits" offer for a call: for `shell`, a prefix
+/// of the command's first two words as the shell splits them (`shlex`,
+/// quotes respected), stopping at the first word that is not plain (quotes,
+/// `$`, globs, escapes); none when a prefix rule could never match the
+/// command (see [`GrantOffer::None`]). For any other tool, its
+/// [`Rule::Tool`].
+#[must_use]
+pub fn grant_offer(name: &str, arguments: &Value) -> GrantOffer {
+    if name == "shell" {
+        return offer_for_command(command_of(name, arguments).unwrap_or_default());
     }
-    Rule::Command(words.join(" "))
+    GrantOffer::Plain(Rule::Tool(name.to_owned()))
+}
+
+fn offer_for_command(command: &str) -> GrantOffer {
+    if chains(command) {
+        return GrantOffer::None;
+    }
+    let Some(words) = shlex::split(command) else {
+        // Unbalanced quotes: the shell would not run it as shown.
+        return GrantOffer::None;
+    };
+    let plain = |w: &str| {
+        !w.is_empty()
+            && !w.contains([
+                '\'', '"', '\\', '$', '*', '?', '[', ']', '{', '}', '(', ')', '<', '~', '#',
+            ])
+    };
+    let raw: Vec<&str> = command
+        .split_whitespace()
+        .take(2)
+        .take_while(|w| plain(w))
+        .collect();
+    // The raw words are the shell's words only while they hold no quotes.
+    if raw.is_empty() || words.first().map(String::as_str) != raw.first().copied() {
+        return GrantOffer::None;
+    }
+    if RESERVED.contains(&raw[0]) {
+        return GrantOffer::None;
+    }
+    let rule = Rule::Command(raw.join(" "));
+    let first = raw[0].split('.').next().unwrap_or(raw[0]);
+    let risky = DESTRUCTIVE.iter().any(|d| {
+        let mut ours = std::iter::once(first).chain(raw[1..].iter().copied());
+        d.iter().zip(ours.by_ref()).all(|(a, b)| *a == b)
+    });
+    if risky {
+        GrantOffer::Risky(rule)
+    } else {
+        GrantOffer::Plain(rule)
+    }
 }
 
 /// Who denied a call.
@@ -574,6 +651,43 @@ mod tests {
         assert!(
             text.starts_with("tool rule '' is empty; write a tool name such as"),
             "{text}"
+        );
+    }
+
+    #[test]
+    fn a_prefix_is_offered_only_where_it_could_match_and_twice_where_it_deletes() {
+        let offer = |c: &str| grant_offer("shell", &shell(c));
+        assert_eq!(offer("for i in 1 2; do echo $i; done"), GrantOffer::None);
+        // `;` in quotes still keeps every prefix rule off it: none is offered.
+        assert_eq!(offer("printf 'a;b' x"), GrantOffer::None);
+        assert_eq!(offer("printf 'a b' x"), GrantOffer::Plain(rule("shell:printf")));
+        assert_eq!(offer("echo 'unbalanced"), GrantOffer::None);
+        assert_eq!(offer("$(x) y"), GrantOffer::None);
+        assert_eq!(
+            offer("git status --short"),
+            GrantOffer::Plain(rule("shell:git status"))
+        );
+        assert_eq!(offer("rm -rf build"), GrantOffer::Risky(rule("shell:rm -rf")));
+        assert_eq!(
+            offer("git reset --hard HEAD"),
+            GrantOffer::Risky(rule("shell:git reset"))
+        );
+        assert_eq!(offer("git reset src"), GrantOffer::Risky(rule("shell:git reset")));
+        assert_eq!(
+            offer("git clean -fdx"),
+            GrantOffer::Risky(rule("shell:git clean"))
+        );
+        assert_eq!(
+            offer("mkfs.ext4 /dev/x"),
+            GrantOffer::Risky(rule("shell:mkfs.ext4 /dev/x"))
+        );
+        assert_eq!(offer("chmod -R 777 ."), GrantOffer::Risky(rule("shell:chmod -R")));
+        assert_eq!(offer("chmod 644 a"), GrantOffer::Plain(rule("shell:chmod 644")));
+        assert_eq!(offer("find . -name x"), GrantOffer::Risky(rule("shell:find .")));
+        assert_eq!(offer("dd if=a of=b"), GrantOffer::Risky(rule("shell:dd if=a")));
+        assert_eq!(
+            grant_offer("edit_file", &json!({})),
+            GrantOffer::Plain(rule("edit_file"))
         );
     }
 
@@ -766,15 +880,12 @@ mod tests {
             rule("shell:cargo test")
         );
         assert_eq!(grant_for("shell", &shell("ls")), rule("shell:ls"));
-        assert_eq!(
-            grant_for("shell", &shell("  git  log -3\nrm x")),
-            rule("shell:git log")
-        );
-        assert_eq!(
-            grant_for("shell", &shell("git status; rm x")),
-            rule("shell:git status")
-        );
-        assert_eq!(grant_for("shell", &shell("make&&rm x")), rule("shell:make"));
+        assert_eq!(grant_for("shell", &shell("  git  log -3")), rule("shell:git log"));
+        // A chained command is offered nothing; its grant allows nothing.
+        for chained in ["  git  log -3\nrm x", "git status; rm x", "make&&rm x"] {
+            assert_eq!(grant_offer("shell", &shell(chained)), GrantOffer::None);
+            assert!(!grant_for("shell", &shell(chained)).allows("shell", Some(chained)));
+        }
         assert_eq!(grant_for("edit_file", &json!({"path": "a"})), rule("edit_file"));
         // Never the whole shell: a command without a plain first word grants that line only.
         let odd = grant_for("shell", &shell("$(curl x)"));

@@ -46,19 +46,38 @@ pub fn fold_lines(text: &str, max_line_chars: usize) -> String {
 }
 
 /// Whether a tool's output is binary rather than text: more than one
-/// character in ten a replacement character (bytes that were not UTF-8) or
-/// a control character other than tab, newline and carriage return, NUL
-/// included (looked at in its first 8,192 characters).
+/// character in ten a NUL or a replacement character (bytes that were not
+/// UTF-8), looked at in its first 8,192 characters. Escape sequences and
+/// other controls never make output binary: they are text a terminal acts
+/// on, shown to the model as `^[` (see [`crate::text::for_model`]).
 #[must_use]
 pub fn looks_binary(text: &str) -> bool {
     let (mut seen, mut odd) = (0usize, 0usize);
     for c in text.chars().take(8_192) {
         seen += 1;
-        if c == '\u{FFFD}' || (c.is_control() && !matches!(c, '\t' | '\n' | '\r')) {
+        if matches!(c, '\u{FFFD}' | '\0') {
             odd += 1;
         }
     }
     seen > 0 && odd * 10 > seen
+}
+
+/// Whether raw bytes are binary rather than text: more than one byte in
+/// ten a NUL or part of an invalid UTF-8 sequence, in the first 8 KiB (a
+/// character cut at that edge is not counted). Escape sequences never make
+/// bytes binary.
+#[must_use]
+pub fn bytes_look_binary(bytes: &[u8]) -> bool {
+    let head = &bytes[..bytes.len().min(8_192)];
+    let mut odd = memchr::memchr_iter(0, head).count();
+    let mut chunks = head.utf8_chunks().peekable();
+    while let Some(chunk) = chunks.next() {
+        // The last invalid run may be a character cut at the 8 KiB edge.
+        if chunks.peek().is_some() || head.len() == bytes.len() {
+            odd += chunk.invalid().len();
+        }
+    }
+    !head.is_empty() && odd * 10 > head.len()
 }
 
 /// The file-name-safe form of a tool call id.
@@ -298,6 +317,21 @@ mod tests {
     use super::*;
 
     #[test]
+    fn binary_bytes_are_told_by_nul_bytes_and_invalid_utf8_only() {
+        assert!(bytes_look_binary(b"\x7fELF\x02\x01\x01\0\0\0\0\0\0\0\0\0"));
+        assert!(bytes_look_binary(&[0xff, 0xfe, 0x80, 0x81, b'a', b'b', b'c']));
+        assert!(!bytes_look_binary("naïve 日本語\n".as_bytes()));
+        assert!(!bytes_look_binary(
+            b"\x1b]0;owned\x07\x1b[2J\x1b[31mred\x1b[0m\r\x08"
+        ));
+        assert!(!bytes_look_binary(b""));
+        // A character cut at the 8 KiB edge is not held against the text.
+        let mut text = "a".repeat(8_191).into_bytes();
+        text.extend_from_slice("日本".as_bytes());
+        assert!(!bytes_look_binary(&text));
+    }
+
+    #[test]
     fn binary_output_is_told_from_text() {
         assert!(looks_binary("PK\u{3}\u{4}\0\0rest"));
         assert!(!looks_binary("héllo \0 world, one NUL in text"));
@@ -305,6 +339,10 @@ mod tests {
         assert!(!looks_binary("plain text\twith tabs\r\nand lines\n"));
         assert!(!looks_binary("naïve 日本語 ünïcødé"));
         assert!(!looks_binary(""));
+        // A short, control-heavy output is text (52 bytes, most of them escapes).
+        assert!(!looks_binary(
+            "\u{1b}]0;owned\u{7}\u{1b}[2J\u{1b}[H\u{1b}[31m\u{1b}[1m\u{1b}[0mhi\u{1b}[K\u{8}\u{8}"
+        ));
     }
 
     #[test]
@@ -482,6 +520,7 @@ mod tests {
             omitted_bytes: 1_000_000,
             omitted_lines: 20_000,
             spilled_to: Some("spill/s1/streamed.txt".into()),
+            ..Output::default()
         };
         let shaped = shape_round(&[item(&out, false, "c1")], 128_000, &Limits::DEFAULT);
         assert_eq!(shaped[0].spill, Spill::Written);

@@ -10,11 +10,17 @@
 //! [`Output`] the limits stage cuts (DESIGN §15).
 //!
 //! Bytes are decoded as UTF-8 at the end, invalid sequences replaced
-//! lossily (U+FFFD); the spill file holds the raw bytes. Writes to the spill
-//! file are plain blocking writes of at most one read's worth of bytes (the
-//! page cache takes them at once).
+//! lossily (U+FFFD). Binary bytes ([`bytes_look_binary`], told from the
+//! first bytes) are never decoded: the spill file holds them raw, written
+//! at the end when the stream stayed small, and the output says only their
+//! real size and guessed type. A text spill file has its lines folded at
+//! `fold_at` characters as it is written (a newline inserted, nothing
+//! removed), so `read_file`, which cuts long lines, reaches every
+//! character. Writes to the spill file are plain blocking writes of at most
+//! one read's worth of bytes (the page cache takes them at once).
 
-use crate::tooling::Output;
+use crate::tooling::limits::bytes_look_binary;
+use crate::tooling::{Binary, Output};
 use std::fs::{DirBuilder, File, OpenOptions, Permissions};
 use std::io::{self, Write};
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
@@ -28,6 +34,7 @@ const MAX_CHAR_BYTES: usize = 4;
 #[derive(Debug)]
 pub struct Capture {
     keep_chars: usize,
+    fold_at: usize,
     spill_path: PathBuf,
     total_bytes: u64,
     total_newlines: u64,
@@ -57,6 +64,12 @@ struct Spilled {
     file: Option<File>,
     /// Why the spill file is incomplete.
     error: Option<io::Error>,
+    /// Set for a binary stream: its guessed type. Text is folded instead.
+    binary: Option<String>,
+    /// Characters of the current line in the spill file (text only).
+    column: usize,
+    /// Fold lines at this many characters (text only).
+    fold_at: usize,
 }
 
 /// What a finished capture gives.
@@ -73,12 +86,15 @@ pub struct Captured {
 }
 
 impl Capture {
-    /// A capture that keeps `keep_chars` characters of each end (at least
-    /// 1) and spills to `spill_path` (see [`crate::tools::spill_path`]).
+    /// A capture that keeps `keep_chars` characters of each end and spills
+    /// to `spill_path` (see [`crate::tools::spill_path`]), text lines
+    /// folded at `fold_at` characters (the limits' `max_line_chars`); both
+    /// are at least one.
     #[must_use]
-    pub fn new(spill_path: PathBuf, keep_chars: usize) -> Self {
+    pub fn new(spill_path: PathBuf, keep_chars: usize, fold_at: usize) -> Self {
         Self {
             keep_chars: keep_chars.max(1),
+            fold_at: fold_at.max(1),
             spill_path,
             total_bytes: 0,
             total_newlines: 0,
@@ -163,6 +179,27 @@ impl Capture {
     pub fn finish(self) -> Captured {
         let total_bytes = self.total_bytes;
         match self.state {
+            State::Whole(bytes) if bytes_look_binary(&bytes) => {
+                let written = create_spill_file(&self.spill_path).and_then(|mut f| {
+                    f.write_all(&bytes)?;
+                    f.flush()
+                });
+                let spill_error = written.err();
+                Captured {
+                    output: Output {
+                        spilled_to: spill_error
+                            .is_none()
+                            .then(|| self.spill_path.to_string_lossy().into_owned()),
+                        binary: Some(Binary {
+                            bytes: total_bytes,
+                            kind: guess_type(&bytes),
+                        }),
+                        ..Output::default()
+                    },
+                    total_bytes,
+                    spill_error,
+                }
+            }
             State::Whole(bytes) => Captured {
                 output: Output::whole(String::from_utf8_lossy(&bytes).into_owned()),
                 total_bytes,
@@ -176,6 +213,8 @@ impl Capture {
                     tail,
                     file,
                     mut error,
+                    binary,
+                    ..
                 } = *s;
                 if let Some(mut file) = file
                     && let Err(e) = file.flush()
@@ -194,6 +233,20 @@ impl Capture {
                 let spilled_to = error
                     .is_none()
                     .then(|| self.spill_path.to_string_lossy().into_owned());
+                if let Some(kind) = binary {
+                    return Captured {
+                        output: Output {
+                            spilled_to,
+                            binary: Some(Binary {
+                                bytes: total_bytes,
+                                kind,
+                            }),
+                            ..Output::default()
+                        },
+                        total_bytes,
+                        spill_error: error,
+                    };
+                }
                 Captured {
                     output: Output {
                         head,
@@ -201,6 +254,8 @@ impl Capture {
                         omitted_bytes,
                         omitted_lines,
                         spilled_to,
+                        binary: None,
+                        folded: true,
                     },
                     total_bytes,
                     spill_error: error,
@@ -228,6 +283,9 @@ impl Capture {
             tail: Vec::with_capacity(3 * self.tail_keep()),
             file: None,
             error: None,
+            binary: bytes_look_binary(bytes).then(|| guess_type(bytes)),
+            column: 0,
+            fold_at: self.fold_at,
         };
         match create_spill_file(&self.spill_path) {
             Ok(file) => spilled.file = Some(file),
@@ -240,10 +298,33 @@ impl Capture {
 }
 
 impl Spilled {
+    /// Writes `chunk` to the spill file: as it is when binary, else with a
+    /// newline inserted before the character that would make a line longer
+    /// than `fold_at` characters (a character starts at each byte that is
+    /// not a UTF-8 continuation byte, so a chunk may end inside one).
     fn write(&mut self, chunk: &[u8]) {
-        if let Some(file) = &mut self.file
-            && let Err(e) = file.write_all(chunk)
-        {
+        let Some(file) = &mut self.file else {
+            return;
+        };
+        let written = if self.binary.is_some() {
+            file.write_all(chunk)
+        } else {
+            let mut out = Vec::with_capacity(chunk.len() + chunk.len() / self.fold_at + 1);
+            for &b in chunk {
+                if b == b'\n' {
+                    self.column = 0;
+                } else if b & 0xc0 != 0x80 {
+                    if self.column == self.fold_at {
+                        out.push(b'\n');
+                        self.column = 0;
+                    }
+                    self.column += 1;
+                }
+                out.push(b);
+            }
+            file.write_all(&out)
+        };
+        if let Err(e) = written {
             self.error = Some(e);
             self.file = None;
         }
@@ -261,6 +342,14 @@ impl Spilled {
             self.tail.truncate(keep);
         }
     }
+}
+
+/// The MIME type of `bytes` guessed from their magic numbers (`infer`),
+/// `application/octet-stream` when unknown.
+fn guess_type(bytes: &[u8]) -> String {
+    infer::get(bytes)
+        .map_or("application/octet-stream", |t| t.mime_type())
+        .to_owned()
 }
 
 /// Creates the spill file (0600) and its directory (0700) when missing.
@@ -334,7 +423,7 @@ mod tests {
     use super::*;
 
     fn capture(dir: &Path, keep: usize) -> Capture {
-        Capture::new(dir.join("spill/call_1.txt"), keep)
+        Capture::new(dir.join("spill/call_1.txt"), keep, 2_000)
     }
 
     /// The stream pushed in chunks of `step` bytes.

@@ -125,7 +125,11 @@ pub async fn run(env: &ToolEnv, tool_call_id: &str, args: &Value, progress: Prog
             ));
         }
     };
-    let mut capture = Capture::new(spill_path(env, tool_call_id), env.keep_chars);
+    let mut capture = Capture::new(
+        spill_path(env, tool_call_id),
+        env.keep_chars,
+        crate::tooling::limits::Limits::DEFAULT.max_line_chars,
+    );
     let mut buf = vec![0; READ_CHUNK];
     let deadline = Instant::now() + Duration::from_secs(timeout_s);
     let mut reported: Option<Instant> = None;
@@ -505,7 +509,7 @@ fn finish(
     };
     if total_bytes == 0 {
         text.push_str("(no output)\n");
-    } else if !text.ends_with('\n') {
+    } else if !text.ends_with('\n') && output.binary.is_none() {
         text.push('\n');
     }
     text.push_str(&last);

@@ -109,17 +109,20 @@ pub fn wrapped_rows(line: &str, max: usize) -> usize {
     n
 }
 
+/// Whether [`expand`] changes `line`: a tab, a control character or an
+/// invisible one.
 fn has_tab_or_cr(line: &str) -> bool {
-    memchr::memchr2(b'\t', b'\r', line.as_bytes()).is_some()
+    let bytes = line.as_bytes();
+    if bytes.iter().all(|&b| (0x20..0x7f).contains(&b)) {
+        return false;
+    }
+    memchr::memchr(b'\t', bytes).is_some() || line.chars().any(crate::text::needs_showing)
 }
 
-/// `line` with tabs as four spaces and carriage returns dropped.
+/// `line` made visible ([`crate::text::visible`]: ESC as `^[`, a lone CR
+/// as `^M`) with tabs as four spaces.
 fn expand(line: &str) -> std::borrow::Cow<'_, str> {
-    if has_tab_or_cr(line) {
-        std::borrow::Cow::Owned(line.replace('\t', "    ").replace('\r', ""))
-    } else {
-        std::borrow::Cow::Borrowed(line)
-    }
+    crate::render::defuse(line)
 }
 
 /// Hands each row of one logical line (tabs expanded, no `\n`) to `emit`,

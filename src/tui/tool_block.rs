@@ -434,7 +434,7 @@ fn layout(inputs: &Inputs<'_>, live: Option<&LiveCall>, key: &Key, hint: Option<
             _ => None,
         };
         if let Some(text) = line {
-            let text = crate::text::strip_terminal_controls(&text, false);
+            let text = crate::render::defuse(&text);
             lines.push(gutter(Line::styled(
                 fmt::cut(&text, usize::from(body_width)),
                 theme::dim(),

@@ -235,7 +235,11 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
                 format!("waiting for the first token {}", elapsed(app.now_ms, *since))
             }
             Some((Phase::Retrying { attempt, max, reason }, since)) => {
-                format!("retry {attempt}/{max} {} · {reason}", elapsed(app.now_ms, *since))
+                format!(
+                    "retry {attempt}/{max} {} · {}",
+                    elapsed(app.now_ms, *since),
+                    crate::render::defuse(reason)
+                )
             }
             Some((Phase::RunningTool { name, others }, since)) => {
                 let more = if *others > 0 {
@@ -262,7 +266,10 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
     let draft = app.draft();
     if let Some(n) = &app.notice {
         let style = if n.error { theme::error() } else { theme::status() };
-        spans.push(Span::styled(format!("· {} ", n.text), style));
+        spans.push(Span::styled(
+            format!("· {} ", crate::render::defuse(&n.text)),
+            style,
+        ));
     } else if let Some(p) = &app.progress {
         spans.push(Span::raw(format!("· {p} ")));
     } else if draft.starts_with('/') && app.slash_menu().is_none() {

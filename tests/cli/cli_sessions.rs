@@ -484,3 +484,27 @@ fn errors_under_json_are_json_on_stdout_once_and_a_sentence_on_stderr() {
     let out = sb.run(&["show", "ffffffff"]);
     assert!(out.stdout.is_empty());
 }
+
+#[test]
+fn export_shows_escape_sequences_unless_raw_and_show_does_the_same() {
+    let sb = Sandbox::new();
+    let id = sb.import(
+        r#"[
+  {"role": "user", "content": "run it"},
+  {"role": "assistant", "content": null, "tool_calls": [
+    {"id": "call_1", "type": "function", "function": {"name": "shell", "arguments": "{\"command\":\"cat notes\"}"}}]},
+  {"role": "tool", "tool_call_id": "call_1", "content": "\u001b]0;owned\u0007\u001b[2Jdone \u202eevil\u009b1m"}
+]"#,
+    );
+    for args in [&["export", &id, "--format", "md"][..], &["show", &id][..]] {
+        let out = sb.ok(args);
+        assert!(!out.contains('\u{1b}'), "no ESC byte from {args:?}: {out:?}");
+        assert!(!out.contains('\u{9b}') && !out.contains('\u{202e}'), "{out:?}");
+        assert!(
+            out.contains("^[]0;owned^G^[[2Jdone \\u{202e}evil\\u{9b}1m"),
+            "{out}"
+        );
+    }
+    let raw = sb.ok(&["export", &id, "--format", "md", "--raw"]);
+    assert!(raw.contains("\u{1b}]0;owned\u{7}\u{1b}[2Jdone"), "{raw:?}");
+}

@@ -36,6 +36,7 @@ fn long_shell_request() -> ApprovalRequest {
         why: String::new(),
         sandbox: None,
         leaves_sandbox: false,
+        grant_risky: false,
     }
 }
 
@@ -312,6 +313,7 @@ fn an_mcp_tool_is_described_as_running_in_its_server_not_as_a_shell_command() {
         why: String::new(),
         sandbox: None,
         leaves_sandbox: false,
+        grant_risky: false,
     };
     let screen = screen_of(120, 36, request);
     assert!(screen.contains("runs in its MCP server"), "{screen}");
@@ -333,6 +335,7 @@ fn a_call_leaving_the_sandbox_says_so_and_can_be_allowed_once_only() {
         why: String::new(),
         sandbox: Some("runs outside the sandbox: needs docker".into()),
         leaves_sandbox: true,
+        grant_risky: false,
     };
     let mut app = asking(80, 20, request);
     let screen = draw(&app, 80, 20);
@@ -350,4 +353,74 @@ fn a_call_leaving_the_sandbox_says_so_and_can_be_allowed_once_only() {
         "{effects:?}"
     );
     assert!(app.overlay().is_some());
+}
+
+#[test]
+fn a_command_holding_escapes_and_a_carriage_return_shows_them_as_carets() {
+    let command = "echo ok\u{1b}[8m hidden\rrm -rf ~ \u{202e}txt.sh";
+    let request = ApprovalRequest {
+        call: call("run_9", "shell", json!({ "command": command })),
+        summary: command.into(),
+        detail: command.into(),
+        grant: String::new(),
+        ..long_shell_request()
+    };
+    let screen = screen_of(60, 16, request);
+    assert!(screen.contains("echo ok^[[8m hidden^Mrm -rf ~"), "{screen}");
+    assert!(screen.contains("\\u{202e}txt.sh"), "{screen}");
+}
+
+/// A shell request for `command` with the grant the service offers.
+fn offered(command: &str) -> ApprovalRequest {
+    use strata::tooling::approval::{GrantOffer, grant_offer};
+    let args = json!({ "command": command });
+    let offer = grant_offer("shell", &args);
+    ApprovalRequest {
+        call: call("run_5", "shell", args),
+        summary: command.into(),
+        detail: command.into(),
+        grant: match &offer {
+            GrantOffer::None => String::new(),
+            GrantOffer::Plain(r) | GrantOffer::Risky(r) => r.to_string(),
+        },
+        grant_risky: matches!(offer, GrantOffer::Risky(_)),
+        ..long_shell_request()
+    }
+}
+
+fn approved(effects: &[Effect]) -> bool {
+    effects.iter().any(|e| matches!(e, Effect::Approve(_)))
+}
+
+#[test]
+fn a_loop_is_offered_no_prefix_rule_and_a_deleting_prefix_takes_a_second_key() {
+    let mut app = asking(80, 20, offered("for i in 1 2 3; do echo $i; done"));
+    let screen = draw(&app, 80, 20);
+    assert!(!screen.contains("until strata exits"), "{screen}");
+    assert!(screen.contains("no lasting rule"), "{screen}");
+    assert!(!approved(&app.handle(key(KeyCode::Char('a')))));
+    assert!(app.overlay().is_some());
+
+    let mut app = asking(80, 20, offered("rm -rf build"));
+    let screen = draw(&app, 80, 20);
+    assert!(
+        screen.contains("allow shell:rm -rf until strata exits (asks twice)"),
+        "{screen}"
+    );
+    assert!(
+        !approved(&app.handle(key(KeyCode::Char('a')))),
+        "the first `a` only warns"
+    );
+    let screen = draw(&app, 80, 20);
+    assert!(screen.contains("may delete or rewrite files"), "{screen}");
+    assert!(
+        approved(&app.handle(key(KeyCode::Char('a')))),
+        "the second allows"
+    );
+
+    let mut app = asking(80, 20, offered("git status --short"));
+    assert!(
+        approved(&app.handle(key(KeyCode::Char('a')))),
+        "a plain prefix takes one key"
+    );
 }

@@ -235,6 +235,7 @@ fn the_approval_of_an_mcp_tool_says_which_rule_made_it_ask() {
         why: "Approved like shell because the MCP server `bad` is not trusted for its annotations (it says readOnlyHint: true); set [mcp.servers.bad] trust_annotations = true to believe them.".into(),
         sandbox: None,
         leaves_sandbox: false,
+        grant_risky: false,
     };
     let app = asking(100, 30, request);
     let screen = draw(&app, 100, 30);

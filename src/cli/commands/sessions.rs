@@ -155,8 +155,13 @@ pub fn export(env: &Env, args: &ExportArgs) -> anyhow::Result<()> {
     match args.format {
         ExportFormat::Json => print_json(&export_json(&session, prompt.as_ref(), &messages)),
         ExportFormat::Md => {
+            let text = export_markdown(&session, prompt.as_ref(), &messages);
             let mut out = std::io::stdout().lock();
-            write!(out, "{}", export_markdown(&session, prompt.as_ref(), &messages))?;
+            if args.raw {
+                write!(out, "{text}")?;
+            } else {
+                write!(out, "{}", printable(&text))?;
+            }
             Ok(())
         }
     }

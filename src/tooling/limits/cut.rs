@@ -362,6 +362,7 @@ mod tests {
             omitted_bytes: middle.len() as u64,
             omitted_lines: newlines(&middle),
             spilled_to: None,
+            ..Output::default()
         }
     }
 
@@ -478,6 +479,7 @@ mod tests {
             omitted_bytes: 5,
             omitted_lines: 1,
             spilled_to: Some(PATH.into()),
+            ..Output::default()
         };
         let c = cut(&out, &Limits::DEFAULT, PATH);
         assert!(c.truncated);

@@ -135,7 +135,12 @@ impl App {
                 'y' | 'a' if !seen => Answered::Unseen,
                 'y' => Answered::Answer(Approval::Once),
                 // Leaving the sandbox is allowed once at a time.
-                'a' if prompt.request.leaves_sandbox => Answered::Nothing,
+                'a' if prompt.request.leaves_sandbox || prompt.request.grant.is_empty() => Answered::Nothing,
+                // A rule that may delete files takes a second `a`.
+                'a' if prompt.request.grant_risky && !prompt.confirming => {
+                    prompt.confirming = true;
+                    Answered::Nothing
+                }
                 'a' => Answered::Answer(Approval::UntilExit),
                 'n' => {
                     prompt.reason = Some(String::new());

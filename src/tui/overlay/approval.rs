@@ -88,6 +88,9 @@ pub struct ApprovalPrompt {
     pub request: ApprovalRequest,
     /// The reason being typed after `n` (`None`: the choices are shown).
     pub reason: Option<String>,
+    /// `a` was pressed once for a risky grant: the warning shows and a
+    /// second `a` allows.
+    pub confirming: bool,
     /// Scroll position and layout of the detail.
     pub pager: Pager,
     /// The detail's heading: its lead (`── edit of `) and the path it
@@ -103,6 +106,7 @@ impl ApprovalPrompt {
         Self {
             request,
             reason: None,
+            confirming: false,
             pager: Pager::default(),
             heading,
         }
@@ -336,6 +340,22 @@ fn choice_lines(p: &ApprovalPrompt, compact: bool, width: u16) -> Vec<Line<'stat
             Span::styled("n", theme::title()),
             Span::raw(" deny"),
         ])],
+        (None, true) if p.request.grant.is_empty() => vec![Line::from(vec![
+            Span::styled("y", theme::title()),
+            Span::raw(" once · "),
+            Span::styled("n", theme::title()),
+            Span::raw(" deny"),
+        ])],
+        (None, true) if p.confirming => vec![Line::from(vec![
+            Span::styled("a", theme::title()),
+            Span::styled(
+                fmt::cut(
+                    &format!(" again: {} may delete files", p.request.grant),
+                    usize::from(width).saturating_sub(1),
+                ),
+                theme::warning(),
+            ),
+        ])],
         (None, true) => vec![compact_choices(&p.request.grant, width)],
         (None, false) if p.request.leaves_sandbox => vec![
             Line::from(vec![
@@ -355,12 +375,7 @@ fn choice_lines(p: &ApprovalPrompt, compact: bool, width: u16) -> Vec<Line<'stat
         ],
         (None, false) => vec![
             Line::from(vec![key("y"), Span::raw("allow once")]),
-            Line::from(vec![
-                key("a"),
-                Span::raw("allow "),
-                Span::styled(p.request.grant.clone(), theme::title()),
-                Span::raw(" until strata exits"),
-            ]),
+            grant_line(p, key("a")),
             Line::from(vec![
                 key("n"),
                 Span::raw("deny, with a reason for the model   "),
@@ -379,6 +394,38 @@ fn choice_lines(p: &ApprovalPrompt, compact: bool, width: u16) -> Vec<Line<'stat
             ]),
         ],
     }
+}
+
+/// The `a` choice: the lasting rule it allows; for a risky one, that it
+/// asks twice, and after one `a` the warning; for a command no prefix
+/// rule could match, why there is none.
+fn grant_line(p: &ApprovalPrompt, key: Span<'static>) -> Line<'static> {
+    let r = &p.request;
+    if r.grant.is_empty() {
+        return Line::styled(
+            "     (no lasting rule: a command prefix never matches this command)",
+            theme::dim(),
+        );
+    }
+    if p.confirming {
+        return Line::from(vec![
+            key,
+            Span::styled(
+                format!("again: {} may delete or rewrite files", r.grant),
+                theme::warning(),
+            ),
+        ]);
+    }
+    let mut spans = vec![
+        key,
+        Span::raw("allow "),
+        Span::styled(r.grant.clone(), theme::title()),
+        Span::raw(" until strata exits"),
+    ];
+    if r.grant_risky {
+        spans.push(Span::styled(" (asks twice)", theme::dim()));
+    }
+    Line::from(spans)
 }
 
 /// The choices on one line: the longest wording that fits `width` (what

@@ -114,6 +114,7 @@ pub fn shell_request() -> ApprovalRequest {
         why: String::new(),
         sandbox: None,
         leaves_sandbox: false,
+        grant_risky: false,
     }
 }
 
@@ -129,6 +130,7 @@ pub fn edit_request() -> ApprovalRequest {
         why: String::new(),
         sandbox: None,
         leaves_sandbox: false,
+        grant_risky: false,
     }
 }
 

@@ -26,12 +26,10 @@ pub enum McpAction {
     Decline,
 }
 
-/// `text` with control characters shown as `?` (a `.mcp.json` is the
-/// workspace's, not the user's: its text must not drive the terminal).
+/// `text` shown, not acted on (a `.mcp.json` is the workspace's, not the
+/// user's: its text must not drive the terminal).
 fn printable(text: &str) -> String {
-    text.chars()
-        .map(|c| if c.is_control() { '?' } else { c })
-        .collect()
+    crate::text::visible(text).into_owned()
 }
 
 impl SessionService {

@@ -404,12 +404,17 @@ impl SessionService {
             Some(leave) => leave.describe(),
             None => c.describe(c.for_call(arguments)),
         });
+        let offer = approval::grant_offer(&call.name, arguments);
         ApprovalRequest {
             call: call.clone(),
             summary: schema::summary(&call.name, arguments),
             detail,
             access,
-            grant: approval::grant_for(&call.name, arguments).to_string(),
+            grant: match &offer {
+                approval::GrantOffer::None => String::new(),
+                approval::GrantOffer::Plain(rule) | approval::GrantOffer::Risky(rule) => rule.to_string(),
+            },
+            grant_risky: matches!(offer, approval::GrantOffer::Risky(_)),
             why,
             sandbox,
             leaves_sandbox: leave.is_some(),
