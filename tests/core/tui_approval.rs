@@ -355,6 +355,30 @@ fn a_call_leaving_the_sandbox_says_so_and_can_be_allowed_once_only() {
     assert!(app.overlay().is_some());
 }
 
+/// A call that asks only for the network still runs in the sandbox, and
+/// its one choice says so.
+#[test]
+fn a_call_asking_for_the_network_is_allowed_once_with_the_network() {
+    let request = ApprovalRequest {
+        call: call(
+            "run_10",
+            "shell",
+            json!({ "command": "cargo fetch", "network": true, "reason": "fetch crates" }),
+        ),
+        summary: "cargo fetch".into(),
+        detail: "cargo fetch".into(),
+        access: Access::Run,
+        grant: "shell:cargo fetch".into(),
+        why: String::new(),
+        sandbox: Some("uses the network (outside the sandbox's network rule): fetch crates".into()),
+        leaves_sandbox: true,
+        grant_risky: false,
+    };
+    let screen = draw(&asking(80, 20, request), 80, 20);
+    assert!(screen.contains("allow once, with the network"), "{screen}");
+    assert!(!screen.contains("outside the sandbox ·"), "{screen}");
+}
+
 #[test]
 fn a_command_holding_escapes_and_a_carriage_return_shows_them_as_carets() {
     let command = "echo ok\u{1b}[8m hidden\rrm -rf ~ \u{202e}txt.sh";

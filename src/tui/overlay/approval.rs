@@ -330,11 +330,22 @@ fn choice_lines(p: &ApprovalPrompt, compact: bool, width: u16) -> Vec<Line<'stat
             Span::styled("▏", theme::dim()),
         ])
     };
+    // A call that only asks for the network still runs in the sandbox.
+    let network_only = p
+        .request
+        .sandbox
+        .as_deref()
+        .is_some_and(|s| s.starts_with("uses the network"));
+    let once = if network_only {
+        "once, with the network"
+    } else {
+        "once, outside the sandbox"
+    };
     match (&p.reason, compact) {
         (None, true) if p.request.leaves_sandbox => vec![Line::from(vec![
             Span::styled("y", theme::title()),
             Span::raw(fmt::cut(
-                " once, outside the sandbox · ",
+                &format!(" {once} · "),
                 usize::from(width).saturating_sub(7),
             )),
             Span::styled("n", theme::title()),
@@ -360,7 +371,7 @@ fn choice_lines(p: &ApprovalPrompt, compact: bool, width: u16) -> Vec<Line<'stat
         (None, false) if p.request.leaves_sandbox => vec![
             Line::from(vec![
                 key("y"),
-                Span::styled("allow once, outside the sandbox", theme::warning()),
+                Span::styled(format!("allow {once}"), theme::warning()),
             ]),
             Line::styled(
                 "     (leaving the sandbox is never allowed until exit)",
