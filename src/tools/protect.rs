@@ -93,6 +93,11 @@ pub struct Snapshot {
     entries: BTreeMap<PathBuf, Entry>,
     /// Directories whose new entries are removed after the command.
     trees: Vec<PathBuf>,
+    /// Where each protected file and tree was, links resolved, when the
+    /// snapshot was taken: a restore writes or removes only where a path
+    /// still leads there (a command may have turned `.git` into a link to
+    /// somewhere else).
+    places: BTreeMap<PathBuf, PathBuf>,
 }
 
 /// The protected files and directories of the workspace at `root`.
@@ -110,14 +115,22 @@ pub fn protected(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     let dot_git = root.join(".git");
     let common = match fs::symlink_metadata(&dot_git) {
         Ok(meta) if meta.is_file() => {
-            files.push(dot_git);
-            super::sandbox::linked_worktree(root).map(|(common, admin)| {
-                // What git reads of the worktree's own directory.
-                files.extend(["config.worktree", "commondir", "gitdir"].map(|f| admin.join(f)));
-                common
-            })
+            files.push(dot_git.clone());
+            super::sandbox::linked_worktree(root)
+                .map(|(common, admin)| {
+                    // What git reads of the worktree's own directory.
+                    files.extend(["config.worktree", "commondir", "gitdir"].map(|f| admin.join(f)));
+                    common
+                })
+                .or_else(|| git_dir_inside(root, &dot_git))
         }
         Ok(meta) if meta.is_dir() => Some(dot_git),
+        Ok(meta) if meta.is_symlink() => {
+            // A repository moved and linked back: what git uses is the
+            // directory the link leads to, when it is in the workspace.
+            files.push(dot_git.clone());
+            git_dir_inside(root, &dot_git)
+        }
         _ => None,
     };
     // A relative `core.hooksPath` of the user's own git config is the
@@ -139,6 +152,22 @@ pub fn protected(root: &Path) -> (Vec<PathBuf>, Vec<PathBuf>) {
     (files, trees)
 }
 
+/// The git directory a `.git` link or `gitdir:` file at `dot_git` leads
+/// to, when it is a directory in the workspace at `root` (a command may
+/// have moved the repository there: its hooks and config run later all
+/// the same).
+fn git_dir_inside(root: &Path, dot_git: &Path) -> Option<PathBuf> {
+    let target = if fs::symlink_metadata(dot_git).is_ok_and(|m| m.is_symlink()) {
+        dot_git.to_path_buf()
+    } else {
+        let text = fs::read_to_string(dot_git).ok()?;
+        root.join(text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim())
+    };
+    let dir = fs::canonicalize(target).ok()?;
+    let root = fs::canonicalize(root).ok()?;
+    (dir.is_dir() && dir.starts_with(&root) && dir != root).then_some(dir)
+}
+
 /// What git reads of the git directory `git` that could run code or
 /// point it elsewhere: its config (and the files it includes that lie in
 /// the workspace at `root`), `config.worktree`, `commondir`, its hooks
@@ -152,12 +181,25 @@ fn protect_git_dir(root: &Path, git: &Path, files: &mut Vec<PathBuf>, trees: &mu
             root.join(hooks)
         });
     }
-    for included in included_paths(&config) {
-        let path = if included.is_absolute() {
-            included
-        } else {
-            git.join(included)
-        };
+    // Included files may include more (depth-bounded, each once).
+    let mut pending: Vec<(PathBuf, usize)> = included_paths(&config)
+        .into_iter()
+        .map(|p| (if p.is_absolute() { p } else { git.join(p) }, 1))
+        .collect();
+    let mut seen = std::collections::BTreeSet::new();
+    while let Some((path, depth)) = pending.pop() {
+        if !seen.insert(path.clone()) {
+            continue;
+        }
+        if depth < MAX_INCLUDE_DEPTH
+            && let Some(dir) = path.parent()
+        {
+            pending.extend(
+                included_paths(&path)
+                    .into_iter()
+                    .map(|p| (if p.is_absolute() { p } else { dir.join(p) }, depth + 1)),
+            );
+        }
         let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
             continue;
         };
@@ -173,6 +215,9 @@ fn protect_git_dir(root: &Path, git: &Path, files: &mut Vec<PathBuf>, trees: &mu
     files.extend(["config.worktree", "commondir"].map(|f| git.join(f)));
     trees.push(git.join("hooks"));
 }
+
+/// How deep included git config files are followed.
+const MAX_INCLUDE_DEPTH: usize = 5;
 
 /// The most submodule git directories looked at: a bound on the work
 /// before each command.
@@ -273,6 +318,9 @@ impl Snapshot {
     pub fn take(root: &Path) -> Self {
         let (files, trees) = protected(root);
         let mut snapshot = Self::default();
+        for path in files.iter().chain(&trees) {
+            snapshot.places.insert(path.clone(), located(path));
+        }
         for file in files {
             let entry = read(&file);
             snapshot.entries.insert(file, entry);
@@ -319,7 +367,7 @@ impl Snapshot {
             if gone.iter().any(|g| path.starts_with(g)) {
                 continue;
             }
-            let undone = remove(path);
+            let undone = self.still_in_place(path) && remove(path);
             gone.push(path.clone());
             restored.push(Restored {
                 path: path.clone(),
@@ -340,7 +388,7 @@ impl Snapshot {
                 (_, Entry::Missing) => Why::Removed,
                 _ => Why::Changed,
             };
-            let undone = put_back(path, was, &is);
+            let undone = self.still_in_place(path) && put_back(path, was, &is);
             restored.push(Restored {
                 path: path.clone(),
                 why,
@@ -349,6 +397,56 @@ impl Snapshot {
         }
         restored.sort_by(|a, b| a.path.cmp(&b.path));
         restored
+    }
+}
+
+impl Snapshot {
+    /// Whether `path` still leads where it did when the snapshot was
+    /// taken: its directory, links resolved, is the one recorded for it
+    /// (or for the protected tree it is in, plus the rest of the path).
+    fn still_in_place(&self, path: &Path) -> bool {
+        let Some((known, recorded)) = self
+            .places
+            .iter()
+            .filter(|(p, _)| path.starts_with(p))
+            .max_by_key(|(p, _)| p.components().count())
+        else {
+            return false;
+        };
+        let Ok(rest) = path.strip_prefix(known) else {
+            return false;
+        };
+        located(path) == recorded.join(rest)
+    }
+}
+
+/// Where `path` is with the links on the way to it resolved (not a link
+/// at `path` itself: that one is what a restore replaces).
+fn located(path: &Path) -> PathBuf {
+    match (path.parent(), path.file_name()) {
+        (Some(parent), Some(name)) => place(parent).join(name),
+        _ => path.to_path_buf(),
+    }
+}
+
+/// Where `path` is with every link on its way resolved: the nearest
+/// existing ancestor made canonical, and the rest of the path after it.
+fn place(path: &Path) -> PathBuf {
+    let mut existing = path;
+    let mut rest: Vec<&std::ffi::OsStr> = Vec::new();
+    loop {
+        if fs::symlink_metadata(existing).is_ok()
+            && let Ok(canonical) = fs::canonicalize(existing)
+        {
+            return rest.iter().rev().fold(canonical, |p, c| p.join(c));
+        }
+        match (existing.parent(), existing.file_name()) {
+            (Some(parent), Some(name)) => {
+                rest.push(name);
+                existing = parent;
+            }
+            _ => return path.to_path_buf(),
+        }
     }
 }
 

@@ -1,11 +1,11 @@
-//! The shell's sandbox in the supervisor: Landlock and seccomp applied to
-//! the supervisor itself before it spawns `bash` (DESIGN §19 "The shell").
+//! The shell's sandbox: Landlock and seccomp applied by `strata
+//! __confine` before it becomes `bash` (DESIGN §19 "The shell").
 //!
 //! strata describes the sandbox ([`Spec`]) in the supervisor's arguments
-//! ([`Spec::args`], parsed back by the command line); the supervisor calls
-//! [`apply`] on its one thread after `setsid` and the subreaper, and spawns
-//! bash from that thread: both the Landlock domain and the seccomp filter
-//! are inherited by every process below it. What the rules allow:
+//! ([`Spec::args`], parsed back by the command line); the supervisor runs
+//! `strata __confine` with them, which calls [`apply`] and execs bash:
+//! both the Landlock domain and the seccomp filter are inherited by every
+//! process below it. What the rules allow:
 //!
 //! - read and execute everywhere; every other filesystem right Landlock
 //!   knows (best effort: what this kernel has) only beneath [`Spec::writable`]
@@ -19,13 +19,15 @@
 //!   services);
 //! - always: seccomp denies `io_uring_setup`, `io_uring_enter` and
 //!   `io_uring_register` (their socket operation would bypass a `socket()`
-//!   filter), and signals stay inside the sandbox.
+//!   filter), the kernel keyring (`keyctl`, `add_key`, `request_key`) and
+//!   set-user-id or set-group-id bits in `chmod`, and signals stay inside
+//!   the sandbox.
 //!
-//! What the supervisor itself still does under these rules: it waits and
-//! reaps (no filesystem), kills its descendants (they are in its domain),
-//! reads `/proc` (reads are allowed), writes its report to the socket it
-//! was given open, and restores protected files inside the workspace
-//! (writable; [`super::protect`]).
+//! The supervisor itself stays outside: `strata __confine`
+//! ([`super::confine`]) applies the rules between it and bash, so the
+//! command can neither signal nor trace the supervisor, which sweeps and
+//! restores the protected files ([`super::protect`]) whatever the
+//! command did.
 //!
 //! [`support`] probes the kernel once per process for `strata doctor`, the
 //! approval policy and the tool results.
@@ -35,7 +37,10 @@ use landlock::{
     ABI, Access, AccessFs, AccessNet, LandlockStatus, Ruleset, RulesetAttr, RulesetCreatedAttr,
     RulesetStatus, Scope, path_beneath_rules,
 };
-use seccompiler::{BpfProgram, SeccompAction, SeccompFilter, SeccompRule, TargetArch};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter, SeccompRule,
+    TargetArch,
+};
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::ffi::OsString;
@@ -187,6 +192,9 @@ fn landlock_rules(spec: &Spec) -> Result<Applied, SandboxError> {
 
 /// `socket()` (unless `network`) and the three io_uring calls fail with
 /// `EPERM`; everything else is allowed.
+/// `fchmodat2` (Linux 6.6), the same number on every architecture.
+const SYS_FCHMODAT2: i64 = 452;
+
 fn seccomp_filter(network: bool) -> Result<BpfProgram, SandboxError> {
     let fail = |e: seccompiler::BackendError| SandboxError::Seccomp(e.to_string());
     let arch =
@@ -195,16 +203,39 @@ fn seccomp_filter(network: bool) -> Result<BpfProgram, SandboxError> {
         nix::libc::SYS_io_uring_setup,
         nix::libc::SYS_io_uring_enter,
         nix::libc::SYS_io_uring_register,
+        // The kernel keyring is the user's, outside any file rule.
+        nix::libc::SYS_keyctl,
+        nix::libc::SYS_add_key,
+        nix::libc::SYS_request_key,
     ];
     if !network {
         calls.push(nix::libc::SYS_socket);
     }
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = calls.into_iter().map(|n| (n, Vec::new())).collect();
+    // No set-user-id or set-group-id bit: a root strata's command could
+    // otherwise leave a root shell for any local user.
+    let setid = |arg: u8| -> Result<Vec<SeccompRule>, SandboxError> {
+        [0o4000u64, 0o2000]
+            .into_iter()
+            .map(|bit| {
+                let condition =
+                    SeccompCondition::new(arg, SeccompCmpArgLen::Dword, SeccompCmpOp::MaskedEq(bit), bit)
+                        .map_err(fail)?;
+                SeccompRule::new(vec![condition]).map_err(fail)
+            })
+            .collect()
+    };
+    #[cfg(target_arch = "x86_64")]
+    rules.insert(nix::libc::SYS_chmod, setid(1)?);
+    rules.insert(nix::libc::SYS_fchmod, setid(1)?);
+    rules.insert(nix::libc::SYS_fchmodat, setid(2)?);
+    rules.insert(SYS_FCHMODAT2, setid(2)?);
     // The x32 ABI reaches the same calls with bit 30 set (x86_64 only).
     if arch == TargetArch::x86_64 {
-        let x32: Vec<i64> = calls.iter().map(|n| n | 0x4000_0000).collect();
-        calls.extend(x32);
+        let x32: Vec<(i64, Vec<SeccompRule>)> =
+            rules.iter().map(|(n, r)| (n | 0x4000_0000, r.clone())).collect();
+        rules.extend(x32);
     }
-    let rules: BTreeMap<i64, Vec<SeccompRule>> = calls.into_iter().map(|n| (n, Vec::new())).collect();
     let errno = u32::try_from(nix::libc::EPERM).unwrap_or(1);
     let filter =
         SeccompFilter::new(rules, SeccompAction::Allow, SeccompAction::Errno(errno), arch).map_err(fail)?;

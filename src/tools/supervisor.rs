@@ -290,9 +290,31 @@ fn spawn_bash(
     } else {
         None
     };
+    // Nothing but stdin, stdout and stderr reaches the command: strata may
+    // hold descriptors it was given without close-on-exec (`strata …
+    // 9>>~/.bashrc`), and the command must not write through them.
+    for fd in open_descriptors().into_iter().filter(|fd| *fd > 2) {
+        actions.add_close(fd).map_err(|e| e.to_string())?;
+    }
     let spawned = posix_spawnp(&args[0], &actions, &attr, &args, &env).map_err(|e| e.to_string());
     drop(null);
     spawned
+}
+
+/// The descriptors open in this process now (read from `/proc/self/fd`;
+/// the listing's own descriptor, closed again, is not among them).
+fn open_descriptors() -> Vec<i32> {
+    let listed: Vec<i32> = std::fs::read_dir("/proc/self/fd")
+        .map(|dir| {
+            dir.flatten()
+                .filter_map(|e| e.file_name().to_str()?.parse().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    listed
+        .into_iter()
+        .filter(|fd| std::fs::symlink_metadata(format!("/proc/self/fd/{fd}")).is_ok())
+        .collect()
 }
 
 /// Ends like bash ended: its exit code, or its signal raised on the

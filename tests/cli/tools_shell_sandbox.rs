@@ -307,6 +307,71 @@ async fn submodule_hooks_commondir_and_included_config_are_put_back() {
     assert!(!module.join("hooks/pre-commit").exists());
 }
 
+/// A command that turns `.git` (or `.cursor`) into a link to somewhere
+/// outside gets nothing written or removed there by the restore, which
+/// runs with the user's rights: it says what it could not put back.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_restore_never_follows_a_link_the_command_made_out_of_the_workspace() {
+    let s = Confined::new(Mode::WorkspaceWrite);
+    let root = s.root().to_path_buf();
+    git(&root, &["init", "-q", "-b", "main"]);
+    std::fs::create_dir_all(root.join(".cursor/rules")).unwrap();
+    std::fs::write(root.join(".cursor/rules/style.md"), "ssh-ed25519 ATTACKER\n").unwrap();
+    let victim = s.path("victim");
+    std::fs::create_dir_all(victim.join("hooks")).unwrap();
+    std::fs::write(victim.join("config"), "VICTIM CONFIG\n").unwrap();
+    std::fs::write(victim.join("hooks/id_rsa"), "VICTIM KEY\n").unwrap();
+    let out = s
+        .run(&format!(
+            "mv .git gitaway && ln -s {v} .git && mv .cursor cursoraway && ln -s {v} .cursor; echo done",
+            v = victim.display()
+        ))
+        .await;
+    let text = text(&out);
+    assert_eq!(
+        std::fs::read_to_string(victim.join("config")).unwrap(),
+        "VICTIM CONFIG\n",
+        "{text}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(victim.join("hooks/id_rsa")).unwrap(),
+        "VICTIM KEY\n",
+        "{text}"
+    );
+    assert!(!victim.join("rules").exists(), "{text}");
+    assert!(
+        text.contains(&format!(
+            "[could not restore {}",
+            root.join(".git/config").display()
+        )),
+        "{text}"
+    );
+}
+
+/// No set-user-id file (a root strata would hand out root), no kernel
+/// keyring, and no descriptor strata inherited without close-on-exec.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn no_setuid_bit_no_keyring_and_no_inherited_descriptor() {
+    let s = Confined::new(Mode::WorkspaceWrite);
+    let outside = s.path("inherited.txt");
+    let file = std::fs::File::create(&outside).unwrap();
+    nix::fcntl::fcntl(&file, nix::fcntl::FcntlArg::F_SETFD(nix::fcntl::FdFlag::empty())).unwrap();
+    let fd = std::os::fd::AsRawFd::as_raw_fd(&file);
+    let out = s
+        .run(&format!(
+            "printf x > t && chmod 4755 t; echo \"chmod: $?\"; chmod 2755 t; echo \"sgid: $?\"; \
+             chmod 755 t; echo \"plain: $?\"; \
+             python3 -c 'import ctypes,sys; r=ctypes.CDLL(None, use_errno=True).syscall(250, 0, -4, 0, 0, 0); sys.exit(0 if r < 0 else 1)'; \
+             echo \"keyctl refused: $?\"; echo LEAK >&{fd}; echo \"fd: $?\""
+        ))
+        .await;
+    let text = text(&out);
+    for said in ["chmod: 1", "sgid: 1", "plain: 0", "keyctl refused: 0", "fd: 1"] {
+        assert!(text.contains(said), "{said}: {text}");
+    }
+    assert_eq!(std::fs::read_to_string(&outside).unwrap(), "", "{text}");
+}
+
 /// The command cannot reach its supervisor: `kill -9 $PPID` and `kill
 /// -STOP $PPID` are refused (the supervisor is outside the sandbox), so the
 /// hook it planted is still taken away and named.
