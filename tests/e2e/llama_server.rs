@@ -57,6 +57,15 @@ impl Server {
                 "-tb",
                 "1",
                 "--no-webui",
+                // Greedy replies: the same prompt gets the same reply on
+                // every run. Sampled, a reply now and then holds tokens the
+                // server would not produce when tokenising its text (seen:
+                // ".\n\n## Command" after 11 tokens of a 64-token reply), so
+                // the next request re-uses the KV cache only up to there.
+                "--temp",
+                "0",
+                "--seed",
+                "1",
             ])
             .stdout(Stdio::null())
             .stderr(Stdio::null())
