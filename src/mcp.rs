@@ -23,14 +23,18 @@
 mod connection;
 mod environment;
 mod hub;
+mod large;
 mod process;
 mod render;
 mod server;
+mod transport;
 
 pub use environment::{BASE_VARIABLES, SECRET_WORDS, command_line, minimal_env, resolve_program};
 pub use hub::{Hub, ServerStatus};
+pub use large::Large;
 pub use process::{STDERR_LINE_CHARS, STDERR_LOG_LINES};
 pub use render::{CallResult, ImageDir};
+pub use transport::MEMORY_CAP;
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -71,12 +75,17 @@ pub struct ServerSpec {
     pub supervisor: Option<PathBuf>,
     /// More flags for the supervisor, before `--` (its sandbox).
     pub supervisor_args: Vec<std::ffi::OsString>,
+    /// Where a message longer than [`MEMORY_CAP`] is written while it is
+    /// read, and a long result's text is left for the caller (private
+    /// files, removed once used).
+    pub large_dir: PathBuf,
 }
 
 impl ServerSpec {
     /// A spec for `command args…` named `name`, with the default timeouts
     /// (30 s start-up, 120 s per call), no extra variables, strata's working
-    /// directory and no supervisor.
+    /// directory, no supervisor, and long messages under the temporary
+    /// directory.
     #[must_use]
     pub fn new(name: impl Into<String>, command: impl Into<String>, args: Vec<String>) -> Self {
         Self {
@@ -90,6 +99,7 @@ impl ServerSpec {
             call_timeout: Duration::from_secs(120),
             supervisor: None,
             supervisor_args: Vec::new(),
+            large_dir: std::env::temp_dir(),
         }
     }
 }

@@ -186,6 +186,33 @@ pub fn spill_path(env: &ToolEnv, tool_call_id: &str) -> PathBuf {
     ))
 }
 
+/// A text too long to hold in memory, in the file `file` (an MCP
+/// result), as the output of the call `tool_call_id`: captured as the
+/// shell's output is, so the spill file holds all of it (lines folded) and
+/// memory only its head and tail. The file is left in place.
+#[must_use]
+pub fn output_from_file(env: &ToolEnv, tool_call_id: &str, file: &std::path::Path) -> ToolOutput {
+    let mut capture = capture::Capture::new(
+        spill_path(env, tool_call_id),
+        env.keep_chars,
+        crate::tooling::limits::Limits::DEFAULT.max_line_chars,
+    );
+    if let Err(e) = capture.push_file(file) {
+        return ToolOutput::error(format!(
+            "The tool's result could not be read back from {} ({e}); call it again.",
+            crate::text::visible(&file.display().to_string())
+        ));
+    }
+    let captured = capture.finish();
+    if let Some(e) = &captured.spill_error {
+        tracing::warn!(error = %e, "a long MCP result could not be written to its spill file");
+    }
+    ToolOutput {
+        output: captured.output,
+        ..ToolOutput::ok(String::new())
+    }
+}
+
 /// Runs the built-in tool `name` with `args` (parsed JSON). File tools run
 /// on the blocking pool; `shell` streams its output to `progress`. An
 /// unknown name is an error result (the router checks names first).

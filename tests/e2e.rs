@@ -24,6 +24,8 @@ mod local_q8;
 mod local_state;
 #[path = "e2e/mcp_detached.rs"]
 mod mcp_detached;
+#[path = "e2e/mcp_large.rs"]
+mod mcp_large;
 #[path = "e2e/mcp_servers.rs"]
 mod mcp_servers;
 #[path = "e2e/service_local.rs"]

@@ -3,16 +3,16 @@
 //! again. The hub runs what happens in between.
 
 use super::process::{self, Group, Tail};
+use super::transport::{Shared, Stdio};
 use super::{McpTool, ServerSpec, environment};
 use rmcp::model::{ClientCapabilities, ClientConfig, Implementation, ProtocolVersion};
 use rmcp::service::{NotificationContext, RunningService};
-use rmcp::transport::async_rw::AsyncRwTransport;
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceExt as _};
 use std::os::unix::process::ExitStatusExt as _;
 use std::process::ExitStatus;
 use std::sync::Arc;
 use std::time::Duration;
-use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::process::Child;
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 
@@ -56,6 +56,8 @@ pub struct Connection {
     pub group: Arc<Group>,
     /// A message each time it says its tool list changed.
     pub list_changed: mpsc::UnboundedReceiver<()>,
+    /// Its long results, and why it broke.
+    pub shared: Arc<Shared>,
     service: RunningService<RoleClient, Handler>,
     stderr: JoinHandle<()>,
 }
@@ -97,7 +99,9 @@ pub async fn connect(spec: &ServerSpec, tail: Arc<Tail>) -> Result<Connection, S
     };
     let stderr = tokio::spawn(process::pump_stderr(name.clone(), stderr, tail));
     let (tx, list_changed) = mpsc::unbounded_channel();
-    let handshake = handshake(Handler { list_changed: tx }, stdout, stdin);
+    let shared = Arc::new(Shared::default());
+    let transport = Stdio::new(stdout, stdin, spec.large_dir.clone(), Arc::clone(&shared));
+    let handshake = handshake(Handler { list_changed: tx }, transport);
     let outcome = tokio::select! {
         outcome = tokio::time::timeout(spec.startup_timeout, handshake) => outcome,
         status = child.wait() => {
@@ -116,6 +120,7 @@ pub async fn connect(spec: &ServerSpec, tail: Arc<Tail>) -> Result<Connection, S
             child,
             group,
             list_changed,
+            shared,
             service,
             stderr,
         }),
@@ -148,10 +153,8 @@ pub async fn connect(spec: &ServerSpec, tail: Arc<Tail>) -> Result<Connection, S
 
 async fn handshake(
     handler: Handler,
-    stdout: ChildStdout,
-    stdin: ChildStdin,
+    transport: Stdio,
 ) -> Result<(RunningService<RoleClient, Handler>, Vec<rmcp::model::Tool>), String> {
-    let transport = AsyncRwTransport::<RoleClient, _, _>::new(stdout, stdin);
     let service = handler.serve(transport).await.map_err(|e| e.to_string())?;
     let tools = service.peer().list_all_tools().await.map_err(|e| e.to_string())?;
     Ok((service, tools))

@@ -5,6 +5,7 @@
 //! the connection and its process. Calls take the connection's `Peer` and
 //! run without holding any lock.
 
+use super::large::{LARGE_KEY, PARSE_ERROR, UNREAD};
 use super::render::{self, CallResult, ImageDir};
 use super::server::Server;
 use super::{McpTool, Refused, ServerSpec, Status};
@@ -186,25 +187,47 @@ impl Hub {
                 "The MCP server `{server}` was stopped because the session is closing; the call did not run."
             ));
         }
-        let (peer, epoch) = srv.ready().await?;
+        let ready = srv.ready().await?;
+        let (peer, epoch) = (&ready.peer, ready.epoch);
         let limit = timeout
             .or(srv.spec.as_ref().map(|s| s.call_timeout))
             .unwrap_or(Duration::from_secs(120));
         let mut params = CallToolRequestParams::new(tool.to_owned());
         params.arguments = arguments;
         match tokio::time::timeout(limit, peer.call_tool(params)).await {
-            Ok(Ok(result)) => Ok(render::render(&result, images)),
+            Ok(Ok(result)) => {
+                let large = result
+                    .meta
+                    .as_ref()
+                    .and_then(|m| m.get(LARGE_KEY))
+                    .and_then(Value::as_str)
+                    .and_then(|token| ready.shared.take_large(token));
+                let mut out = render::render(&result, images);
+                if large.is_some() {
+                    out.text.clear();
+                    out.large = large;
+                }
+                Ok(out)
+            }
+            Ok(Err(ServiceError::McpError(e)))
+                if e.code.0 == PARSE_ERROR && e.message.starts_with(UNREAD) =>
+            {
+                Err(format!(
+                    "The MCP server `{server}` answered the call to `{tool}`, but {}; the call has no result, so try it again or do without it.",
+                    e.message.trim_end_matches('.')
+                ))
+            }
             Ok(Err(ServiceError::McpError(e))) => Err(format!(
                 "The MCP server `{server}` refused the call to `{tool}`: {} (JSON-RPC error {}); check the tool name and the arguments against its schema.",
                 e.message.trim_end_matches('.'),
                 e.code.0
             )),
-            Ok(Err(ServiceError::TransportClosed)) => Err(srv.lost(epoch, tool).await),
+            Ok(Err(ServiceError::TransportClosed)) => Err(srv.lost(epoch, tool, &ready.shared).await),
             Ok(Err(e)) => Err(format!(
                 "The call to `{tool}` on MCP server `{server}` failed ({e}); try again, or use another tool."
             )),
             Err(_) => {
-                srv.check_alive(epoch, &peer).await;
+                srv.check_alive(epoch, peer).await;
                 Err(format!(
                     "`{tool}` on MCP server `{server}` did not answer within {} s, so the call was cancelled; try again with a smaller request, or do without it.",
                     limit.as_secs_f64()

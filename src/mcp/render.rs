@@ -34,6 +34,9 @@ pub struct CallResult {
     pub is_error: bool,
     /// The files binary parts were saved to, in order.
     pub files: Vec<PathBuf>,
+    /// A result too long to hold in memory: its text is in this file (the
+    /// caller removes it), and `text` is empty.
+    pub large: Option<super::Large>,
 }
 
 /// Renders `result` (see the module doc), saving binary parts under

@@ -11,6 +11,7 @@
 use super::connection::{self, Connection};
 use super::hub::ServerStatus;
 use super::process::{Group, Tail};
+use super::transport::Shared;
 use super::{MAX_RESTARTS, McpTool, ServerSpec, Status};
 use rmcp::model::{ClientRequest, PingRequest};
 use rmcp::{Peer, RoleClient};
@@ -45,10 +46,28 @@ pub(super) struct State {
     pub(super) switched_off: bool,
 }
 
+/// What a call needs of a ready connection.
+pub(super) struct Ready {
+    pub(super) peer: Peer<RoleClient>,
+    pub(super) epoch: u64,
+    pub(super) shared: Arc<Shared>,
+}
+
+impl State {
+    fn ready(&self) -> Option<Ready> {
+        self.live.as_ref().map(|l| Ready {
+            peer: l.peer.clone(),
+            epoch: self.epoch,
+            shared: Arc::clone(&l.shared),
+        })
+    }
+}
+
 /// A connection's handles kept with the state: dropping `stop` makes its
 /// task kill the process group.
 pub(super) struct Live {
     pub(super) peer: Peer<RoleClient>,
+    pub(super) shared: Arc<Shared>,
     pub(super) group: Arc<Group>,
     pub(super) stop: Option<oneshot::Sender<()>>,
 }
@@ -163,6 +182,7 @@ impl Server {
         let tools = conn.tools.clone();
         let live = Live {
             peer: conn.peer.clone(),
+            shared: Arc::clone(&conn.shared),
             group: Arc::clone(&conn.group),
             stop: Some(stop_tx),
         };
@@ -237,7 +257,7 @@ impl Server {
 
     /// The peer of a ready connection, after waiting for a start in
     /// progress or starting the server again (while restarts remain).
-    pub(super) async fn ready(self: &Arc<Self>) -> Result<(Peer<RoleClient>, u64), String> {
+    pub(super) async fn ready(self: &Arc<Self>) -> Result<Ready, String> {
         let Some(spec) = &self.spec else {
             return Err(self
                 .why()
@@ -250,16 +270,15 @@ impl Server {
                 .unwrap_or_else(|| format!("The MCP server `{}` is switched off.", self.name)));
         }
         for attempt in 0..2 {
-            let (status, peer, epoch, restarts) = {
+            let (status, ready, epoch, restarts) = {
                 let Some(state) = self.lock() else {
                     return Err(format!("The MCP server `{}` is unavailable.", self.name));
                 };
-                let peer = state.live.as_ref().map(|l| l.peer.clone());
-                (state.status.clone(), peer, state.epoch, state.restarts)
+                (state.status.clone(), state.ready(), state.epoch, state.restarts)
             };
-            match (status, peer) {
-                (Status::Ready { .. }, Some(peer)) if !peer.is_transport_closed() => {
-                    return Ok((peer, epoch));
+            match (status, ready) {
+                (Status::Ready { .. }, Some(ready)) if !ready.peer.is_transport_closed() => {
+                    return Ok(ready);
                 }
                 (Status::Starting, _) => {
                     self.settled(epoch, spec.startup_timeout + Duration::from_secs(2))
@@ -278,36 +297,41 @@ impl Server {
                         )
                     });
                 }
-                (Status::Unavailable { .. }, _) => {
-                    if let Some(mut state) = self.lock() {
-                        state.restarts += 1;
-                        tracing::info!(server = %self.name, restart = state.restarts, "MCP server started again");
-                    }
-                    self.launch();
-                    let epoch = self.lock().map_or(0, |s| s.epoch);
-                    self.settled(epoch, spec.startup_timeout + Duration::from_secs(2))
-                        .await;
-                }
+                (Status::Unavailable { .. }, _) => self.restart(spec).await,
                 (Status::Ready { .. }, _) => {
-                    // Its connection closed before the task saw the exit.
+                    // Its connection closed before the task saw the exit, or
+                    // its process lives on with its output closed.
                     let status =
                         self.unavailable(format!("The MCP server `{}` closed its connection.", self.name));
                     self.update(epoch, |s| {
                         s.status = status;
                         s.live = None;
                     });
+                    if restarts < MAX_RESTARTS {
+                        self.restart(spec).await;
+                    }
                 }
             }
         }
-        match self
-            .lock()
-            .map(|s| (s.status.clone(), s.live.as_ref().map(|l| l.peer.clone()), s.epoch))
-        {
-            Some((Status::Ready { .. }, Some(peer), epoch)) => Ok((peer, epoch)),
+        match self.lock().map(|s| (s.status.clone(), s.ready())) {
+            Some((Status::Ready { .. }, Some(ready))) => Ok(ready),
             _ => Err(self
                 .why()
                 .unwrap_or_else(|| format!("The MCP server `{}` is still starting.", self.name))),
         }
+    }
+
+    /// Starts it again (one more restart) and waits until it is ready or
+    /// failed.
+    async fn restart(self: &Arc<Self>, spec: &ServerSpec) {
+        if let Some(mut state) = self.lock() {
+            state.restarts += 1;
+            tracing::info!(server = %self.name, restart = state.restarts, "MCP server started again");
+        }
+        self.launch();
+        let epoch = self.lock().map_or(0, |s| s.epoch);
+        self.settled(epoch, spec.startup_timeout + Duration::from_secs(2))
+            .await;
     }
 
     fn why(&self) -> Option<String> {
@@ -335,10 +359,17 @@ impl Server {
         }
     }
 
-    /// The connection of `epoch` closed during a call to `tool`: waits
-    /// briefly for its task to record how the process ended; the sentence
-    /// for the model.
-    pub(super) async fn lost(&self, epoch: u64, tool: &str) -> String {
+    /// The connection of `epoch` closed during a call to `tool`: the
+    /// sentence for the model. A transport that broke (`shared`) says how;
+    /// otherwise this waits briefly for the task to record how the process
+    /// ended.
+    pub(super) async fn lost(&self, epoch: u64, tool: &str, shared: &Shared) -> String {
+        if let Some(why) = shared.broken() {
+            return format!(
+                "The connection to the MCP server `{}` broke during the call to `{tool}`: {why}; the call has no result, and the server is started again on its next use.",
+                self.name
+            );
+        }
         let mut changes = self.changes.subscribe();
         let deadline = Instant::now() + Duration::from_secs(1);
         loop {

@@ -7,13 +7,14 @@
 
 use super::Runtime;
 use crate::config::McpConfig;
-use crate::mcp::{Hub, ImageDir, McpTool, Status};
+use crate::mcp::{CallResult, Hub, ImageDir, McpTool, Status};
 use crate::tooling::deferred::Bridge;
 use crate::tooling::mcp_names::McpNames;
 use crate::tooling::schema::ToolSpec;
 use crate::tooling::{Output, ToolStatus};
-use crate::tools::ToolOutput;
-use std::path::{Path, PathBuf};
+use crate::tools::{ToolEnv, ToolOutput};
+use std::path::Path;
+use std::sync::Arc;
 
 /// The session's running MCP servers and the names their tools go by.
 ///
@@ -83,7 +84,12 @@ impl Runtime {
         cwd: &Path,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Option<McpSession> {
-        let setup = super::mcp_setup::server_specs(config, cwd, env, self.supervisor.as_deref());
+        let mut setup = super::mcp_setup::server_specs(config, cwd, env, self.supervisor.as_deref());
+        for spec in setup.servers.iter_mut().flatten() {
+            // Beside the sessions' spill files, on disk rather than a
+            // tmpfs, and swept with them when a crash left one.
+            spec.large_dir = self.paths.spill_dir().join("mcp");
+        }
         if setup.servers.is_empty() {
             return None;
         }
@@ -398,13 +404,14 @@ impl McpSession {
     }
 
     /// Runs the tool `name` with `arguments`; images in the result are
-    /// saved in `spill_dir` under the call's id. A server that fails or
+    /// saved in `env`'s spill directory under the call's id, and a result
+    /// too long to hold in memory is spilled there whole. A server that fails or
     /// times out gives an error result the model reads.
     pub async fn call(
         &self,
         name: &str,
         arguments: serde_json::Value,
-        spill_dir: PathBuf,
+        env: Arc<ToolEnv>,
         tool_call_id: &str,
     ) -> ToolOutput {
         if let Some(bridge) = Bridge::from_name(name).filter(|_| self.names.resolve(name).is_none()) {
@@ -421,10 +428,31 @@ impl McpSession {
             return ToolOutput::error(format!("There is no MCP tool named `{name}`."));
         };
         let images = ImageDir {
-            dir: spill_dir,
+            dir: env.spill_dir.clone(),
             stem: crate::tooling::limits::spill_name(tool_call_id),
         };
         match self.hub.call(server, tool, arguments, None, Some(&images)).await {
+            Ok(CallResult {
+                large: Some(large),
+                is_error,
+                ..
+            }) => {
+                let id = tool_call_id.to_owned();
+                let read = tokio::task::spawn_blocking(move || {
+                    let output = crate::tools::output_from_file(&env, &id, &large.file);
+                    let _ = std::fs::remove_file(&large.file);
+                    output
+                })
+                .await;
+                match read {
+                    Ok(output) if is_error && output.status == ToolStatus::Ok => ToolOutput {
+                        status: ToolStatus::Error,
+                        ..output
+                    },
+                    Ok(output) => output,
+                    Err(_) => ToolOutput::error("The tool's long result could not be read; call it again."),
+                }
+            }
             Ok(result) => ToolOutput {
                 status: if result.is_error {
                     ToolStatus::Error

@@ -81,10 +81,7 @@ pub(super) fn start(
             let _ = progress.send((id.clone(), line.to_owned()));
         });
         let output = match mcp.filter(|m| m.handles(&call.name)) {
-            Some(mcp) => {
-                mcp.call(&call.name, arguments, env.spill_dir.clone(), &call.id)
-                    .await
-            }
+            Some(mcp) => mcp.call(&call.name, arguments, Arc::clone(&env), &call.id).await,
             None => crate::tools::run(env, call.id.clone(), call.name.clone(), arguments, report).await,
         };
         let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);

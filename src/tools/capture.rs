@@ -152,6 +152,23 @@ impl Capture {
         }
     }
 
+    /// Adds the whole content of the file at `path`, read in chunks (a
+    /// long MCP result the transport left there).
+    ///
+    /// # Errors
+    /// When the file cannot be opened or read.
+    pub fn push_file(&mut self, path: &Path) -> io::Result<()> {
+        use std::io::Read as _;
+        let mut file = File::open(path)?;
+        let mut buf = vec![0; 64 << 10];
+        loop {
+            match file.read(&mut buf)? {
+                0 => return Ok(()),
+                n => self.push(&buf[..n]),
+            }
+        }
+    }
+
     /// The latest line of the stream for live progress (a carriage return
     /// starts a line too, as progress bars redraw), trimmed, at most 200
     /// characters; `None` before any visible character.

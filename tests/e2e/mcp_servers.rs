@@ -196,24 +196,87 @@ fn garbage_on_stdout_is_skipped_and_every_page_of_tools_is_listed() {
     });
 }
 
+/// A result under `MEMORY_CAP` arrives in memory, whole; a 50 MB one is
+/// read as it streams into a file and handed over as that file.
 #[test]
-fn a_5_mb_result_arrives_whole() {
+fn a_result_of_any_size_arrives_whole_and_a_long_one_as_a_file() {
     run(async {
-        let hub = Hub::start([Ok(bad("bad", &[]))]);
+        let dir = tempfile::tempdir().unwrap();
+        let mut spec = bad("bad", &[]);
+        spec.large_dir = dir.path().join("large");
+        let hub = Hub::start([Ok(spec)]);
         ready(&hub).await;
-        let started = Instant::now();
         let out = hub
-            .call("bad", "big", json!({"mb": 5}), None, None)
+            .call("bad", "big", json!({"mb": 3}), None, None)
             .await
             .unwrap();
-        eprintln!("5 MB result in {} ms", started.elapsed().as_millis());
-        assert_eq!(out.text.len(), 5 * 1024 * 1024);
-        assert!(out.text.starts_with("0123456789abcdef"));
+        const { assert!(3 * 1024 * 1024 < strata::mcp::MEMORY_CAP) };
+        assert_eq!(out.text.len(), 3 * 1024 * 1024);
+        assert!(out.large.is_none());
+
+        let started = Instant::now();
+        let out = hub
+            .call("bad", "big", json!({"mb": 50}), None, None)
+            .await
+            .unwrap();
+        eprintln!("50 MB result in {} ms", started.elapsed().as_millis());
+        assert!(out.text.is_empty(), "the text is in the file");
+        let large = out.large.unwrap();
+        assert_eq!(large.bytes, 50 * 1024 * 1024);
+        assert!(large.message_bytes > large.bytes, "the JSON around it");
+        let text = std::fs::read(&large.file).unwrap();
+        assert_eq!(text.len(), 50 * 1024 * 1024);
+        assert!(text.starts_with(b"0123456789abcdef"));
+        assert!(large.file.starts_with(dir.path().join("large")));
+        // The spooled message is gone; only the handed-over text is left.
+        let left: Vec<_> = std::fs::read_dir(dir.path().join("large"))
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .collect();
+        assert_eq!(left, std::slice::from_ref(&large.file));
+
         let out = hub
             .call("bad", "echo", json!({"text": "after"}), None, None)
             .await
             .unwrap();
         assert_eq!(out.text, "after");
+    });
+}
+
+/// A server that closes its output in the middle of an answer: the call
+/// ends at once with what happened, not after its timeout.
+#[test]
+fn an_output_closed_mid_message_is_a_broken_connection_not_a_timeout() {
+    run(async {
+        let hub = Hub::start([Ok(bad("bad", &[]))]);
+        ready(&hub).await;
+        let started = Instant::now();
+        let err = hub
+            .call(
+                "bad",
+                "big",
+                json!({"cut": true}),
+                Some(Duration::from_secs(60)),
+                None,
+            )
+            .await
+            .unwrap_err();
+        assert!(
+            started.elapsed() < Duration::from_secs(30),
+            "{:?}",
+            started.elapsed()
+        );
+        assert!(
+            err.contains("broke during the call to `big`: it closed its output in the middle of a message"),
+            "{err}"
+        );
+        assert!(!err.contains("did not answer"), "{err}");
+        // Started again on the next use.
+        let out = hub
+            .call("bad", "echo", json!({"text": "again"}), None, None)
+            .await
+            .unwrap();
+        assert_eq!(out.text, "again");
     });
 }
 

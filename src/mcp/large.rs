@@ -1,0 +1,403 @@
+//! A message too long to hold in memory: spooled to a file as it arrives
+//! ([`Spool`]), then read back as a stream ([`read`]).
+//!
+//! A `tools/call` result's text goes to a second file, block after block
+//! as [`super::render`] would join them, and the message the service sees
+//! is a small result whose `_meta` carries [`LARGE_KEY`]: a token the
+//! hub exchanges for that file ([`super::transport::Shared::take_large`]).
+//! Tokens are random and taken once, so a server cannot name a file.
+//! Images, audio and binary resources in such a result are left out (a
+//! line says so). A long message that is not valid JSON but has an `id`
+//! answers its request with a parse error, so the call ends at once.
+
+use super::transport::Shared;
+use rmcp::RoleClient;
+use rmcp::service::RxJsonRpcMessage;
+use serde_json::{Value, json};
+use std::fs::{File, OpenOptions};
+use std::io::{self, BufReader, BufWriter, Read, Write};
+use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+use std::path::{Path, PathBuf};
+use struson::reader::{JsonReader, JsonStreamReader, ValueType};
+use struson::writer::{JsonStreamWriter, JsonWriter};
+
+/// The `_meta` key of a result whose text is in a file.
+pub const LARGE_KEY: &str = "strata/large-result";
+
+/// JSON-RPC's parse error code, which a long answer strata could not read
+/// or keep is turned into, its message starting with [`UNREAD`].
+pub const PARSE_ERROR: i32 = -32700;
+
+/// How the message of such an error starts.
+pub const UNREAD: &str = "strata could not";
+
+/// A long result's text, in a file the taker removes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Large {
+    /// The file (private to the user).
+    pub file: PathBuf,
+    /// Its size, bytes.
+    pub bytes: u64,
+    /// The size of the message it came in, bytes.
+    pub message_bytes: u64,
+}
+
+/// A message being written to a file; the file is removed when dropped.
+pub struct Spool {
+    path: PathBuf,
+    file: Option<BufWriter<File>>,
+    bytes: u64,
+    error: Option<io::Error>,
+}
+
+impl Spool {
+    /// A new file under `dir` (created, private) holding `first`.
+    ///
+    /// # Errors
+    /// When the directory or file cannot be created or written.
+    pub fn create(dir: &Path, first: &[u8]) -> io::Result<Self> {
+        std::fs::DirBuilder::new()
+            .recursive(true)
+            .mode(0o700)
+            .create(dir)?;
+        let path = dir.join(format!("mcp-message-{}.json", uuid::Uuid::now_v7()));
+        let file = private_file(&path)?;
+        let mut spool = Self {
+            path,
+            file: Some(BufWriter::with_capacity(64 << 10, file)),
+            bytes: 0,
+            error: None,
+        };
+        spool.write(first);
+        match spool.error.take() {
+            Some(e) => Err(e),
+            None => Ok(spool),
+        }
+    }
+
+    /// Appends `part` (a failure is kept and reported by [`read`]).
+    pub fn write(&mut self, part: &[u8]) {
+        self.bytes += part.len() as u64;
+        if let Some(file) = &mut self.file
+            && let Err(e) = file.write_all(part)
+        {
+            self.file = None;
+            self.error = Some(e);
+        }
+    }
+
+    /// Bytes of the message so far.
+    #[must_use]
+    pub fn bytes(&self) -> u64 {
+        self.bytes
+    }
+}
+
+impl Drop for Spool {
+    fn drop(&mut self) {
+        self.file = None;
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+fn private_file(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+}
+
+/// What a long message held, as far as it was read.
+#[derive(Default)]
+struct Found {
+    id: Option<Value>,
+    method: bool,
+    error: Option<Value>,
+    result: Option<Texts>,
+}
+
+/// A result's content, its text written to a file.
+struct Texts {
+    out: BufWriter<File>,
+    path: PathBuf,
+    written: u64,
+    blocks: usize,
+    is_error: Option<bool>,
+    left_out: Vec<String>,
+}
+
+impl Texts {
+    fn create(dir: &Path) -> io::Result<Self> {
+        let path = dir.join(format!("mcp-result-{}.txt", uuid::Uuid::now_v7()));
+        let file = private_file(&path)?;
+        Ok(Self {
+            out: BufWriter::with_capacity(64 << 10, file),
+            path,
+            written: 0,
+            blocks: 0,
+            is_error: None,
+            left_out: Vec::new(),
+        })
+    }
+
+    /// Starts a block: blocks are separated by a newline.
+    fn block(&mut self) -> io::Result<()> {
+        if self.blocks > 0 {
+            self.put(b"\n")?;
+        }
+        self.blocks += 1;
+        Ok(())
+    }
+
+    fn put(&mut self, bytes: &[u8]) -> io::Result<()> {
+        self.out.write_all(bytes)?;
+        self.written += bytes.len() as u64;
+        Ok(())
+    }
+
+    fn copy(&mut self, from: &mut impl Read) -> io::Result<()> {
+        self.written += io::copy(from, &mut self.out)?;
+        Ok(())
+    }
+}
+
+impl Drop for Texts {
+    fn drop(&mut self) {
+        // Kept only once handed over (see `read`).
+        let _ = std::fs::remove_file(&self.path);
+    }
+}
+
+/// Reads the spooled message: the small message the service gets, or
+/// `None` (logged) for one that is not a response strata can use.
+pub fn read(spool: Spool, dir: &Path, shared: &Shared) -> Option<RxJsonRpcMessage<RoleClient>> {
+    let mut spool = spool;
+    let size = spool.bytes;
+    if let Some(e) = spool.error.take() {
+        tracing::warn!(bytes = size, error = %e, "a long MCP message could not be written to a file");
+        return None;
+    }
+    let flushed = spool.file.take().map_or(Ok(()), |mut f| f.flush());
+    let mut found = Found::default();
+    let outcome = flushed.and_then(|()| {
+        let file = File::open(&spool.path)?;
+        let mut json = JsonStreamReader::new(BufReader::with_capacity(64 << 10, file));
+        walk(&mut json, dir, &mut found).map_err(io::Error::other)
+    });
+    let message = match (outcome, found) {
+        (Err(e), Found { id: Some(id), .. }) => json!({
+            "jsonrpc": "2.0",
+            "id": id,
+            "error": {
+                "code": PARSE_ERROR,
+                "message": format!("{UNREAD} read its {}-byte answer ({e})", crate::text::group_digits(size)),
+            },
+        }),
+        (Err(e), _) => {
+            tracing::warn!(bytes = size, error = %e, "skipped a long line from an MCP server that is not JSON-RPC");
+            return None;
+        }
+        (Ok(()), Found { method: true, .. }) => {
+            tracing::warn!(
+                bytes = size,
+                "skipped a long request or notification from an MCP server"
+            );
+            return None;
+        }
+        (
+            Ok(()),
+            Found {
+                id: Some(id),
+                error: Some(error),
+                ..
+            },
+        ) => {
+            json!({"jsonrpc": "2.0", "id": id, "error": error})
+        }
+        (
+            Ok(()),
+            Found {
+                id: Some(id),
+                result: Some(mut texts),
+                ..
+            },
+        ) => {
+            let is_error = texts.is_error;
+            let notes = std::mem::take(&mut texts.left_out);
+            let finished = notes
+                .iter()
+                .try_for_each(|note| {
+                    texts.block()?;
+                    texts.put(note.as_bytes())
+                })
+                .and_then(|()| texts.out.flush());
+            if let Err(e) = finished {
+                tracing::warn!(bytes = size, error = %e, "a long MCP result could not be written to a file");
+                failed(id, size, &e)
+            } else {
+                let token = uuid::Uuid::now_v7().simple().to_string();
+                let large = Large {
+                    file: texts.path.clone(),
+                    bytes: texts.written,
+                    message_bytes: size,
+                };
+                // Handed over: no longer removed on drop.
+                texts.path = PathBuf::new();
+                shared.keep_large(token.clone(), large);
+                json!({
+                    "jsonrpc": "2.0",
+                    "id": id,
+                    "result": {"content": [], "isError": is_error, "_meta": {LARGE_KEY: token}},
+                })
+            }
+        }
+        (Ok(()), _) => {
+            tracing::warn!(
+                bytes = size,
+                "skipped a long message from an MCP server with neither a result nor an error"
+            );
+            return None;
+        }
+    };
+    match serde_json::from_value(message) {
+        Ok(message) => Some(message),
+        Err(e) => {
+            tracing::warn!(error = %e, "a long MCP message could not be passed on");
+            None
+        }
+    }
+}
+
+fn failed(id: Value, size: u64, e: &io::Error) -> Value {
+    json!({
+        "jsonrpc": "2.0",
+        "id": id,
+        "error": {
+            "code": PARSE_ERROR,
+            "message": format!("{UNREAD} keep its {}-byte answer ({e})", crate::text::group_digits(size)),
+        },
+    })
+}
+
+type Json = JsonStreamReader<BufReader<File>>;
+type Failure = Box<dyn std::error::Error + Send + Sync>;
+
+/// The top-level object: `id`, `method`, `error`, `result`.
+fn walk(json: &mut Json, dir: &Path, found: &mut Found) -> Result<(), Failure> {
+    json.begin_object()?;
+    while json.has_next()? {
+        match json.next_name_owned()?.as_str() {
+            "id" => found.id = Some(small_value(json)?),
+            "method" => {
+                found.method = true;
+                json.skip_value()?;
+            }
+            "error" => found.error = Some(small_value(json)?),
+            "result" if json.peek()? == ValueType::Object => {
+                let mut texts = Texts::create(dir)?;
+                result(json, &mut texts)?;
+                found.result = Some(texts);
+            }
+            _ => json.skip_value()?,
+        }
+    }
+    json.end_object()?;
+    Ok(())
+}
+
+/// A value read whole (an id, an error object).
+fn small_value(json: &mut Json) -> Result<Value, Failure> {
+    let mut bytes = Vec::new();
+    let mut writer = JsonStreamWriter::new(&mut bytes);
+    json.transfer_to(&mut writer)?;
+    writer.finish_document()?;
+    Ok(serde_json::from_slice(&bytes)?)
+}
+
+/// A `tools/call` result: its content blocks' text to the file.
+fn result(json: &mut Json, texts: &mut Texts) -> Result<(), Failure> {
+    let mut structured = false;
+    json.begin_object()?;
+    while json.has_next()? {
+        match json.next_name_owned()?.as_str() {
+            "content" if json.peek()? == ValueType::Array => {
+                json.begin_array()?;
+                while json.has_next()? {
+                    if json.peek()? == ValueType::Object {
+                        block(json, texts)?;
+                    } else {
+                        json.skip_value()?;
+                    }
+                }
+                json.end_array()?;
+            }
+            "isError" if json.peek()? == ValueType::Boolean => texts.is_error = Some(json.next_bool()?),
+            "structuredContent" => {
+                structured = json.peek()? != ValueType::Null;
+                json.skip_value()?;
+            }
+            _ => json.skip_value()?,
+        }
+    }
+    json.end_object()?;
+    if structured && texts.blocks == 0 {
+        texts.left_out.push(
+            "[structured content left out: it came in a result too large to hold in memory]".to_owned(),
+        );
+    }
+    Ok(())
+}
+
+/// One content block: `text`, or a `resource` with `text`; any other kind
+/// is a line saying it was left out.
+fn block(json: &mut Json, texts: &mut Texts) -> Result<(), Failure> {
+    let mut kind = String::new();
+    let mut wrote = false;
+    json.begin_object()?;
+    while json.has_next()? {
+        match json.next_name_owned()?.as_str() {
+            "type" if json.peek()? == ValueType::String => kind = json.next_string()?,
+            "text" if json.peek()? == ValueType::String => {
+                texts.block()?;
+                texts.copy(&mut json.next_string_reader()?)?;
+                wrote = true;
+            }
+            "resource" if json.peek()? == ValueType::Object => {
+                json.begin_object()?;
+                let mut uri = None;
+                while json.has_next()? {
+                    match json.next_name_owned()?.as_str() {
+                        "uri" if json.peek()? == ValueType::String => uri = Some(json.next_string()?),
+                        "text" if json.peek()? == ValueType::String => {
+                            texts.block()?;
+                            let head = match uri.as_deref() {
+                                Some(uri) => format!("[resource {uri}]\n"),
+                                None => "[resource]\n".to_owned(),
+                            };
+                            texts.put(head.as_bytes())?;
+                            texts.copy(&mut json.next_string_reader()?)?;
+                            wrote = true;
+                        }
+                        _ => json.skip_value()?,
+                    }
+                }
+                json.end_object()?;
+            }
+            _ => json.skip_value()?,
+        }
+    }
+    json.end_object()?;
+    if !wrote {
+        let kind = if kind.is_empty() { "content" } else { kind.as_str() };
+        texts.left_out.push(format!(
+            "[{} block left out: it came in a result too large to hold in memory]",
+            crate::text::visible(kind)
+        ));
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+#[path = "large_tests.rs"]
+mod tests;

@@ -1,0 +1,147 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use super::*;
+use rmcp::model::{JsonRpcMessage, ServerResult};
+
+fn spooled(dir: &Path, message: &str) -> Spool {
+    let mut spool = Spool::create(dir, &message.as_bytes()[..10]).unwrap();
+    spool.write(&message.as_bytes()[10..]);
+    spool
+}
+
+/// The message read from `message`, as JSON, and the shared state.
+fn read_back(message: &str) -> (Option<Value>, Shared, tempfile::TempDir) {
+    let dir = tempfile::tempdir().unwrap();
+    let shared = Shared::default();
+    let got = read(spooled(dir.path(), message), dir.path(), &shared);
+    let json = got.map(|m| serde_json::to_value(&m).unwrap());
+    (json, shared, dir)
+}
+
+fn token(message: &Value) -> &str {
+    message["result"]["_meta"][LARGE_KEY].as_str().unwrap()
+}
+
+#[test]
+fn text_blocks_go_to_the_file_in_order_and_the_rest_is_a_line() {
+    let message = json!({
+        "result": {
+            "isError": true,
+            "content": [
+                {"text": "first \u{1b}[2J line\n", "type": "text"},
+                {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"},
+                {"type": "resource", "resource": {"text": "resource text"}},
+            ],
+            "structuredContent": {"n": 1},
+        },
+        "id": 7,
+        "jsonrpc": "2.0",
+    });
+    // The URI first, as most servers write it (json! sorts keys).
+    let message = message.to_string().replace(
+        r#"{"text":"resource text"}"#,
+        r#"{"uri":"file:///a.txt","text":"resource text"}"#,
+    );
+    let (got, shared, dir) = read_back(&message);
+    let got = got.unwrap();
+    assert_eq!(got["id"], 7);
+    assert_eq!(got["result"]["isError"], true);
+    assert_eq!(got["result"]["content"], json!([]));
+    let large = shared.take_large(token(&got)).unwrap();
+    let text = std::fs::read_to_string(&large.file).unwrap();
+    assert_eq!(
+        text,
+        "first \u{1b}[2J line\n\n[resource file:///a.txt]\nresource text\n[image block left out: it came in a result too large to hold in memory]"
+    );
+    assert_eq!(large.bytes, text.len() as u64);
+    assert_eq!(large.message_bytes, message.len() as u64);
+    assert!(large.file.starts_with(dir.path()));
+    // Taken once; the spool is removed.
+    assert!(shared.take_large(token(&got)).is_none());
+    let left = std::fs::read_dir(dir.path()).unwrap().count();
+    assert_eq!(left, 1, "only the text file");
+}
+
+#[test]
+fn the_message_parses_as_a_call_result() {
+    let message =
+        json!({"jsonrpc": "2.0", "id": "a-1", "result": {"content": [{"type": "text", "text": "x"}]}});
+    let dir = tempfile::tempdir().unwrap();
+    let shared = Shared::default();
+    let got = read(spooled(dir.path(), &message.to_string()), dir.path(), &shared).unwrap();
+    let JsonRpcMessage::Response(response) = got else {
+        panic!("a response: {got:?}")
+    };
+    let ServerResult::CallToolResult(result) = response.result else {
+        panic!("a call result: {:?}", response.result)
+    };
+    assert!(result.content.is_empty());
+    let token = result
+        .meta
+        .unwrap()
+        .get(LARGE_KEY)
+        .unwrap()
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert_eq!(
+        std::fs::read_to_string(shared.take_large(&token).unwrap().file).unwrap(),
+        "x"
+    );
+}
+
+#[test]
+fn only_structured_content_is_said_to_be_left_out() {
+    let message =
+        json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "structuredContent": {"k": "v"}}});
+    let (got, shared, _dir) = read_back(&message.to_string());
+    let got = got.unwrap();
+    let large = shared.take_large(token(&got)).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(large.file).unwrap(),
+        "[structured content left out: it came in a result too large to hold in memory]"
+    );
+}
+
+#[test]
+fn an_answer_that_is_not_json_ends_its_call_with_a_parse_error() {
+    let (got, shared, dir) = read_back(
+        r#"{"jsonrpc": "2.0", "id": 9, "result": {"content": [{"type": "text", "text": "unterminated"#,
+    );
+    let got = got.unwrap();
+    assert_eq!(got["id"], 9);
+    assert_eq!(got["error"]["code"], PARSE_ERROR);
+    let message = got["error"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("strata could not read its 89-byte answer (JSON syntax error"),
+        "{message}"
+    );
+    assert!(shared.large.lock().unwrap().is_empty());
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        0,
+        "nothing left behind"
+    );
+}
+
+#[test]
+fn errors_pass_and_requests_and_garbage_are_skipped() {
+    let error = json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32000, "message": "no"}});
+    let (got, _, _dir) = read_back(&error.to_string());
+    assert_eq!(got.unwrap()["error"]["message"], "no");
+    let request = json!({"jsonrpc": "2.0", "id": 4, "method": "sampling/createMessage", "params": {}});
+    assert!(read_back(&request.to_string()).0.is_none());
+    assert!(read_back("this line is not JSON at all").0.is_none());
+    let no_result = json!({"jsonrpc": "2.0", "id": 5});
+    assert!(read_back(&no_result.to_string()).0.is_none());
+}
+
+#[test]
+fn dropping_the_shared_state_removes_what_was_not_taken() {
+    let message = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "x"}]}});
+    let (got, shared, dir) = read_back(&message.to_string());
+    assert!(got.is_some());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    drop(shared);
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
