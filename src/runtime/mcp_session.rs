@@ -8,6 +8,7 @@
 use super::Runtime;
 use crate::config::McpConfig;
 use crate::mcp::{CallResult, Hub, ImageDir, McpTool, Status};
+use crate::store::McpToolName;
 use crate::tooling::deferred::Bridge;
 use crate::tooling::mcp_names::McpNames;
 use crate::tooling::schema::ToolSpec;
@@ -35,6 +36,9 @@ pub struct McpSession {
     /// starting at its first settle join once ready instead of staying out.
     relaunched: bool,
     names: McpNames,
+    /// Every name given in this process or adopted from the session's
+    /// store: a tool named once keeps its name ([`McpNames::with_kept`]).
+    kept: std::collections::BTreeMap<(String, String), String>,
     /// Per server, the tools it offers in the session (as the server
     /// listed them; `allow_tools` and `deny_tools` applied).
     offered: Vec<(String, Vec<McpTool>)>,
@@ -102,6 +106,7 @@ impl Runtime {
             skipped: std::collections::BTreeSet::new(),
             relaunched: false,
             names: McpNames::new(Vec::<(String, Vec<String>)>::new()),
+            kept: std::collections::BTreeMap::new(),
             offered: Vec::new(),
             groups: Vec::new(),
             unavailable: Vec::new(),
@@ -237,13 +242,36 @@ impl McpSession {
             })
             .map(|(name, _)| name.clone())
             .collect();
-        self.names = McpNames::new(offered.iter().map(|(server, tools)| {
-            (
-                server.clone(),
-                tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
-            )
-        }));
-        self.groups = offered
+        self.offered = offered;
+        self.unavailable = unavailable;
+        self.warnings = warnings;
+        self.rename();
+        changed
+    }
+
+    /// Names the offered tools (the kept names first) and makes their
+    /// groups; every name given is kept.
+    fn rename(&mut self) {
+        let kept = self
+            .kept
+            .iter()
+            .map(|((server, tool), name)| (server.clone(), tool.clone(), name.clone()));
+        self.names = McpNames::with_kept(
+            kept,
+            self.offered.iter().map(|(server, tools)| {
+                (
+                    server.clone(),
+                    tools.iter().map(|t| t.name.clone()).collect::<Vec<_>>(),
+                )
+            }),
+        );
+        for (server, tool, name) in self.names.iter() {
+            self.kept
+                .entry((server.to_owned(), tool.to_owned()))
+                .or_insert_with(|| name.to_owned());
+        }
+        self.groups = self
+            .offered
             .iter()
             .filter(|(_, tools)| !tools.is_empty())
             .map(|(server, tools)| {
@@ -258,10 +286,40 @@ impl McpSession {
                 (server.clone(), specs)
             })
             .collect();
-        self.offered = offered;
-        self.unavailable = unavailable;
-        self.warnings = warnings;
-        changed
+    }
+
+    /// Takes the names a session gave its tools (from the store) as the
+    /// names to keep, over those given in this process; renames the tools
+    /// when that changes a name. Returns whether it did.
+    pub fn adopt_names(&mut self, stored: &[McpToolName]) -> bool {
+        let mut kept: std::collections::BTreeMap<(String, String), String> = stored
+            .iter()
+            .map(|(server, tool, name)| ((server.clone(), tool.clone()), name.clone()))
+            .collect();
+        let names: std::collections::BTreeSet<&String> = kept.values().collect();
+        let others: Vec<((String, String), String)> = self
+            .kept
+            .iter()
+            .filter(|(pair, name)| !kept.contains_key(*pair) && !names.contains(name))
+            .map(|(pair, name)| (pair.clone(), name.clone()))
+            .collect();
+        kept.extend(others);
+        if kept == self.kept {
+            return false;
+        }
+        self.kept = kept;
+        let before = self.names.clone();
+        self.rename();
+        self.names != before
+    }
+
+    /// Every `(server, tool, name)` offered now.
+    #[must_use]
+    pub fn tool_names(&self) -> Vec<McpToolName> {
+        self.names
+            .iter()
+            .map(|(server, tool, name)| (server.to_owned(), tool.to_owned(), name.to_owned()))
+            .collect()
     }
 
     /// Whether the user trusts `server`'s annotations

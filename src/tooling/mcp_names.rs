@@ -20,8 +20,12 @@
 //!    name first where the suffix would pass 64 characters.
 //!
 //! Every name holds `__` or is 64 characters long, so none equals a
-//! built-in or bridge tool's name. Adding a server renames an existing tool
-//! only when the two collide in step 3 and the new pair sorts first.
+//! built-in or bridge tool's name.
+//!
+//! A session keeps the names it gave ([`McpNames::with_kept`]): a pair
+//! named before keeps its name, and only the pairs new to the session are
+//! named by the steps above, around the kept names. So a server that adds
+//! `a.b` next to `a_b` leaves `a_b` on the name the history calls it by.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -96,6 +100,24 @@ impl McpNames {
         T: AsRef<str>,
         I: IntoIterator<Item = T>,
     {
+        Self::with_kept(std::iter::empty::<(String, String, String)>(), servers)
+    }
+
+    /// [`McpNames::new`], except that each pair of `kept` (`(server, tool,
+    /// name)`, names given before) that is among `servers`' tools keeps its
+    /// name when that name is valid and no kept pair sorted before it
+    /// holds it already; the other pairs are named as the module doc says,
+    /// never with a kept name.
+    #[must_use]
+    pub fn with_kept<S, T, I>(
+        kept: impl IntoIterator<Item = (String, String, String)>,
+        servers: impl IntoIterator<Item = (S, I)>,
+    ) -> Self
+    where
+        S: AsRef<str>,
+        T: AsRef<str>,
+        I: IntoIterator<Item = T>,
+    {
         let pairs: BTreeSet<(String, String)> = servers
             .into_iter()
             .flat_map(|(server, tools)| {
@@ -105,20 +127,33 @@ impl McpNames {
                     .map(move |tool| (server.clone(), tool.as_ref().to_owned()))
             })
             .collect();
+        let mut names = Self::default();
+        // Names given so far.
+        let mut given: BTreeSet<String> = BTreeSet::new();
+        let kept: BTreeMap<(String, String), String> = kept
+            .into_iter()
+            .map(|(server, tool, name)| ((server, tool), name))
+            .collect();
+        for (pair, name) in kept {
+            if pairs.contains(&pair) && is_valid(&name) && given.insert(name.clone()) {
+                names.by_name.insert(name.clone(), pair.clone());
+                names.by_pair.insert(pair, name);
+            }
+        }
         let candidates: Vec<((String, String), String)> = pairs
             .into_iter()
+            .filter(|pair| !names.by_pair.contains_key(pair))
             .map(|pair| {
                 let name = candidate(&pair.0, &pair.1);
                 (pair, name)
             })
             .collect();
-        // Every name of steps 1–2 is reserved, so a suffixed name never
-        // takes the name another pair would have had.
+        // Every name of steps 1–2 and every kept name is reserved, so a
+        // suffixed name never takes the name another pair would have had.
         let mut taken: BTreeSet<String> = candidates.iter().map(|(_, n)| n.clone()).collect();
-        let mut first_holder: BTreeSet<String> = BTreeSet::new();
-        let mut names = Self::default();
+        taken.extend(given.iter().cloned());
         for (pair, name) in candidates {
-            let name = if first_holder.insert(name.clone()) {
+            let name = if given.insert(name.clone()) {
                 name
             } else {
                 let mut n = 2u64;

@@ -151,3 +151,60 @@ proptest! {
         prop_assert_eq!(names, again);
     }
 }
+
+fn kept(server: &str, tool: &str, name: &str) -> (String, String, String) {
+    (server.to_owned(), tool.to_owned(), name.to_owned())
+}
+
+#[test]
+fn a_kept_name_stays_on_its_tool_when_a_colliding_tool_appears() {
+    let both = [("col", vec!["a_b", "a.b"])];
+    // Named afresh, `a.b` sorts first and takes the plain name.
+    let fresh = McpNames::new(both.clone());
+    assert_eq!(fresh.name("col", "a.b"), Some("col__a_b"));
+    assert_eq!(fresh.name("col", "a_b"), Some("col__a_b_2"));
+    // The session named `a_b` first: it keeps its name, the newcomer gets
+    // the suffix.
+    let names = McpNames::with_kept([kept("col", "a_b", "col__a_b")], both);
+    assert_eq!(names.name("col", "a_b"), Some("col__a_b"));
+    assert_eq!(names.name("col", "a.b"), Some("col__a_b_2"));
+    assert_eq!(names.resolve("col__a_b"), Some(("col", "a_b")));
+}
+
+#[test]
+fn kept_names_of_absent_tools_invalid_or_taken_twice_are_not_used() {
+    let names = McpNames::with_kept(
+        [
+            kept("gone", "tool", "srv__x"),
+            kept("srv", "bad", "not valid!"),
+            kept("srv", "one", "srv__shared"),
+            kept("srv", "two", "srv__shared"),
+        ],
+        [("srv", vec!["x", "bad", "one", "two"])],
+    );
+    assert_eq!(
+        names.name("srv", "x"),
+        Some("srv__x"),
+        "a pair not offered keeps nothing"
+    );
+    assert_eq!(names.name("srv", "bad"), Some("srv__bad"));
+    assert_eq!(
+        names.name("srv", "one"),
+        Some("srv__shared"),
+        "the first kept holder"
+    );
+    assert_eq!(names.name("srv", "two"), Some("srv__two"));
+    assert!(names.resolve("gone__tool").is_none());
+}
+
+#[test]
+fn a_new_tool_never_takes_a_kept_name() {
+    // `srv__b_x_2` was kept for another tool: the newcomer colliding on
+    // `srv__b_x` skips it.
+    let names = McpNames::with_kept(
+        [kept("srv", "b_x", "srv__b_x"), kept("srv", "c", "srv__b_x_2")],
+        [("srv", vec!["b_x", "b.x", "c"])],
+    );
+    assert_eq!(names.name("srv", "c"), Some("srv__b_x_2"));
+    assert_eq!(names.name("srv", "b.x"), Some("srv__b_x_3"));
+}

@@ -594,3 +594,102 @@ fn servers_started_again_by_an_accept_join_once_ready_even_after_esc() {
         );
     });
 }
+
+/// Each offered tool's description by name.
+fn described(body: &serde_json::Value) -> std::collections::BTreeMap<String, String> {
+    body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|t| {
+            (
+                t["function"]["name"].as_str().unwrap().to_owned(),
+                t["function"]["description"].as_str().unwrap().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// A server adds `add.tool` next to `add_tool` (both `bad__add_tool` once
+/// sanitised; `add.tool` sorts first). The session named `add_tool` first,
+/// so it keeps `bad__add_tool` and the newcomer gets the suffix — after
+/// `tools/list_changed`, and after the session is resumed by a new service
+/// whose server lists both from the start. A session new to both names
+/// them afresh.
+#[test]
+fn a_tool_keeps_its_name_when_a_colliding_tool_appears_and_after_a_resume() {
+    mcp_support::run(async {
+        let server = Server::with(|n| match n {
+            0 => Reply::sse(openai_calls(&[("call_1", "bad__add_tool", "{}")])),
+            _ => Reply::sse(openai_text("ok")),
+        })
+        .await;
+        let dirs = Dirs::new();
+        let pids = dirs.ws.path().join("pids");
+        let listed = dirs.ws.path().join("listed");
+        let with = |flags: &str| {
+            misbehaving(&pids).replace(
+                "]\nstartup_timeout_s",
+                &format!(
+                    ", \"--ready-file\", {:?}, \"--adds\", \"add.tool\"{flags}]\nstartup_timeout_s",
+                    listed.to_string_lossy()
+                ),
+            )
+        };
+        let config_now = config(&server, &with(""));
+        let id = service_support::import(&dirs, &config_now, &history(2, "hello"));
+        let (sink, _events) = recorder();
+        let mut service = service_support::open(&dirs, config_now, id, false, sink);
+        service
+            .send("add one".into(), std::future::pending())
+            .await
+            .unwrap();
+        until_listed(&listed, 13).await;
+        let deadline = Instant::now() + PATIENCE;
+        let tools = loop {
+            service
+                .send("again".into(), std::future::pending())
+                .await
+                .unwrap();
+            let tools = described(&server.requests().last().unwrap().json());
+            if tools.contains_key("bad__add_tool_2") || Instant::now() > deadline {
+                break tools;
+            }
+        };
+        assert_eq!(
+            tools["bad__add_tool"], "Add a tool and say the list changed.",
+            "{tools:?}"
+        );
+        assert_eq!(tools["bad__add_tool_2"], "Added later.", "{tools:?}");
+        drop(service);
+
+        // Resumed: the server lists both from the start.
+        let config_later = config(&server, &with(", \"--also\", \"add.tool\""));
+        let (sink, _events) = recorder();
+        let mut service = service_support::open(&dirs, config_later.clone(), id, false, sink);
+        service
+            .send("resumed".into(), std::future::pending())
+            .await
+            .unwrap();
+        let tools = described(&server.requests().last().unwrap().json());
+        assert_eq!(
+            tools["bad__add_tool"], "Add a tool and say the list changed.",
+            "{tools:?}"
+        );
+        assert_eq!(tools["bad__add_tool_2"], "Listed from the start.", "{tools:?}");
+        drop(service);
+
+        // A session that never named them: `add.tool` sorts first.
+        let (mut service, _events) = session(&dirs, config_later, false);
+        service
+            .send("fresh".into(), std::future::pending())
+            .await
+            .unwrap();
+        let tools = described(&server.requests().last().unwrap().json());
+        assert_eq!(tools["bad__add_tool"], "Listed from the start.", "{tools:?}");
+        assert_eq!(
+            tools["bad__add_tool_2"], "Add a tool and say the list changed.",
+            "{tools:?}"
+        );
+    });
+}

@@ -198,9 +198,34 @@ impl SessionService {
                 )));
             }
         }
+        self.keep_mcp_names();
         if let Err(e) = self.offer_mcp_tools() {
             self.emit(ServiceEvent::Error(format!(
                 "the session's switched-off MCP tools could not be read ({e})"
+            )));
+        }
+    }
+
+    /// The open session's MCP tool names: the names it gave before (its
+    /// store) stay on their tools, and the names given now are stored, so
+    /// a name in its history keeps meaning one tool across a resume and a
+    /// changed tool list.
+    fn keep_mcp_names(&mut self) {
+        let (Some(mcp), Some(conversation)) = (self.mcp.as_mut(), self.conversation.as_ref()) else {
+            return;
+        };
+        let id = conversation.session().id;
+        let kept = self.runtime.store.mcp_tool_names(id).and_then(|stored| {
+            if let Some(mcp) = Arc::get_mut(mcp)
+                && mcp.adopt_names(&stored)
+            {
+                tracing::info!(session = %id, "MCP tools take the names the session gave them");
+            }
+            self.runtime.store.keep_mcp_tool_names(id, &mcp.tool_names())
+        });
+        if let Err(e) = kept {
+            self.emit(ServiceEvent::Error(format!(
+                "the session's MCP tool names could not be read or kept ({e}); a tool that changed may be called by another's name"
             )));
         }
     }
