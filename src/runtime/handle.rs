@@ -1,0 +1,244 @@
+//! The one door into an open session: [`SessionHandle`] runs the session
+//! service on a thread of its own and takes [`Op`]s; the service's
+//! [`ServiceEvent`]s go to the client's sink (sending never waits).
+//!
+//! Four threads, each owning its resource:
+//! - the service thread owns the [`SessionService`] (store connection,
+//!   provider, conversation) and runs ops in order on a tokio runtime with
+//!   one worker for spawned tasks (MCP servers starting); a turn is
+//!   cancelled through a one-shot made when its op is queued, so a cancel
+//!   that arrives before the turn starts is not lost, and its approvals are
+//!   answered on the service's approvals channel, whose sender the service
+//!   thread hands back once the service is open (the op loop is busy with
+//!   the turn while the turn waits for the answer);
+//! - the query thread and the counting thread ([`super::service::queries`]);
+//! - the input history's thread ([`super::input_history`]), loading the
+//!   workspace's earlier inputs at start and keeping each new one.
+
+use super::ApprovalAnswer;
+use super::AttachConsent;
+use super::input_history::{HistoryEvent, InputHistory, spawn_input_history};
+use super::service::queries::{CountJob, spawn_counter, spawn_queries};
+use super::service::{Command, Launch, ServiceEvent, SessionService, Sink};
+use crate::domain::MessageId;
+use std::sync::{Arc, Mutex, mpsc as std_mpsc};
+use tokio::sync::{mpsc, oneshot};
+
+/// What a client asks of its open session.
+#[derive(Debug)]
+pub enum Op {
+    /// Send a message, with what the user allowed to attach (a turn).
+    Send {
+        /// The message as typed.
+        text: String,
+        /// The `@path` attachments the user answered for.
+        consent: AttachConsent,
+    },
+    /// Edit a user message and send again from it (a turn).
+    EditSend {
+        /// The message edited.
+        message: MessageId,
+        /// Its new text.
+        text: String,
+    },
+    /// One of the service's commands, run in order after the ops before.
+    Run(Command),
+    /// Send without the MCP servers still starting.
+    SkipServers,
+    /// The sessions matching `search` (answered as `ServiceEvent::Sessions`
+    /// with `ticket`, off the op queue).
+    ListSessions {
+        /// Echoed in the answer.
+        ticket: u64,
+        /// What to look for; empty for every session.
+        search: String,
+    },
+    /// The tokens of a draft (answered as `ServiceEvent::DraftTokens`).
+    CountDraft {
+        /// Echoed in the answer.
+        ticket: u64,
+        /// The draft.
+        text: String,
+    },
+    /// Keep a sent input in the workspace's input history.
+    RememberInput(String),
+}
+
+/// A turn or a command, queued for the service thread.
+enum Job {
+    Send(String, AttachConsent, oneshot::Receiver<()>),
+    EditSend(MessageId, String, oneshot::Receiver<()>),
+    Run(Command),
+}
+
+type CancelSlot = Arc<Mutex<Option<oneshot::Sender<()>>>>;
+
+/// The service's approvals sender, set by the service thread once the
+/// service is open.
+type ApprovalSlot = Arc<Mutex<Option<mpsc::UnboundedSender<ApprovalAnswer>>>>;
+
+/// An open session on its own threads; dropping it cancels the turn in
+/// progress and stops the threads once their current job ends.
+pub struct SessionHandle {
+    jobs: mpsc::UnboundedSender<Job>,
+    cancel: CancelSlot,
+    approvals: ApprovalSlot,
+    /// Notified to send without the MCP servers still starting; the
+    /// service waits on the same signal.
+    skip: Arc<tokio::sync::Notify>,
+    queries: std_mpsc::Sender<(u64, String)>,
+    counts: std_mpsc::Sender<CountJob>,
+    history: InputHistory,
+}
+
+impl SessionHandle {
+    /// Starts the threads and the opening job (connect the provider,
+    /// pulling the embedded model when needed, then load the session).
+    /// The service's events go to `sink`, the input history's to
+    /// `history`.
+    #[must_use]
+    pub fn spawn(launch: Launch, sink: Sink, history: impl Fn(HistoryEvent) + Send + 'static) -> Self {
+        let (jobs, rx) = mpsc::unbounded_channel();
+        let cancel: CancelSlot = Arc::default();
+        let approvals: ApprovalSlot = Arc::default();
+        let service_approvals = Arc::clone(&approvals);
+        let skip = Arc::new(tokio::sync::Notify::new());
+        let service_skip = Arc::clone(&skip);
+        let queries = spawn_queries(launch.paths.database(), Arc::clone(&sink));
+        let history = spawn_input_history(launch.paths.database(), &launch.cwd, history);
+        let counts = spawn_counter(Arc::clone(&sink));
+        let worker_counts = counts.clone();
+        std::thread::Builder::new()
+            .name("strata-session".into())
+            .spawn(move || {
+                // One worker thread runs spawned tasks (MCP servers starting)
+                // while the service does its synchronous opening work here.
+                let Ok(rt) = tokio::runtime::Builder::new_multi_thread()
+                    .worker_threads(1)
+                    .thread_name("strata-tasks")
+                    .enable_all()
+                    .build()
+                else {
+                    sink(ServiceEvent::Error(
+                        "cannot start the background runtime; restart strata".into(),
+                    ));
+                    return;
+                };
+                rt.block_on(run_service(
+                    launch,
+                    rx,
+                    sink,
+                    worker_counts,
+                    (service_approvals, service_skip),
+                ));
+            })
+            .ok();
+        Self {
+            jobs,
+            cancel,
+            approvals,
+            skip,
+            queries,
+            counts,
+            history,
+        }
+    }
+
+    /// Hands `op` to the session (see [`Op`]); never waits.
+    pub fn send(&self, op: Op) {
+        match op {
+            Op::Send { text, consent } => {
+                let rx = self.arm_cancel();
+                let _ = self.jobs.send(Job::Send(text, consent, rx));
+            }
+            Op::EditSend { message, text } => {
+                let rx = self.arm_cancel();
+                let _ = self.jobs.send(Job::EditSend(message, text, rx));
+            }
+            Op::Run(command) => {
+                let _ = self.jobs.send(Job::Run(command));
+            }
+            Op::SkipServers => self.skip.notify_waiters(),
+            Op::ListSessions { ticket, search } => {
+                let _ = self.queries.send((ticket, search));
+            }
+            Op::CountDraft { ticket, text } => {
+                let _ = self.counts.send(CountJob::Count(ticket, text));
+            }
+            Op::RememberInput(text) => self.history.remember(text),
+        }
+    }
+
+    /// Cancels the turn queued last, running or not yet started.
+    pub fn cancel(&self) {
+        if let Some(tx) = self.cancel.lock().ok().and_then(|mut s| s.take()) {
+            let _ = tx.send(());
+        }
+    }
+
+    /// Answers the approval the running turn waits for.
+    pub fn approve(&self, answer: ApprovalAnswer) {
+        let sender = self.approvals.lock().ok().and_then(|s| s.clone());
+        if let Some(tx) = sender {
+            let _ = tx.send(answer);
+        }
+    }
+
+    /// The cancel signal of the turn about to be queued.
+    fn arm_cancel(&self) -> oneshot::Receiver<()> {
+        let (tx, rx) = oneshot::channel();
+        if let Ok(mut slot) = self.cancel.lock() {
+            *slot = Some(tx);
+        }
+        rx
+    }
+}
+
+impl Drop for SessionHandle {
+    fn drop(&mut self) {
+        self.cancel();
+    }
+}
+
+async fn run_service(
+    launch: Launch,
+    mut jobs: mpsc::UnboundedReceiver<Job>,
+    sink: Sink,
+    counts: std_mpsc::Sender<CountJob>,
+    (approvals, skip): (ApprovalSlot, Arc<tokio::sync::Notify>),
+) {
+    let opening = launch.opening.clone();
+    let mut service = match SessionService::open(launch, Arc::clone(&sink), Some(counts)) {
+        Ok(s) => s,
+        Err(e) => {
+            sink(ServiceEvent::Error(e.to_string()));
+            return;
+        }
+    };
+    if let Ok(mut slot) = approvals.lock() {
+        *slot = Some(service.approvals());
+    }
+    service.set_skip_signal(skip);
+    if let Err(e) = service.start(opening) {
+        sink(ServiceEvent::Error(e.to_string()));
+    }
+    service.discover_window().await;
+    while let Some(job) = jobs.recv().await {
+        let result = match job {
+            Job::Send(text, consent, rx) => service.send_attaching(text, consent, cancelled(rx)).await,
+            Job::EditSend(message, text, rx) => service.edit_and_send(message, text, cancelled(rx)).await,
+            Job::Run(command) => service.run(command).await,
+        };
+        if let Err(e) = result {
+            sink(ServiceEvent::Error(e.to_string()));
+        }
+    }
+}
+
+/// Resolves when `rx` gets the cancel; never when its sender is dropped
+/// unused.
+async fn cancelled(rx: oneshot::Receiver<()>) {
+    if rx.await.is_err() {
+        std::future::pending::<()>().await;
+    }
+}
