@@ -26,6 +26,17 @@ use crate::conversation::Phase;
 use crate::domain::{LayerName, Message, MessageStatus, SessionSummary, Usage};
 use std::sync::Arc;
 
+/// A list the service answers a command with (`/tools`, `/mcp`): what it
+/// is about, then one row a line, each laid out as it is shown.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Listing {
+    /// What the rows are (`tools (schema tokens)`, `MCP servers`), or why
+    /// there are none (`tools are off: …`).
+    pub head: String,
+    /// The rows, in order.
+    pub rows: Vec<String>,
+}
+
 /// What the service tells its client. Sent in order, never blocking.
 #[derive(Clone, Debug)]
 pub enum ServiceEvent {
@@ -120,6 +131,10 @@ pub enum ServiceEvent {
     /// the user and sends it again with its answer
     /// ([`SessionService::send_attaching`]).
     AttachAsk(Box<AttachQuestion>),
+    /// The answer to `/tools`: the session's tools, a row each.
+    ToolList(Listing),
+    /// The answer to `/mcp`: the servers and their tools, a row each.
+    McpList(Listing),
     /// A one-line notice (feedback of a command).
     Notice(String),
     /// A one-line problem.

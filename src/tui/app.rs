@@ -9,7 +9,7 @@
 use super::chat::{ChatPane, Streaming};
 use super::event::{AppEvent, ContextSnapshot, Effect};
 use super::keymap::{Action, KeyMap};
-use super::overlay::{Overlay, Picker};
+use super::overlay::{ListKind, Overlay, Picker};
 use super::readline::{self, Edited};
 use super::slash;
 use crate::conversation::Phase;
@@ -107,7 +107,8 @@ pub struct App {
     /// Approvals asked while another one is open, oldest first.
     approvals: std::collections::VecDeque<crate::runtime::service::ApprovalRequest>,
     /// `/tools` was sent: its answer (the next notice) opens the tools list.
-    listing_tools: bool,
+    /// The user cancelled the turn in progress (Ctrl-C); it winds down.
+    cancelling: bool,
     /// Every notice of this run, oldest first, with when (unix ms).
     notices_log: Vec<(String, i64)>,
     /// The selection mode, the edit being resent, the preview setting.
@@ -166,7 +167,7 @@ impl App {
             spinner: 0,
             dirty: true,
             approvals: std::collections::VecDeque::new(),
-            listing_tools: false,
+            cancelling: false,
             notices_log: Vec::new(),
             control: select::Control::default(),
         }
@@ -404,7 +405,7 @@ impl App {
                 self.busy = false;
                 self.phase = None;
                 self.tools_turn_done();
-                let cancelling = self.notice.as_ref().is_some_and(|n| n.text == CANCELLING);
+                let cancelling = std::mem::take(&mut self.cancelling);
                 if status == MessageStatus::Interrupted {
                     self.notify("the reply was interrupted; the partial reply is kept", false);
                 } else if cancelling {
@@ -472,18 +473,19 @@ impl App {
                 self.attach_asked(*question);
                 Vec::new()
             }
+            AppEvent::ToolList(listing) => {
+                self.listed(ListKind::Tools, &listing);
+                Vec::new()
+            }
+            AppEvent::McpList(listing) => {
+                self.listed(ListKind::Mcp, &listing);
+                Vec::new()
+            }
             AppEvent::Notice(text) => {
-                if std::mem::take(&mut self.listing_tools)
-                    && !matches!(self.overlay, Some(Overlay::Approval(_)))
-                {
-                    self.overlay = Some(Overlay::tools(&text));
-                } else {
-                    self.notify(&text, false);
-                }
+                self.notify(&text, false);
                 Vec::new()
             }
             AppEvent::Error(text) => {
-                self.listing_tools = false;
                 self.notify(&text, true);
                 Vec::new()
             }
@@ -678,8 +680,19 @@ impl App {
         Vec::new()
     }
 
+    /// Shows the service's answer to `/tools` or `/mcp`, unless a tool call
+    /// waits for its answer (then only its head, as a notice).
+    fn listed(&mut self, kind: ListKind, listing: &crate::runtime::service::Listing) {
+        if matches!(self.overlay, Some(Overlay::Approval(_))) {
+            self.notify(&listing.head, false);
+        } else {
+            self.overlay = Some(Overlay::listing(kind, listing));
+        }
+    }
+
     fn interrupt(&mut self) -> Vec<Effect> {
         if self.busy {
+            self.cancelling = true;
             self.notify(CANCELLING, false);
             return vec![Effect::Cancel];
         }

@@ -130,6 +130,10 @@ pub enum AppEvent {
     /// (outside the workspace, or credentials): nothing was sent; the app
     /// asks whether to attach them once ([`Effect::SendAttaching`]).
     AttachAsk(Box<crate::runtime::service::AttachQuestion>),
+    /// The answer to `/tools`.
+    ToolList(crate::runtime::service::Listing),
+    /// The answer to `/mcp`.
+    McpList(crate::runtime::service::Listing),
     /// A one-line notice (feedback of a command).
     Notice(String),
     /// A one-line problem.

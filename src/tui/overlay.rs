@@ -24,6 +24,7 @@ use super::pager::{Item, Pager, key_of};
 use super::slash;
 use super::{fmt, theme};
 use crate::domain::{SessionSummary, SystemPrompt};
+use crate::runtime::service::Listing;
 use picker::picker_lines;
 use ratatui::buffer::Buffer;
 use ratatui::layout::Rect;
@@ -43,6 +44,17 @@ pub struct Picker {
     pub ticket: u64,
     /// Whether an answer arrived for the current ticket.
     pub loaded: bool,
+}
+
+/// Which list [`Overlay::Tools`] shows.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ListKind {
+    /// The session's tools and their schema tokens (`/tools`).
+    Tools,
+    /// The MCP servers and their tools (`/mcp`).
+    Mcp,
+    /// The notices log.
+    Notices,
 }
 
 /// The open overlay.
@@ -68,10 +80,12 @@ pub enum Overlay {
         /// Scroll position and layout.
         pager: Pager,
     },
-    /// The session's tools and their schema tokens (the service's answer
-    /// to `/tools`).
+    /// A list: the session's tools (`/tools`), its MCP servers (`/mcp`)
+    /// or the notices log.
     Tools {
-        /// What the answer is about (`tools (schema tokens)`, `tools are off`).
+        /// Which list.
+        kind: ListKind,
+        /// What the list is about (`tools (schema tokens)`, `tools are off`).
         head: String,
         /// Its items, one a line.
         lines: String,
@@ -126,16 +140,14 @@ impl Overlay {
         }
     }
 
-    /// The tools list from the service's one-line answer to `/tools`
-    /// (`head: item · item · …`): the head, then an item a line. The
-    /// answer is only laid out, never interpreted; one without that shape
-    /// shows as it is.
+    /// The service's answer to `/tools` or `/mcp`: its head, then a row a
+    /// line.
     #[must_use]
-    pub fn tools(answer: &str) -> Self {
-        let (head, rest) = answer.split_once(": ").unwrap_or((answer, ""));
+    pub fn listing(kind: ListKind, listing: &Listing) -> Self {
         Self::Tools {
-            head: head.to_owned(),
-            lines: rest.split(" · ").collect::<Vec<_>>().join("\n"),
+            kind,
+            head: listing.head.clone(),
+            lines: listing.rows.join("\n"),
             pager: Pager::default(),
         }
     }
@@ -156,6 +168,7 @@ impl Overlay {
                 .join("\n")
         };
         Self::Tools {
+            kind: ListKind::Notices,
             head: NOTICES_HEAD.to_owned(),
             lines,
             pager: Pager::default(),
@@ -333,9 +346,12 @@ pub fn render(
         Overlay::Prompt { .. } => " Prompt inspector ".to_owned(),
         Overlay::Request { .. } => " Request inspector ".to_owned(),
         Overlay::Help { .. } => " Help ".to_owned(),
-        Overlay::Tools { head, .. } if head.starts_with("MCP") => " MCP ".to_owned(),
-        Overlay::Tools { head, .. } if head == NOTICES_HEAD => " Notices ".to_owned(),
-        Overlay::Tools { .. } => " Tools ".to_owned(),
+        Overlay::Tools { kind, .. } => match kind {
+            ListKind::Tools => " Tools ",
+            ListKind::Mcp => " MCP ",
+            ListKind::Notices => " Notices ",
+        }
+        .to_owned(),
         Overlay::Approval(a) => format!(" Allow {}? ", a.request.call.name),
         Overlay::ContextList(_) => " Context list ".to_owned(),
         Overlay::Choices(c) => c.title().to_owned(),
@@ -391,10 +407,15 @@ pub fn render(
             ),
         },
         Overlay::Help { pager } => pager.render(2, "", || help_doc(keymap), inner, buf),
-        Overlay::Tools { head, lines, pager } => pager.render(
+        Overlay::Tools {
+            kind,
+            head,
+            lines,
+            pager,
+        } => pager.render(
             key_of((head, lines)),
             lines,
-            || tools_doc(head, lines),
+            || tools_doc(*kind, head, lines),
             inner,
             buf,
         ),
@@ -429,14 +450,14 @@ fn clock(ms: i64) -> String {
     )
 }
 
-fn tools_doc(head: &str, lines: &str) -> Vec<Item> {
+fn tools_doc(kind: ListKind, head: &str, lines: &str) -> Vec<Item> {
     let mut out = vec![Item::line(Line::styled(head.to_owned(), theme::title()))];
     Item::lines_of(lines, 0, lines.len(), &mut out);
-    if head == NOTICES_HEAD {
+    if kind == ListKind::Notices {
         return out;
     }
     out.push(Item::line(Line::default()));
-    let hints = if head.starts_with("MCP") {
+    let hints = if kind == ListKind::Mcp {
         [
             "/mcp off SERVER switches a server off for this session,",
             "/mcp on SERVER back on; /mcp accept answers a .mcp.json.",

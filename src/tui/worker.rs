@@ -49,6 +49,8 @@ impl From<ServiceEvent> for AppEvent {
             ServiceEvent::Choices { kind, items } => Self::Choices { kind, items },
             ServiceEvent::Tool(t) => Self::Tool(t),
             ServiceEvent::AttachAsk(q) => Self::AttachAsk(q),
+            ServiceEvent::ToolList(l) => Self::ToolList(l),
+            ServiceEvent::McpList(l) => Self::McpList(l),
             ServiceEvent::Notice(n) => Self::Notice(n),
             ServiceEvent::Error(e) => Self::Error(e),
         }

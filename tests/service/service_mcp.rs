@@ -222,6 +222,19 @@ fn a_tool_list_changed_between_turns_is_offered_with_the_next_request() {
     });
 }
 
+/// Every answer to `/mcp` so far, oldest first.
+fn mcp_lists(events: &std::sync::Mutex<Vec<ServiceEvent>>) -> Vec<strata::runtime::service::Listing> {
+    events
+        .lock()
+        .unwrap()
+        .iter()
+        .filter_map(|e| match e {
+            ServiceEvent::McpList(l) => Some(l.clone()),
+            _ => None,
+        })
+        .collect()
+}
+
 fn notices(events: &std::sync::Mutex<Vec<ServiceEvent>>) -> Vec<String> {
     events
         .lock()
@@ -249,9 +262,9 @@ fn mcp_lists_the_servers_and_switches_one_off_for_the_session_even_after_a_resta
         assert!(first.contains(&"tool_search".to_owned()), "deferred: {first:?}");
         service.run(Command::Mcp(McpAction::List)).await.unwrap();
         service.run(Command::Tools).await.unwrap();
-        let said = notices(&events);
-        let listing = said.iter().find(|n| n.starts_with("MCP servers")).unwrap();
-        let items: Vec<&str> = listing.split(": ").nth(1).unwrap().split(" · ").collect();
+        let listing = mcp_lists(&events).into_iter().next().unwrap();
+        assert!(listing.head.starts_with("MCP servers"), "{listing:?}");
+        let items: Vec<&str> = listing.rows.iter().map(String::as_str).collect();
         assert!(items[0].starts_with("builtin  builtin  "), "{items:?}");
         let bad = items.iter().find(|i| i.starts_with("bad  ready  ")).unwrap();
         assert!(bad.contains("deferred"), "{bad}");
@@ -262,14 +275,26 @@ fn mcp_lists_the_servers_and_switches_one_off_for_the_session_even_after_a_resta
         );
         assert!(items.iter().any(|i| i.starts_with("deferral saves")), "{items:?}");
         // `/tools` says which tools are deferred rather than listing them as sent.
-        let tools = said
+        let tools = events
+            .lock()
+            .unwrap()
             .iter()
-            .find(|n| n.starts_with("tools (schema tokens)"))
+            .find_map(|e| match e {
+                ServiceEvent::ToolList(l) => Some(l.clone()),
+                _ => None,
+            })
             .unwrap();
-        assert!(tools.contains(" · tool_search "), "{tools}");
+        assert_eq!(tools.head, "tools (schema tokens)");
         assert!(
-            tools.contains("bad__add_tool ") && tools.contains(" deferred"),
-            "{tools}"
+            tools.rows.iter().any(|r| r.starts_with("tool_search ")),
+            "{tools:?}"
+        );
+        assert!(
+            tools
+                .rows
+                .iter()
+                .any(|r| r.starts_with("bad__add_tool ") && r.ends_with(" deferred")),
+            "{tools:?}"
         );
         service
             .run(Command::Mcp(McpAction::Switch {
@@ -571,12 +596,17 @@ fn servers_started_again_by_an_accept_join_once_ready_even_after_esc() {
         let deadline = Instant::now() + PATIENCE;
         loop {
             service.run(Command::Mcp(McpAction::List)).await.unwrap();
-            let said = notices(&events);
-            let listing = said.iter().rfind(|n| n.starts_with("MCP servers")).unwrap();
-            if listing.contains(" · bad  ready  ") && listing.contains(" · late  ready  ") {
+            let listing = mcp_lists(&events).pop().unwrap();
+            let ready = |name: &str| {
+                listing
+                    .rows
+                    .iter()
+                    .any(|r| r.starts_with(&format!("{name}  ready  ")))
+            };
+            if ready("bad") && ready("late") {
                 break;
             }
-            assert!(Instant::now() < deadline, "not both ready: {listing}");
+            assert!(Instant::now() < deadline, "not both ready: {listing:?}");
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
         service

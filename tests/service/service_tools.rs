@@ -58,13 +58,15 @@ async fn a_tool_switched_off_stays_off_when_the_conversation_is_rebuilt() {
         .unwrap();
     service.run(Command::Tools).await.unwrap();
     let listed = events.lock().unwrap().iter().rev().find_map(|e| match e {
-        strata::runtime::service::ServiceEvent::Notice(n) if n.starts_with("tools") => Some(n.clone()),
+        strata::runtime::service::ServiceEvent::ToolList(l) => Some(l.clone()),
         _ => None,
     });
     let listed = listed.expect("the tools listing");
+    assert_eq!(listed.head, "tools (schema tokens)");
     assert!(
-        listed.contains("shell off") && listed.contains("read_file "),
-        "{listed}"
+        listed.rows.iter().any(|r| r == "shell off")
+            && listed.rows.iter().any(|r| r.starts_with("read_file ")),
+        "{listed:?}"
     );
     service.send("two".into(), std::future::pending()).await.unwrap();
     // Another model: a new prompt version and a new conversation.

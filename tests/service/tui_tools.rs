@@ -17,6 +17,7 @@ use serde_json::json;
 use strata::conversation::Approval;
 use strata::domain::{Message, MessageStatus, Role, ToolCall, ToolStatus};
 use strata::pipeline::{Action, ReportEntry};
+use strata::runtime::service::Listing;
 use strata::runtime::service::ToolEvent;
 use strata::tui::{App, AppEvent, Effect, Overlay};
 use tui_support::tools::*;
@@ -474,9 +475,13 @@ fn approvals_come_one_at_a_time_and_replace_other_overlays() {
 fn tools_and_undo_edit_commands() {
     let mut app = app_with(80, 24, Vec::new(), None);
     assert_eq!(entered(&mut app, "/tools"), vec![Effect::Tools]);
-    app.handle(AppEvent::Notice(
-        "tools (schema tokens): read_file 118 · list_dir 52 · glob 64 · grep 131 · write_file 77 · edit_file 142 · shell 156 · memory 58 · skill_view 49 · current_time 31".into(),
-    ));
+    app.handle(AppEvent::ToolList(Listing {
+        head: "tools (schema tokens)".into(),
+        rows: "read_file 118 · list_dir 52 · glob 64 · grep 131 · write_file 77 · edit_file 142 · shell 156 · memory 58 · skill_view 49 · current_time 31"
+            .split(" · ")
+            .map(str::to_owned)
+            .collect(),
+    }));
     let screen = draw(&app, 80, 24);
     assert!(matches!(app.overlay(), Some(Overlay::Tools { .. })));
     insta::assert_snapshot!("tools_list_80x24", screen);
@@ -509,9 +514,18 @@ fn the_mcp_command_lists_switches_and_accepts() {
     use strata::runtime::service::McpAction;
     let mut app = app_with(80, 24, Vec::new(), None);
     assert_eq!(entered(&mut app, "/mcp"), vec![Effect::Mcp(McpAction::List)]);
-    app.handle(AppEvent::Notice(
-        "MCP servers (tokens per request): builtin  builtin  13 tools  1890 tokens · time  ready  2 tools  420 tokens, 2 deferred ·     time__convert_time  260  deferred ·     time__get_current_time  160  deferred · deferral saves 2313 tokens per request".into(),
-    ));
+    app.handle(AppEvent::McpList(Listing {
+        head: "MCP servers (tokens per request)".into(),
+        rows: [
+            "builtin  builtin  13 tools  1890 tokens",
+            "time  ready  2 tools  420 tokens, 2 deferred",
+            "    time__convert_time  260  deferred",
+            "    time__get_current_time  160  deferred",
+            "deferral saves 2313 tokens per request",
+        ]
+        .map(str::to_owned)
+        .to_vec(),
+    }));
     let screen = draw(&app, 80, 24);
     assert!(matches!(app.overlay(), Some(Overlay::Tools { .. })));
     insta::assert_snapshot!("mcp_list_80x24", screen);

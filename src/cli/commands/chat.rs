@@ -457,6 +457,9 @@ impl Printer {
             | ServiceEvent::CompressPreview(_)
             | ServiceEvent::ContextList(_)
             | ServiceEvent::Choices { .. }
+            // Answers to the app's `/tools` and `/mcp`.
+            | ServiceEvent::ToolList(_)
+            | ServiceEvent::McpList(_)
             // Headless runs are never asked (`--attach` decides).
             | ServiceEvent::AttachAsk(_) => {}
         }

@@ -167,10 +167,7 @@ impl App {
                 }
             },
             SlashCommand::Tools => match arg.split_whitespace().collect::<Vec<_>>().as_slice() {
-                [] => {
-                    self.listing_tools = true;
-                    vec![Effect::Tools]
-                }
+                [] => vec![Effect::Tools],
                 [state @ ("on" | "off"), name] => vec![Effect::ToggleTool {
                     name: (*name).to_owned(),
                     on: *state == "on",
@@ -205,7 +202,6 @@ impl App {
                         return Vec::new();
                     }
                 };
-                self.listing_tools = action == McpAction::List;
                 vec![Effect::Mcp(action)]
             }
             SlashCommand::Log => {

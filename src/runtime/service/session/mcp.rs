@@ -5,7 +5,7 @@
 //! decision when a session opens.
 
 use super::SessionService;
-use crate::runtime::service::ServiceEvent;
+use crate::runtime::service::{Listing, ServiceEvent};
 use std::path::PathBuf;
 
 /// What `/mcp` asks for.
@@ -66,8 +66,8 @@ impl SessionService {
     pub(super) fn mcp_command(&mut self, action: McpAction) -> anyhow::Result<()> {
         match action {
             McpAction::List => {
-                let line = self.mcp_listing();
-                self.emit(ServiceEvent::Notice(line));
+                let listing = self.mcp_listing();
+                self.emit(ServiceEvent::McpList(listing));
             }
             McpAction::Switch { server, on } => self.switch_server(&server, on)?,
             McpAction::Accept => {
@@ -96,9 +96,12 @@ impl SessionService {
         Ok(())
     }
 
-    /// `/mcp`'s answer, laid out as `head: item · item · …` (the app shows
-    /// an item a line).
-    fn mcp_listing(&self) -> String {
+    /// `/mcp`'s answer: each server, then each of its tools, a row each.
+    fn mcp_listing(&self) -> Listing {
+        let listing = |head: &str, rows: Vec<String>| Listing {
+            head: head.to_owned(),
+            rows,
+        };
         let workspace = self.runtime.workspace_mcp(&self.mcp_root());
         let mut items: Vec<String> = Vec::new();
         if let Some(pending) = &workspace.pending {
@@ -108,7 +111,7 @@ impl SessionService {
             items.push(
                 "no MCP servers are configured; add one with strata mcp add NAME -- COMMAND ARGS…".to_owned(),
             );
-            return format!("MCP servers: {}", items.join(" · "));
+            return listing("MCP servers", items);
         }
         let Some(mcp) = self.mcp.as_ref() else {
             match &self.mcp_launch {
@@ -129,7 +132,7 @@ impl SessionService {
                         .map(|name| format!("{name}  not started: tools are off for this model")),
                 ),
             }
-            return format!("MCP servers: {}", items.join(" · "));
+            return listing("MCP servers", items);
         };
         let states = mcp.states();
         let costs = self
@@ -177,7 +180,7 @@ impl SessionService {
                 }
             }
         }
-        format!("MCP servers (tokens per request): {}", items.join(" · "))
+        listing("MCP servers (tokens per request)", items)
     }
 
     /// Switches every tool of `server` on or off for the session (stored

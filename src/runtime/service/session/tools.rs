@@ -7,7 +7,7 @@ use crate::config::ModelChoice;
 use crate::conversation::Conversation;
 use crate::domain::{Message, Role, Session, ToolResultMeta, ToolStatus};
 use crate::runtime::ApprovalAnswer;
-use crate::runtime::service::{ApprovalRequest, ServiceEvent};
+use crate::runtime::service::{ApprovalRequest, Listing, ServiceEvent};
 use crate::tooling::{Access, approval, schema};
 use std::sync::Arc;
 use tokio::sync::mpsc::UnboundedSender;
@@ -457,7 +457,10 @@ impl SessionService {
                 None => "tools: send a message first; the session's tools are set up with its first request"
                     .to_owned(),
             };
-            self.emit(ServiceEvent::Notice(line));
+            self.emit(ServiceEvent::ToolList(Listing {
+                head: line,
+                rows: Vec::new(),
+            }));
             return Ok(());
         };
         let Some(tools) = conversation.tools() else {
@@ -469,7 +472,10 @@ impl SessionService {
                 },
                 str::to_owned,
             );
-            self.emit(ServiceEvent::Notice(format!("tools are off: {why}")));
+            self.emit(ServiceEvent::ToolList(Listing {
+                head: format!("tools are off: {why}"),
+                rows: Vec::new(),
+            }));
             return Ok(());
         };
         let counter = conversation.counter();
@@ -498,10 +504,10 @@ impl SessionService {
                 .filter(|e| !e.enabled)
                 .map(|e| format!("{} off", e.spec.name)),
         );
-        self.emit(ServiceEvent::Notice(format!(
-            "tools (schema tokens): {}",
-            list.join(" · ")
-        )));
+        self.emit(ServiceEvent::ToolList(Listing {
+            head: "tools (schema tokens)".to_owned(),
+            rows: list,
+        }));
         Ok(())
     }
 
