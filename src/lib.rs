@@ -9,7 +9,8 @@
 //! layer 0 uses nothing but layer 0; the pure core (1) uses 0–1 and no I/O,
 //! process, environment, clock (time is passed in) or UI crate; adapters (2)
 //! use 0–1 but not each other; the runtime (3) uses 0–2; `render` (4) uses
-//! 0–1 and ratatui/syntect but no I/O; the app (4) uses the runtime,
+//! 0–1 and ratatui/syntect but no I/O; the app (4) uses of the runtime
+//! only its doors (the session handle, the protocol and view types),
 //! `render`, 0 and 1, never an adapter; the binary (5) uses everything.
 //! `tests/architecture.rs` parses every file under `src/` and enforces this.
 //!

@@ -5,7 +5,9 @@
 //! domain nothing but itself, the pure core the domain and the core,
 //! adapters those but not each other, the runtime the adapters too, `render`
 //! the domain and core, the app the runtime, `render`, domain and core, and
-//! the binary everything. Layers 0–1 and `render` also use no I/O, process,
+//! the binary everything; of the runtime the app uses only its doors (the
+//! session handle, the protocol and view types). Layers 0–1 and `render`
+//! also use no I/O, process,
 //! environment, clock (layers 0–1) or UI crate outside their share.
 //!
 //! `use` trees are resolved leaf by leaf (groups, renames, globs, `self`,
@@ -91,6 +93,7 @@ fn planted_violations_are_each_reported_and_test_code_is_not() {
         "src/tui.rs:12: tui uses provider (`crate::provider::openai::request_body`)",
         "src/tui.rs:26: tui uses provider (`crate::provider::openai::request_body`)",
         "src/tui.rs:27: tui uses store (`crate::Store::open`)",
+        "src/tui.rs:37: tui uses runtime::Toolbox (`crate::runtime::Toolbox`)",
         "src/tui/view.rs:1: tui uses store (`super::super::store::Store`)",
         "src/tui/view.rs:6: tui uses provider (`crate::provider::openai::request_body`)",
         "src/tui/view.rs:7: tui uses store (`s::Store::open`)",

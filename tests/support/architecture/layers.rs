@@ -48,6 +48,25 @@ pub const LAYERS: &[(&str, Layer)] = &[
     ("cli", Layer::Cli),
 ];
 
+/// The runtime's items the app may use, as `::`-separated paths from the
+/// crate root (a path is allowed when it is one of them or lies under
+/// one): the session handle and its ops, the protocol and view types of
+/// `service`, and the few view types defined beside the runtime's
+/// functions. Everything else of the runtime (its `Runtime` toolbox, the
+/// turn driver, the operations) is reached only through the handle.
+pub const APP_RUNTIME_DOORS: &[&str] = &[
+    "runtime::handle",
+    "runtime::service",
+    "runtime::cache_report",
+    "runtime::tool_costs::ToolServers",
+    "runtime::input_history::HistoryEvent",
+    "runtime::input_history::HISTORY_CAP",
+    "runtime::tool_run::ApprovalAnswer",
+    "runtime::attach::AttachConsent",
+    "runtime::compress::outcome",
+    "runtime::now_ms",
+];
+
 /// The name the checker gives the crate root.
 pub const ROOT: &str = "lib";
 

@@ -8,7 +8,7 @@ use syn::{Item, ItemMod};
 
 use super::Violation;
 use super::files::{Krate, Source, test_only};
-use super::layers::{Layer, PRINT_MACROS, ROOT, layer_of};
+use super::layers::{APP_RUNTIME_DOORS, Layer, PRINT_MACROS, ROOT, layer_of};
 use super::paths::{Written, name, use_leaves};
 use super::scope::{Ctx, Scope, Table, Target, attrs};
 
@@ -111,6 +111,13 @@ impl Walker<'_> {
                     return None;
                 }
                 match layer_of(to) {
+                    Some(Layer::Runtime) if self.layer == Layer::App => {
+                        let text = path.join("::");
+                        let door = APP_RUNTIME_DOORS
+                            .iter()
+                            .any(|d| text == *d || text.starts_with(&format!("{d}::")));
+                        (!door).then(|| path.iter().take(2).cloned().collect::<Vec<_>>().join("::"))
+                    }
                     Some(l) if l == Layer::Root || self.layer.may_use(l) => None,
                     _ => Some(to.to_owned()),
                 }
