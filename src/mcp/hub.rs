@@ -203,9 +203,10 @@ impl Hub {
                     .and_then(Value::as_str)
                     .and_then(|token| ready.shared.take_large(token));
                 let mut out = render::render(&result, images);
-                if large.is_some() {
+                if let Some(large) = large {
                     out.text.clear();
-                    out.large = large;
+                    out.files.clone_from(&large.files);
+                    out.large = Some(large);
                 }
                 Ok(out)
             }

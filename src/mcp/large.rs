@@ -6,8 +6,10 @@
 //! is a small result whose `_meta` carries [`LARGE_KEY`]: a token the
 //! hub exchanges for that file ([`super::transport::Shared::take_large`]).
 //! Tokens are random and taken once, so a server cannot name a file.
-//! Images, audio and binary resources in such a result are left out (a
-//! line says so). A long message that is not valid JSON but has an `id`
+//! Images, audio and binary resources in such a result are decoded as they
+//! stream into files of their own beside it, which stay (swept with the
+//! spill files), and stand as one line naming the file, as in a small
+//! result. A long message that is not valid JSON but has an `id`
 //! answers its request with a parse error, so the call ends at once.
 
 use super::transport::Shared;
@@ -40,6 +42,9 @@ pub struct Large {
     pub bytes: u64,
     /// The size of the message it came in, bytes.
     pub message_bytes: u64,
+    /// The files its images, audio and binary resources were saved to, in
+    /// order (they stay when the text file is removed).
+    pub files: Vec<PathBuf>,
 }
 
 /// A message being written to a file; the file is removed when dropped.
@@ -124,7 +129,11 @@ struct Texts {
     written: u64,
     blocks: usize,
     is_error: Option<bool>,
+    /// Lines added after the last block (structured content left out).
     left_out: Vec<String>,
+    /// Files binary blocks were saved to; removed unless handed over.
+    files: Vec<PathBuf>,
+    dir: PathBuf,
 }
 
 impl Texts {
@@ -138,6 +147,8 @@ impl Texts {
             blocks: 0,
             is_error: None,
             left_out: Vec::new(),
+            files: Vec::new(),
+            dir: dir.to_path_buf(),
         })
     }
 
@@ -166,6 +177,9 @@ impl Drop for Texts {
     fn drop(&mut self) {
         // Kept only once handed over (see `read`).
         let _ = std::fs::remove_file(&self.path);
+        for file in &self.files {
+            let _ = std::fs::remove_file(file);
+        }
     }
 }
 
@@ -241,6 +255,7 @@ pub fn read(spool: Spool, dir: &Path, shared: &Shared) -> Option<RxJsonRpcMessag
                     file: texts.path.clone(),
                     bytes: texts.written,
                     message_bytes: size,
+                    files: std::mem::take(&mut texts.files),
                 };
                 // Handed over: no longer removed on drop.
                 texts.path = PathBuf::new();
@@ -349,53 +364,150 @@ fn result(json: &mut Json, texts: &mut Texts) -> Result<(), Failure> {
     Ok(())
 }
 
-/// One content block: `text`, or a `resource` with `text`; any other kind
-/// is a line saying it was left out.
+/// One content block, in place: `text`, a `resource` with `text`, or a
+/// binary block (`data` of an image or audio, a resource's `blob`) decoded
+/// into a file of its own and standing as one line; anything else is a
+/// line saying it was left out.
 fn block(json: &mut Json, texts: &mut Texts) -> Result<(), Failure> {
     let mut kind = String::new();
+    let mut mime = None;
     let mut wrote = false;
+    let mut saved: Option<Saved> = None;
     json.begin_object()?;
     while json.has_next()? {
         match json.next_name_owned()?.as_str() {
             "type" if json.peek()? == ValueType::String => kind = json.next_string()?,
+            "mimeType" if json.peek()? == ValueType::String => mime = Some(json.next_string()?),
             "text" if json.peek()? == ValueType::String => {
                 texts.block()?;
                 texts.copy(&mut json.next_string_reader()?)?;
                 wrote = true;
             }
+            "data" if json.peek()? == ValueType::String => saved = Some(save(json, &texts.dir)?),
             "resource" if json.peek()? == ValueType::Object => {
                 json.begin_object()?;
                 let mut uri = None;
+                let mut resource_mime = None;
+                let mut blob = None;
                 while json.has_next()? {
                     match json.next_name_owned()?.as_str() {
                         "uri" if json.peek()? == ValueType::String => uri = Some(json.next_string()?),
+                        "mimeType" if json.peek()? == ValueType::String => {
+                            resource_mime = Some(json.next_string()?);
+                        }
                         "text" if json.peek()? == ValueType::String => {
                             texts.block()?;
                             let head = match uri.as_deref() {
-                                Some(uri) => format!("[resource {uri}]\n"),
+                                Some(uri) => format!("[resource {}]\n", crate::text::visible(uri)),
                                 None => "[resource]\n".to_owned(),
                             };
                             texts.put(head.as_bytes())?;
                             texts.copy(&mut json.next_string_reader()?)?;
                             wrote = true;
                         }
+                        "blob" if json.peek()? == ValueType::String => blob = Some(save(json, &texts.dir)?),
                         _ => json.skip_value()?,
                     }
                 }
                 json.end_object()?;
+                if let Some(mut blob) = blob {
+                    blob.uri = uri;
+                    saved = Some(blob);
+                    kind = "resource".to_owned();
+                    mime = resource_mime.or(mime);
+                }
             }
             _ => json.skip_value()?,
         }
     }
     json.end_object()?;
-    if !wrote {
-        let kind = if kind.is_empty() { "content" } else { kind.as_str() };
-        texts.left_out.push(format!(
-            "[{} block left out: it came in a result too large to hold in memory]",
-            crate::text::visible(kind)
-        ));
-    }
+    let line = match saved {
+        Some(saved) => {
+            let mime = mime.unwrap_or_else(|| "application/octet-stream".to_owned());
+            saved.line(&crate::text::visible(&kind), &crate::text::visible(&mime), texts)
+        }
+        None if wrote => return Ok(()),
+        None => {
+            let kind = if kind.is_empty() { "content" } else { kind.as_str() };
+            format!(
+                "[{} block left out: strata does not know it]",
+                crate::text::visible(kind)
+            )
+        }
+    };
+    texts.block()?;
+    texts.put(line.as_bytes())?;
     Ok(())
+}
+
+/// A binary block decoded to a file (`file` is `None` when its data was
+/// not valid base64).
+struct Saved {
+    file: Option<PathBuf>,
+    bytes: u64,
+    uri: Option<String>,
+}
+
+impl Saved {
+    /// The block's line, as a small result's (see `render`): the file is
+    /// named for its type and kept.
+    fn line(self, kind: &str, mime: &str, texts: &mut Texts) -> String {
+        let of = self
+            .uri
+            .as_deref()
+            .map(|u| format!(" {}", crate::text::visible(u)))
+            .unwrap_or_default();
+        let Some(file) = self.file else {
+            return format!("[{kind}{of} ({mime}): not saved, its data is not valid base64]");
+        };
+        let size = crate::text::group_digits(self.bytes);
+        let named = file.with_extension(super::render::extension(mime));
+        let path = match std::fs::rename(&file, &named) {
+            Ok(()) => named,
+            Err(_) => file,
+        };
+        let line = format!("[{kind}{of} ({mime}, {size} bytes) saved to {}]", path.display());
+        texts.files.push(path);
+        line
+    }
+}
+
+/// Decodes the base64 string value next in `json` into a new file of
+/// `dir`, as it streams.
+fn save(json: &mut Json, dir: &Path) -> Result<Saved, Failure> {
+    use base64::engine::general_purpose::STANDARD;
+    let path = dir.join(format!("mcp-blob-{}.bin", uuid::Uuid::now_v7()));
+    let mut out = BufWriter::with_capacity(64 << 10, private_file(&path)?);
+    let copied = {
+        let mut decoder = base64::read::DecoderReader::new(json.next_string_reader()?, &STANDARD);
+        let copied = io::copy(&mut decoder, &mut out).and_then(|n| out.flush().map(|()| n));
+        // What the decoder did not read of a bad value is read past, so the
+        // message reads on.
+        if copied.is_err() {
+            io::copy(&mut decoder.into_inner(), &mut io::sink())?;
+        }
+        copied
+    };
+    match copied {
+        Ok(bytes) => Ok(Saved {
+            file: Some(path),
+            bytes,
+            uri: None,
+        }),
+        Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+            drop(out);
+            let _ = std::fs::remove_file(&path);
+            Ok(Saved {
+                file: None,
+                bytes: 0,
+                uri: None,
+            })
+        }
+        Err(e) => {
+            let _ = std::fs::remove_file(&path);
+            Err(e.into())
+        }
+    }
 }
 
 #[cfg(test)]

@@ -23,7 +23,7 @@ fn token(message: &Value) -> &str {
 }
 
 #[test]
-fn text_blocks_go_to_the_file_in_order_and_the_rest_is_a_line() {
+fn blocks_go_to_the_file_in_order_with_binary_ones_saved_beside_it() {
     let message = json!({
         "result": {
             "isError": true,
@@ -31,6 +31,9 @@ fn text_blocks_go_to_the_file_in_order_and_the_rest_is_a_line() {
                 {"text": "first \u{1b}[2J line\n", "type": "text"},
                 {"type": "image", "data": "aGVsbG8=", "mimeType": "image/png"},
                 {"type": "resource", "resource": {"text": "resource text"}},
+                {"type": "audio", "mimeType": "audio/wav", "data": "not base64!"},
+                {"type": "video", "data": "aGVsbG8="},
+                {"type": "text", "text": "last"},
             ],
             "structuredContent": {"n": 1},
         },
@@ -49,17 +52,41 @@ fn text_blocks_go_to_the_file_in_order_and_the_rest_is_a_line() {
     assert_eq!(got["result"]["content"], json!([]));
     let large = shared.take_large(token(&got)).unwrap();
     let text = std::fs::read_to_string(&large.file).unwrap();
+    let [image, video] = &large.files[..] else {
+        panic!("two files: {:?}", large.files)
+    };
+    assert_eq!(std::fs::read(image).unwrap(), b"hello");
+    assert_eq!(image.extension().unwrap(), "png");
+    assert_eq!(std::fs::read(video).unwrap(), b"hello");
+    assert_eq!(video.extension().unwrap(), "bin");
     assert_eq!(
         text,
-        "first \u{1b}[2J line\n\n[resource file:///a.txt]\nresource text\n[image block left out: it came in a result too large to hold in memory]"
+        format!(
+            "first \u{1b}[2J line\n\n[image (image/png, 5 bytes) saved to {}]\n[resource file:///a.txt]\nresource text\n\
+             [audio (audio/wav): not saved, its data is not valid base64]\n\
+             [video (application/octet-stream, 5 bytes) saved to {}]\nlast",
+            image.display(),
+            video.display()
+        )
     );
     assert_eq!(large.bytes, text.len() as u64);
     assert_eq!(large.message_bytes, message.len() as u64);
-    assert!(large.file.starts_with(dir.path()));
-    // Taken once; the spool is removed.
+    assert!(large.file.starts_with(dir.path()) && image.starts_with(dir.path()));
+    // Taken once; the spool is removed; the text and both files are left.
     assert!(shared.take_large(token(&got)).is_none());
-    let left = std::fs::read_dir(dir.path()).unwrap().count();
-    assert_eq!(left, 1, "only the text file");
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 3);
+}
+
+#[test]
+fn a_block_of_a_kind_strata_does_not_know_is_a_line() {
+    let message =
+        json!({"jsonrpc": "2.0", "id": 2, "result": {"content": [{"type": "hologram", "frames": [1, 2]}]}});
+    let (got, shared, _dir) = read_back(&message.to_string());
+    let large = shared.take_large(token(&got.unwrap())).unwrap();
+    assert_eq!(
+        std::fs::read_to_string(large.file).unwrap(),
+        "[hologram block left out: strata does not know it]"
+    );
 }
 
 #[test]

@@ -165,7 +165,7 @@ fn write(dir: &Path, path: &Path, bytes: &[u8]) -> std::io::Result<()> {
 
 /// A file extension for a MIME type: its subtype when it is a plain word
 /// (`png`, `wav`), `jpg` for JPEG, `svg` for SVG, else `bin`.
-fn extension(mime: &str) -> String {
+pub(super) fn extension(mime: &str) -> String {
     let sub = mime
         .split(';')
         .next()
