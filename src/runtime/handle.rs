@@ -80,35 +80,104 @@ type ApprovalSlot = Arc<Mutex<Option<mpsc::UnboundedSender<ApprovalAnswer>>>>;
 /// An open session on its own threads; dropping it cancels the turn in
 /// progress and stops the threads once their current job ends.
 pub struct SessionHandle {
-    jobs: mpsc::UnboundedSender<Job>,
+    /// `None` once [`SessionHandle::finish`] closed the queue.
+    jobs: Option<mpsc::UnboundedSender<Job>>,
     cancel: CancelSlot,
     approvals: ApprovalSlot,
     /// Notified to send without the MCP servers still starting; the
     /// service waits on the same signal.
     skip: Arc<tokio::sync::Notify>,
+    /// The threads an interactive client has besides the service's.
+    side: Option<Side>,
+    thread: Option<std::thread::JoinHandle<()>>,
+    /// A one-shot client's results: the opening's, then each job's.
+    results: Option<std_mpsc::Receiver<anyhow::Result<()>>>,
+}
+
+/// The query, counting and input-history threads of an interactive client.
+struct Side {
     queries: std_mpsc::Sender<(u64, String)>,
     counts: std_mpsc::Sender<CountJob>,
     history: InputHistory,
 }
 
+/// Cancels a session's turn from another thread (Ctrl-C, a closed
+/// output) while its owner waits.
+#[derive(Clone)]
+pub struct Canceller(CancelSlot);
+
+impl Canceller {
+    /// Cancels the turn queued last, running or not yet started.
+    pub fn cancel(&self) {
+        if let Some(tx) = self.0.lock().ok().and_then(|mut s| s.take()) {
+            let _ = tx.send(());
+        }
+    }
+}
+
+/// How the service thread reports its opening and each job's failure: to
+/// the client's events (interactive: the client goes on, a failure is an
+/// `Error` event), or on a channel, a failure to open ending the thread
+/// (one-shot clients, which exit with it).
+enum Opened {
+    AsEvents,
+    Results(std_mpsc::Sender<anyhow::Result<()>>),
+}
+
 impl SessionHandle {
     /// Starts the threads and the opening job (connect the provider,
-    /// pulling the embedded model when needed, then load the session).
-    /// The service's events go to `sink`, the input history's to
-    /// `history`.
+    /// pulling the embedded model when needed, then load the session),
+    /// for an interactive client: the service's events, failures to open
+    /// included, go to `sink`, the input history's to `history`.
     #[must_use]
     pub fn spawn(launch: Launch, sink: Sink, history: impl Fn(HistoryEvent) + Send + 'static) -> Self {
+        let queries = spawn_queries(launch.paths.database(), Arc::clone(&sink));
+        let history = spawn_input_history(launch.paths.database(), &launch.cwd, history);
+        let counts = spawn_counter(Arc::clone(&sink));
+        let side = Side {
+            queries,
+            counts: counts.clone(),
+            history,
+        };
+        let mut handle = Self::start(launch, sink, Some(counts), Opened::AsEvents);
+        handle.side = Some(side);
+        handle
+    }
+
+    /// Opens the session for a one-shot client (`strata chat`) and waits
+    /// until it is open: the service's events go to `sink`; ops that ask
+    /// for the interactive threads (sessions, draft counts, the input
+    /// history) are ignored.
+    ///
+    /// # Errors
+    /// What opening failed on (no key, an unknown model, a session that
+    /// cannot be read), as the service said it; the thread has ended.
+    pub fn open(launch: Launch, sink: Sink) -> anyhow::Result<Self> {
+        let (tx, rx) = std_mpsc::channel();
+        let mut handle = Self::start(launch, sink, None, Opened::Results(tx));
+        let opened = rx.recv();
+        handle.results = Some(rx);
+        match opened {
+            Ok(Ok(())) => Ok(handle),
+            Ok(Err(e)) => {
+                handle.join();
+                Err(e)
+            }
+            Err(_) => {
+                handle.join();
+                anyhow::bail!("the session could not be opened (its thread ended); try again")
+            }
+        }
+    }
+
+    fn start(launch: Launch, sink: Sink, counts: Option<std_mpsc::Sender<CountJob>>, opened: Opened) -> Self {
         let (jobs, rx) = mpsc::unbounded_channel();
         let cancel: CancelSlot = Arc::default();
         let approvals: ApprovalSlot = Arc::default();
         let service_approvals = Arc::clone(&approvals);
         let skip = Arc::new(tokio::sync::Notify::new());
         let service_skip = Arc::clone(&skip);
-        let queries = spawn_queries(launch.paths.database(), Arc::clone(&sink));
-        let history = spawn_input_history(launch.paths.database(), &launch.cwd, history);
-        let counts = spawn_counter(Arc::clone(&sink));
-        let worker_counts = counts.clone();
-        std::thread::Builder::new()
+        let thread = std::thread::Builder::new()
             .name("strata-session".into())
             .spawn(move || {
                 // One worker thread runs spawned tasks (MCP servers starting)
@@ -119,61 +188,96 @@ impl SessionHandle {
                     .enable_all()
                     .build()
                 else {
-                    sink(ServiceEvent::Error(
-                        "cannot start the background runtime; restart strata".into(),
-                    ));
+                    let why = "cannot start the background runtime; restart strata";
+                    match opened {
+                        Opened::AsEvents => sink(ServiceEvent::Error(why.into())),
+                        Opened::Results(tx) => {
+                            let _ = tx.send(Err(anyhow::anyhow!(why)));
+                        }
+                    }
                     return;
                 };
                 rt.block_on(run_service(
                     launch,
                     rx,
                     sink,
-                    worker_counts,
+                    counts,
                     (service_approvals, service_skip),
+                    opened,
                 ));
             })
             .ok();
         Self {
-            jobs,
+            jobs: Some(jobs),
             cancel,
             approvals,
             skip,
-            queries,
-            counts,
-            history,
+            side: None,
+            thread,
+            results: None,
+        }
+    }
+
+    /// A [`Canceller`] for the turn queued last.
+    #[must_use]
+    pub fn canceller(&self) -> Canceller {
+        Canceller(Arc::clone(&self.cancel))
+    }
+
+    /// Closes the queue and waits until the service has run what was
+    /// queued and ended (its MCP servers stopped).
+    ///
+    /// # Errors
+    /// For a one-shot client ([`SessionHandle::open`]), the first op that
+    /// failed, as the service returned it (it also said so in its events).
+    pub fn finish(mut self) -> anyhow::Result<()> {
+        self.join();
+        match self.results.take() {
+            Some(results) => results.try_iter().find(Result::is_err).unwrap_or(Ok(())),
+            None => Ok(()),
+        }
+    }
+
+    fn join(&mut self) {
+        self.jobs = None;
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
         }
     }
 
     /// Hands `op` to the session (see [`Op`]); never waits.
     pub fn send(&self, op: Op) {
+        let queue = |job: Job| {
+            if let Some(jobs) = &self.jobs {
+                let _ = jobs.send(job);
+            }
+        };
         match op {
-            Op::Send { text, consent } => {
-                let rx = self.arm_cancel();
-                let _ = self.jobs.send(Job::Send(text, consent, rx));
-            }
-            Op::EditSend { message, text } => {
-                let rx = self.arm_cancel();
-                let _ = self.jobs.send(Job::EditSend(message, text, rx));
-            }
-            Op::Run(command) => {
-                let _ = self.jobs.send(Job::Run(command));
-            }
+            Op::Send { text, consent } => queue(Job::Send(text, consent, self.arm_cancel())),
+            Op::EditSend { message, text } => queue(Job::EditSend(message, text, self.arm_cancel())),
+            Op::Run(command) => queue(Job::Run(command)),
             Op::SkipServers => self.skip.notify_waiters(),
             Op::ListSessions { ticket, search } => {
-                let _ = self.queries.send((ticket, search));
+                if let Some(side) = &self.side {
+                    let _ = side.queries.send((ticket, search));
+                }
             }
             Op::CountDraft { ticket, text } => {
-                let _ = self.counts.send(CountJob::Count(ticket, text));
+                if let Some(side) = &self.side {
+                    let _ = side.counts.send(CountJob::Count(ticket, text));
+                }
             }
-            Op::RememberInput(text) => self.history.remember(text),
+            Op::RememberInput(text) => {
+                if let Some(side) = &self.side {
+                    side.history.remember(text);
+                }
+            }
         }
     }
 
     /// Cancels the turn queued last, running or not yet started.
     pub fn cancel(&self) {
-        if let Some(tx) = self.cancel.lock().ok().and_then(|mut s| s.take()) {
-            let _ = tx.send(());
-        }
+        self.canceller().cancel();
     }
 
     /// Answers the approval the running turn waits for.
@@ -204,24 +308,43 @@ async fn run_service(
     launch: Launch,
     mut jobs: mpsc::UnboundedReceiver<Job>,
     sink: Sink,
-    counts: std_mpsc::Sender<CountJob>,
+    counts: Option<std_mpsc::Sender<CountJob>>,
     (approvals, skip): (ApprovalSlot, Arc<tokio::sync::Notify>),
+    opened: Opened,
 ) {
     let opening = launch.opening.clone();
-    let mut service = match SessionService::open(launch, Arc::clone(&sink), Some(counts)) {
-        Ok(s) => s,
-        Err(e) => {
+    let mut results = None;
+    let started = SessionService::open(launch, Arc::clone(&sink), counts)
+        .map_err(anyhow::Error::from)
+        .and_then(|mut service| {
+            if let Ok(mut slot) = approvals.lock() {
+                *slot = Some(service.approvals());
+            }
+            service.set_skip_signal(skip);
+            let start = service.start(opening);
+            Ok((service, start))
+        });
+    let mut service = match (started, opened) {
+        (Ok((service, Ok(()))), Opened::AsEvents) => service,
+        (Ok((service, Err(e))), Opened::AsEvents) => {
+            // The client goes on: another session can still be opened.
+            sink(ServiceEvent::Error(e.to_string()));
+            service
+        }
+        (Err(e), Opened::AsEvents) => {
             sink(ServiceEvent::Error(e.to_string()));
             return;
         }
+        (Ok((service, Ok(()))), Opened::Results(tx)) => {
+            let _ = tx.send(Ok(()));
+            results = Some(tx);
+            service
+        }
+        (Ok((_, Err(e))) | Err(e), Opened::Results(tx)) => {
+            let _ = tx.send(Err(e));
+            return;
+        }
     };
-    if let Ok(mut slot) = approvals.lock() {
-        *slot = Some(service.approvals());
-    }
-    service.set_skip_signal(skip);
-    if let Err(e) = service.start(opening) {
-        sink(ServiceEvent::Error(e.to_string()));
-    }
     service.discover_window().await;
     while let Some(job) = jobs.recv().await {
         let result = match job {
@@ -229,8 +352,15 @@ async fn run_service(
             Job::EditSend(message, text, rx) => service.edit_and_send(message, text, cancelled(rx)).await,
             Job::Run(command) => service.run(command).await,
         };
-        if let Err(e) = result {
-            sink(ServiceEvent::Error(e.to_string()));
+        match &results {
+            Some(tx) => {
+                let _ = tx.send(result);
+            }
+            None => {
+                if let Err(e) = result {
+                    sink(ServiceEvent::Error(e.to_string()));
+                }
+            }
         }
     }
 }

@@ -9,8 +9,8 @@ use serde_json::json;
 use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
 use strata::domain::{Message, MessageStatus, Role, Session, SessionId};
-use strata::runtime::service::{Launch, Opening, ServiceEvent, SessionService, Sink, ToolEvent};
-use strata::runtime::{EditOutcome, Runtime};
+use strata::runtime::service::{Launch, Opening, ServiceEvent, Sink, ToolEvent};
+use strata::runtime::{EditOutcome, Op, Runtime, SessionHandle};
 
 pub fn chat(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     let result = turn(env, args);
@@ -112,23 +112,10 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
         allowed,
         answered: true,
     };
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .context("cannot start the async runtime")?;
     // Connect first: a provider that cannot be used leaves no empty
     // session behind (the session is created when the message is sent).
-    let started = SessionService::open(launch, sink, None)
-        .map_err(anyhow::Error::from)
-        .and_then(|mut service| {
-            // MCP servers are spawned on this runtime while the provider
-            // connects.
-            let _runtime = rt.enter();
-            service.start(opening)?;
-            Ok(service)
-        });
-    let mut service = match started {
-        Ok(service) => service,
+    let handle = match SessionHandle::open(launch, sink) {
+        Ok(handle) => handle,
         Err(e) => {
             if let Some(edit) = edit.take() {
                 edit.undo();
@@ -136,16 +123,25 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
             return Err(e);
         }
     };
+    handle.send(Op::Send { text, consent });
+    let canceller = handle.canceller();
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("cannot start the async runtime")?;
     let sent = rt.block_on(async {
+        let mut finished = tokio::task::spawn_blocking(move || handle.finish());
         // Ctrl-C, or a reader that went away (`| head`): the turn stops
         // and the partial reply is stored as interrupted.
-        let cancel = async {
+        loop {
             tokio::select! {
-                _ = tokio::signal::ctrl_c() => {}
-                () = closed.notified() => {}
+                finished = &mut finished => {
+                    return finished.unwrap_or_else(|_| Err(anyhow::anyhow!("the session's thread failed; the reply so far is kept in the session")));
+                }
+                _ = tokio::signal::ctrl_c() => canceller.cancel(),
+                () = closed.notified() => canceller.cancel(),
             }
-        };
-        service.send_attaching(text, consent, cancel).await
+        }
     });
     // Nothing was stored: the edit is undone so no history is lost.
     let unsent = printer.lock().is_ok_and(|p| p.unsent);
