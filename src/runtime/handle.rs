@@ -316,13 +316,13 @@ async fn run_service(
     let mut results = None;
     let started = SessionService::open(launch, Arc::clone(&sink), counts)
         .map_err(anyhow::Error::from)
-        .and_then(|mut service| {
+        .map(|mut service| {
             if let Ok(mut slot) = approvals.lock() {
                 *slot = Some(service.approvals());
             }
             service.set_skip_signal(skip);
             let start = service.start(opening);
-            Ok((service, start))
+            (service, start)
         });
     let mut service = match (started, opened) {
         (Ok((service, Ok(()))), Opened::AsEvents) => service,
