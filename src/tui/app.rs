@@ -15,6 +15,7 @@ use super::slash;
 use crate::conversation::Phase;
 use crate::domain::{LayerName, MessageStatus, Session, Usage};
 use crate::render::Highlighter;
+use crate::runtime::service::ServiceEvent;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui_textarea::TextArea;
 
@@ -253,7 +254,8 @@ impl App {
     }
 
     /// Applies one event; returns what the driver must do, in order.
-    pub fn handle(&mut self, event: AppEvent) -> Vec<Effect> {
+    pub fn handle(&mut self, event: impl Into<AppEvent>) -> Vec<Effect> {
+        let event = event.into();
         if !matches!(event, AppEvent::Tick { .. } | AppEvent::Highlighted) || self.busy {
             self.dirty = true;
         }
@@ -296,15 +298,15 @@ impl App {
                 self.spinner = self.spinner.wrapping_add(1);
                 Vec::new()
             }
-            AppEvent::Progress(line) => {
+            AppEvent::Service(ServiceEvent::Progress(line)) => {
                 self.progress = Some(line);
                 Vec::new()
             }
-            AppEvent::Connected {
+            AppEvent::Service(ServiceEvent::Connected {
                 provider,
                 model,
                 embedded,
-            } => {
+            }) => {
                 self.header = Header {
                     provider,
                     model,
@@ -313,7 +315,7 @@ impl App {
                 self.progress = None;
                 Vec::new()
             }
-            AppEvent::Loaded(view) => {
+            AppEvent::Service(ServiceEvent::Loaded(view)) => {
                 let report = view
                     .context
                     .as_ref()
@@ -337,7 +339,7 @@ impl App {
                 self.context = view.context;
                 Vec::new()
             }
-            AppEvent::Message(m) => {
+            AppEvent::Service(ServiceEvent::Message(m)) => {
                 match m.role {
                     crate::domain::Role::User => self.chat.pending_user = None,
                     crate::domain::Role::Tool => {
@@ -353,11 +355,11 @@ impl App {
                 self.chat.upsert(*m);
                 Vec::new()
             }
-            AppEvent::Tokens(counts) => {
+            AppEvent::Service(ServiceEvent::Tokens(counts)) => {
                 self.chat.set_tokens(counts);
                 Vec::new()
             }
-            AppEvent::Context(c) => {
+            AppEvent::Service(ServiceEvent::Context(c)) => {
                 self.chat.set_report(c.report.clone());
                 if c.last_usage.is_some() {
                     self.last_usage.clone_from(&c.last_usage);
@@ -365,7 +367,7 @@ impl App {
                 self.context = Some(*c);
                 Vec::new()
             }
-            AppEvent::Phase(phase) => {
+            AppEvent::Service(ServiceEvent::Phase(phase)) => {
                 // Counting servers up keeps the wait's start.
                 let since = match (&self.phase, &phase) {
                     (Some((Phase::StartingServers { .. }, since)), Phase::StartingServers { .. }) => *since,
@@ -374,13 +376,13 @@ impl App {
                 self.phase = Some((phase, since));
                 Vec::new()
             }
-            AppEvent::StreamStarted { now_ms } => {
+            AppEvent::Service(ServiceEvent::StreamStarted { now_ms }) => {
                 if let Some(s) = &mut self.chat.streaming {
                     s.started_ms = now_ms;
                 }
                 Vec::new()
             }
-            AppEvent::Delta { text, now_ms } => {
+            AppEvent::Service(ServiceEvent::Delta { text, now_ms }) => {
                 self.now_ms = self.now_ms.max(now_ms);
                 let s = self.chat.streaming.get_or_insert_with(Streaming::default);
                 s.first_ms.get_or_insert(now_ms);
@@ -388,11 +390,11 @@ impl App {
                 s.text.push_str(&text);
                 Vec::new()
             }
-            AppEvent::Usage(u) => {
+            AppEvent::Service(ServiceEvent::Usage(u)) => {
                 self.last_usage = Some(u);
                 Vec::new()
             }
-            AppEvent::Unsent(text) => {
+            AppEvent::Service(ServiceEvent::Unsent(text)) => {
                 self.chat.pending_user = None;
                 self.chat.streaming = None;
                 if self.draft().is_empty() {
@@ -401,7 +403,7 @@ impl App {
                 }
                 Vec::new()
             }
-            AppEvent::TurnDone { status } => {
+            AppEvent::Service(ServiceEvent::TurnDone { status }) => {
                 self.busy = false;
                 self.phase = None;
                 self.tools_turn_done();
@@ -413,7 +415,7 @@ impl App {
                 }
                 Vec::new()
             }
-            AppEvent::DraftTokens { ticket, tokens } => {
+            AppEvent::Service(ServiceEvent::DraftTokens { ticket, tokens }) => {
                 if ticket == self.draft_ticket {
                     self.draft_tokens = tokens;
                     self.draft_counted = true;
@@ -421,7 +423,7 @@ impl App {
                 }
                 self.fold_counted(ticket, tokens).unwrap_or_default()
             }
-            AppEvent::Sessions { ticket, rows } => {
+            AppEvent::Service(ServiceEvent::Sessions { ticket, rows }) => {
                 if let Some(Overlay::Picker(p)) = &mut self.overlay
                     && p.ticket == ticket
                 {
@@ -431,13 +433,13 @@ impl App {
                 }
                 Vec::new()
             }
-            AppEvent::Request(view) => {
+            AppEvent::Service(ServiceEvent::Request(view)) => {
                 if let Some(o) = &mut self.overlay {
                     o.set_request(view);
                 }
                 Vec::new()
             }
-            AppEvent::Stale(layers) => {
+            AppEvent::Service(ServiceEvent::Stale(layers)) => {
                 self.stale = layers;
                 Vec::new()
             }
@@ -448,44 +450,48 @@ impl App {
                 }
                 Vec::new()
             }
-            AppEvent::Tool(event) => self.tool_event(event),
+            AppEvent::Service(ServiceEvent::Tool(event)) => self.tool_event(event),
             AppEvent::History(earlier) => {
                 self.history_loaded(earlier);
                 Vec::new()
             }
-            AppEvent::ContextList(rows) => {
+            AppEvent::Service(ServiceEvent::ContextList(rows)) => {
                 self.context_rows(rows);
                 Vec::new()
             }
-            AppEvent::Choices { kind, items } => {
+            AppEvent::Service(ServiceEvent::Choices { kind, items }) => {
                 self.choices(kind, items);
                 Vec::new()
             }
-            AppEvent::CompressPreview(view) => {
-                self.preview_arrived(*view);
+            AppEvent::Service(ServiceEvent::CompressPreview(outcome)) => {
+                self.preview_arrived(preview_view(&outcome));
+                Vec::new()
+            }
+            AppEvent::Service(ServiceEvent::Compressed(outcome)) => {
+                self.notify(&outcome.feedback, false);
                 Vec::new()
             }
             AppEvent::Edited(text) => {
                 self.editor_returned(text);
                 Vec::new()
             }
-            AppEvent::AttachAsk(question) => {
+            AppEvent::Service(ServiceEvent::AttachAsk(question)) => {
                 self.attach_asked(*question);
                 Vec::new()
             }
-            AppEvent::ToolList(listing) => {
+            AppEvent::Service(ServiceEvent::ToolList(listing)) => {
                 self.listed(ListKind::Tools, &listing);
                 Vec::new()
             }
-            AppEvent::McpList(listing) => {
+            AppEvent::Service(ServiceEvent::McpList(listing)) => {
                 self.listed(ListKind::Mcp, &listing);
                 Vec::new()
             }
-            AppEvent::Notice(text) => {
+            AppEvent::Service(ServiceEvent::Notice(text)) => {
                 self.notify(&text, false);
                 Vec::new()
             }
-            AppEvent::Error(text) => {
+            AppEvent::Service(ServiceEvent::Error(text)) | AppEvent::Failed(text) => {
                 self.notify(&text, true);
                 Vec::new()
             }
@@ -772,5 +778,35 @@ impl App {
             ticket,
             search: p.query.clone(),
         }]
+    }
+}
+
+/// What the preview overlay shows of a previewed compression.
+fn preview_view(o: &crate::runtime::CompressOutcome) -> super::event::CompressPreviewView {
+    super::event::CompressPreviewView {
+        summary: o.summary.clone().unwrap_or_default(),
+        messages_before: o.messages_before,
+        messages_after: o.messages_after,
+        tokens_before: o.tokens_before,
+        tokens_after: o.tokens_after,
+        kept_verbatim: o
+            .kept_verbatim
+            .iter()
+            .map(|k| super::event::KeptRow {
+                pos: k.pos,
+                role: k.role,
+                tokens: k.tokens,
+                preview: k.preview.clone(),
+            })
+            .collect(),
+        topic: o.topic.clone(),
+        summarizer: o
+            .summarizer
+            .as_ref()
+            .map(|s| s.as_str().to_owned())
+            .unwrap_or_default(),
+        warnings: o.warnings.clone(),
+        grows: o.tokens_after > o.tokens_before,
+        uncached_tokens: o.uncached_tokens_next_request,
     }
 }

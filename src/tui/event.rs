@@ -1,12 +1,16 @@
 //! The app's vocabulary: [`AppEvent`] is everything that reaches the app
-//! (terminal input, the clock, results of background work), [`Effect`] is
+//! (terminal input, the clock, and what its session says), [`Effect`] is
 //! everything the app asks the driver to do. Background results carry the
 //! data the app shows; the app never reads the store or a provider itself.
 
-use crate::domain::{LayerName, Message, MessageId, MessageStatus, Role, SessionSummary, Usage};
+use crate::domain::{MessageId, Role};
+use crate::runtime::service::ServiceEvent;
 use crossterm::event::KeyEvent;
 
 /// Input to [`App::handle`](super::App::handle).
+// The service's events are the most common and the largest; boxing them
+// would cost an allocation per streamed delta for no gain.
+#[allow(clippy::large_enum_variant)]
 #[derive(Clone, Debug)]
 pub enum AppEvent {
     /// A key press.
@@ -33,72 +37,6 @@ pub enum AppEvent {
         /// Now, unix milliseconds.
         now_ms: i64,
     },
-    /// A step of a slow start (pulling the embedded model, loading it).
-    Progress(String),
-    /// The provider is ready.
-    Connected {
-        /// Provider name (`openai`, `anthropic`, `local`).
-        provider: String,
-        /// Model name.
-        model: String,
-        /// Whether it is the embedded model.
-        embedded: bool,
-    },
-    /// A session (or the pending new one) was loaded or refreshed.
-    Loaded(Box<SessionView>),
-    /// A message of the open session was stored or changed: replaces the
-    /// one with its id, or is appended.
-    Message(Box<Message>),
-    /// Messages of the open session were counted: their ids and counts.
-    Tokens(Vec<(crate::domain::MessageId, crate::domain::TokenCount)>),
-    /// The context of the open session's next request.
-    Context(Box<ContextSnapshot>),
-    /// The turn moved to another phase (compressing, connecting,
-    /// streaming, done).
-    Phase(crate::conversation::Phase),
-    /// A tool call started, printed, finished or waits for approval.
-    Tool(crate::runtime::service::ToolEvent),
-    /// A reply started streaming.
-    StreamStarted {
-        /// When, unix ms.
-        now_ms: i64,
-    },
-    /// Reply text arrived.
-    Delta {
-        /// The text.
-        text: String,
-        /// When, unix ms.
-        now_ms: i64,
-    },
-    /// The provider's usage of the request just finished.
-    Usage(Usage),
-    /// A message could not be sent and nothing was stored; its text goes
-    /// back to the composer.
-    Unsent(String),
-    /// The reply ended.
-    TurnDone {
-        /// Complete, interrupted or error.
-        status: MessageStatus,
-    },
-    /// The draft's token count (ticket from [`Effect::CountDraft`]).
-    DraftTokens {
-        /// Which request this answers; older tickets are dropped.
-        ticket: u64,
-        /// Tokens of the draft.
-        tokens: u64,
-    },
-    /// Rows for the session picker (ticket from [`Effect::ListSessions`]).
-    Sessions {
-        /// Which request this answers; older tickets are dropped.
-        ticket: u64,
-        /// Matching sessions, newest first.
-        rows: Vec<SessionSummary>,
-    },
-    /// The prepared request for the request inspector.
-    Request(Box<RequestView>),
-    /// Layers whose sources changed on disk since the prompt was frozen
-    /// (all of them so far; empty after `/reload` or `/new`).
-    Stale(Vec<LayerName>),
     /// Code highlighting finished for some blocks (posted by the chat
     /// pane's highlighter thread): cached blocks that drew them plain are
     /// laid out again.
@@ -106,38 +44,16 @@ pub enum AppEvent {
     /// The workspace's inputs from earlier runs, oldest first (for Up and
     /// Down).
     History(Vec<String>),
-    /// The context list's rows (the answer to [`Effect::LoadContextList`];
-    /// sent again after every pin, exclude, include or compression while
-    /// the list is open). One row per message of the session, archived
-    /// ones included, in position order.
-    ContextList(Vec<crate::pipeline::ContextRow>),
-    /// The items of a picker (the answer to [`Effect::ListChoices`]).
-    Choices {
-        /// Models or skills.
-        kind: crate::runtime::service::ChoiceKind,
-        /// The items.
-        items: Vec<crate::runtime::service::Choice>,
-    },
-    /// What a compression would store (the answer to [`Effect::Compress`]
-    /// with `preview: true`); nothing was changed yet.
-    CompressPreview(Box<CompressPreviewView>),
     /// The text the user wrote in `$EDITOR` (the answer to
     /// [`Effect::EditInEditor`]); `None` when the editor failed or exited
     /// with an error (the notice that says why comes as an
-    /// [`AppEvent::Error`]).
+    /// [`AppEvent::Failed`]).
     Edited(Option<String>),
-    /// The message just sent names files that would not be attached
-    /// (outside the workspace, or credentials): nothing was sent; the app
-    /// asks whether to attach them once ([`Effect::SendAttaching`]).
-    AttachAsk(Box<crate::runtime::service::AttachQuestion>),
-    /// The answer to `/tools`.
-    ToolList(crate::runtime::service::Listing),
-    /// The answer to `/mcp`.
-    McpList(crate::runtime::service::Listing),
-    /// A one-line notice (feedback of a command).
-    Notice(String),
-    /// A one-line problem.
-    Error(String),
+    /// A problem of the terminal's own work (the editor, the input
+    /// history), one sentence.
+    Failed(String),
+    /// What the session said ([`crate::runtime::service::ServiceEvent`]).
+    Service(ServiceEvent),
 }
 
 /// What the app asks the driver to do.
@@ -321,3 +237,9 @@ pub struct KeptRow {
 pub use crate::runtime::service::{
     CompressAsk, ContextSnapshot, ExportFormat, Opening, RequestView, SessionView,
 };
+
+impl From<ServiceEvent> for AppEvent {
+    fn from(e: ServiceEvent) -> Self {
+        Self::Service(e)
+    }
+}

@@ -100,14 +100,14 @@ fn suspended_edit(
     let _ = terminal.clear();
     let mut events = Vec::new();
     if let Err(e) = back {
-        events.push(AppEvent::Error(format!(
+        events.push(AppEvent::Failed(format!(
             "cannot take the terminal back from the editor ({e}); restart strata if the screen stays wrong"
         )));
     }
     match result {
         Ok(edited) => events.push(AppEvent::Edited(Some(edited))),
         Err(e) => {
-            events.push(AppEvent::Error(e.to_string()));
+            events.push(AppEvent::Failed(e.to_string()));
             events.push(AppEvent::Edited(None));
         }
     }
@@ -149,7 +149,7 @@ async fn event_loop(
     let mut app = App::new(keymap, size.width, size.height);
     app.set_compress_preview(launch.config.compression.preview);
     if let Some(w) = warnings.first() {
-        app.handle(AppEvent::Error(w.clone()));
+        app.handle(AppEvent::Failed(w.clone()));
     }
     let opening = launch.opening.clone();
     let env = std::sync::Arc::clone(&launch.env);

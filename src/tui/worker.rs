@@ -16,77 +16,6 @@ pub struct Driver {
     handle: SessionHandle,
 }
 
-impl From<ServiceEvent> for AppEvent {
-    fn from(e: ServiceEvent) -> Self {
-        match e {
-            ServiceEvent::Progress(line) => Self::Progress(line),
-            ServiceEvent::Connected {
-                provider,
-                model,
-                embedded,
-            } => Self::Connected {
-                provider,
-                model,
-                embedded,
-            },
-            ServiceEvent::Loaded(view) => Self::Loaded(view),
-            ServiceEvent::Message(m) => Self::Message(m),
-            ServiceEvent::Tokens(counts) => Self::Tokens(counts),
-            ServiceEvent::Context(c) => Self::Context(c),
-            ServiceEvent::StreamStarted { now_ms } => Self::StreamStarted { now_ms },
-            ServiceEvent::Delta { text, now_ms } => Self::Delta { text, now_ms },
-            ServiceEvent::Phase(phase) => Self::Phase(phase),
-            ServiceEvent::Usage(u) => Self::Usage(u),
-            ServiceEvent::Unsent(text) => Self::Unsent(text),
-            ServiceEvent::TurnDone { status } => Self::TurnDone { status },
-            ServiceEvent::DraftTokens { ticket, tokens } => Self::DraftTokens { ticket, tokens },
-            ServiceEvent::Sessions { ticket, rows } => Self::Sessions { ticket, rows },
-            ServiceEvent::Request(r) => Self::Request(r),
-            ServiceEvent::Stale(layers) => Self::Stale(layers),
-            ServiceEvent::Compressed(outcome) => Self::Notice(outcome.feedback),
-            ServiceEvent::CompressPreview(outcome) => Self::CompressPreview(Box::new(preview_view(&outcome))),
-            ServiceEvent::ContextList(rows) => Self::ContextList(rows),
-            ServiceEvent::Choices { kind, items } => Self::Choices { kind, items },
-            ServiceEvent::Tool(t) => Self::Tool(t),
-            ServiceEvent::AttachAsk(q) => Self::AttachAsk(q),
-            ServiceEvent::ToolList(l) => Self::ToolList(l),
-            ServiceEvent::McpList(l) => Self::McpList(l),
-            ServiceEvent::Notice(n) => Self::Notice(n),
-            ServiceEvent::Error(e) => Self::Error(e),
-        }
-    }
-}
-
-/// What the preview overlay shows of a previewed compression.
-fn preview_view(o: &crate::runtime::CompressOutcome) -> super::event::CompressPreviewView {
-    super::event::CompressPreviewView {
-        summary: o.summary.clone().unwrap_or_default(),
-        messages_before: o.messages_before,
-        messages_after: o.messages_after,
-        tokens_before: o.tokens_before,
-        tokens_after: o.tokens_after,
-        kept_verbatim: o
-            .kept_verbatim
-            .iter()
-            .map(|k| super::event::KeptRow {
-                pos: k.pos,
-                role: k.role,
-                tokens: k.tokens,
-                preview: k.preview.clone(),
-            })
-            .collect(),
-        topic: o.topic.clone(),
-        summarizer: o
-            .summarizer
-            .as_ref()
-            .map(|s| s.as_str().to_owned())
-            .unwrap_or_default(),
-        warnings: o.warnings.clone(),
-        grows: o.tokens_after > o.tokens_before,
-        uncached_tokens: o.uncached_tokens_next_request,
-    }
-}
-
 impl Driver {
     /// Opens the session (see [`SessionHandle::spawn`]); its events
     /// arrive on `events`.
@@ -94,12 +23,12 @@ impl Driver {
     pub fn start(launch: Launch, events: mpsc::UnboundedSender<AppEvent>) -> Self {
         let service_events = events.clone();
         let sink: Sink = Arc::new(move |e: ServiceEvent| {
-            let _ = service_events.send(e.into());
+            let _ = service_events.send(AppEvent::Service(e));
         });
         let handle = SessionHandle::spawn(launch, sink, move |e| {
             let _ = events.send(match e {
                 HistoryEvent::Loaded(rows) => AppEvent::History(rows),
-                HistoryEvent::Failed(text) => AppEvent::Error(text),
+                HistoryEvent::Failed(text) => AppEvent::Failed(text),
             });
         });
         Self { handle }

@@ -6,6 +6,7 @@
 use crate::support::tui as tui_support;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use strata::runtime::service::ServiceEvent;
 use strata::tui::{AppEvent, Effect, ExportFormat, Overlay};
 use tui_support::*;
 
@@ -33,7 +34,7 @@ fn up_and_down_recall_earlier_inputs() {
     for text in ["one", "two"] {
         type_text(&mut app, text);
         app.handle(key(KeyCode::Enter));
-        app.handle(AppEvent::TurnDone {
+        app.handle(ServiceEvent::TurnDone {
             status: strata::domain::MessageStatus::Complete,
         });
     }
@@ -91,11 +92,11 @@ fn draft_tokens_from_an_older_ticket_are_dropped() {
     let (old, _) = ticket(&first);
     let (new, text) = ticket(&second);
     assert_eq!(text, "ab");
-    app.handle(AppEvent::DraftTokens {
+    app.handle(ServiceEvent::DraftTokens {
         ticket: new,
         tokens: 2,
     });
-    app.handle(AppEvent::DraftTokens {
+    app.handle(ServiceEvent::DraftTokens {
         ticket: old,
         tokens: 999,
     });
@@ -112,7 +113,7 @@ fn picker_answers_for_an_older_search_are_dropped_and_esc_closes() {
         panic!("{open:?}")
     };
     type_text(&mut app, "x");
-    app.handle(AppEvent::Sessions {
+    app.handle(ServiceEvent::Sessions {
         ticket: old,
         rows: vec![],
     });
@@ -219,7 +220,7 @@ fn a_cancelled_reply_says_it_was_kept_not_that_it_is_cancelling() {
     app.handle(key(KeyCode::Enter));
     assert_eq!(app.handle(ctrl('c')), vec![Effect::Cancel]);
     assert!(app.notice().unwrap().text.contains("cancelling"));
-    app.handle(AppEvent::TurnDone {
+    app.handle(ServiceEvent::TurnDone {
         status: strata::domain::MessageStatus::Interrupted,
     });
     assert!(app.notice().unwrap().text.contains("partial reply is kept"));
@@ -236,9 +237,9 @@ fn the_status_bar_follows_the_turns_phases() {
     app.handle(key(KeyCode::Enter));
     let status = |app: &strata::tui::App| draw(app, 120, 20).lines().last().unwrap_or("").to_owned();
     assert!(status(&app).contains("preparing"), "{}", status(&app));
-    app.handle(AppEvent::Phase(Phase::StartingServers { ready: 1, total: 3 }));
+    app.handle(ServiceEvent::Phase(Phase::StartingServers { ready: 1, total: 3 }));
     app.handle(AppEvent::Tick { now_ms: 500 });
-    app.handle(AppEvent::Phase(Phase::StartingServers { ready: 2, total: 3 }));
+    app.handle(ServiceEvent::Phase(Phase::StartingServers { ready: 2, total: 3 }));
     app.handle(AppEvent::Tick { now_ms: 2_500 });
     // Counting up keeps the wait's start; Esc sends without the rest.
     assert!(
@@ -251,12 +252,12 @@ fn the_status_bar_follows_the_turns_phases() {
         vec![strata::tui::Effect::SkipServers]
     );
     app.handle(AppEvent::Tick { now_ms: 1_000 });
-    app.handle(AppEvent::Phase(Phase::Compressing(Trigger::Preflight)));
+    app.handle(ServiceEvent::Phase(Phase::Compressing(Trigger::Preflight)));
     app.handle(AppEvent::Tick { now_ms: 4_000 });
     assert!(status(&app).contains("compressing 3s"), "{}", status(&app));
-    app.handle(AppEvent::Phase(Phase::Connecting));
+    app.handle(ServiceEvent::Phase(Phase::Connecting));
     assert!(status(&app).contains("connecting 0s"), "{}", status(&app));
-    app.handle(AppEvent::Phase(Phase::Retrying {
+    app.handle(ServiceEvent::Phase(Phase::Retrying {
         attempt: 1,
         max: 3,
         reason: "the server is overloaded".into(),
@@ -266,20 +267,20 @@ fn the_status_bar_follows_the_turns_phases() {
         "{}",
         status(&app)
     );
-    app.handle(AppEvent::Phase(Phase::WaitingForFirstToken));
+    app.handle(ServiceEvent::Phase(Phase::WaitingForFirstToken));
     app.handle(AppEvent::Tick { now_ms: 9_000 });
     assert!(
         status(&app).contains("waiting for the first token 5s"),
         "{}",
         status(&app)
     );
-    app.handle(AppEvent::Phase(Phase::Streaming));
-    app.handle(AppEvent::Delta {
+    app.handle(ServiceEvent::Phase(Phase::Streaming));
+    app.handle(ServiceEvent::Delta {
         text: "Hi".into(),
         now_ms: 9_100,
     });
     assert!(status(&app).contains("streaming"), "{}", status(&app));
-    app.handle(AppEvent::TurnDone {
+    app.handle(ServiceEvent::TurnDone {
         status: strata::domain::MessageStatus::Complete,
     });
     assert!(status(&app).contains("idle"), "{}", status(&app));
@@ -320,9 +321,9 @@ fn the_notices_log_keeps_every_notice_whole_newest_first() {
         "MCP server slow is unavailable: {}",
         "it said something long. ".repeat(12)
     );
-    app.handle(AppEvent::Notice("first notice".into()));
-    app.handle(AppEvent::Error(long.clone()));
-    app.handle(AppEvent::Notice("the newest".into()));
+    app.handle(ServiceEvent::Notice("first notice".into()));
+    app.handle(ServiceEvent::Error(long.clone()));
+    app.handle(ServiceEvent::Notice("the newest".into()));
     let status = draw(&app, 80, 24);
     assert!(!status.contains(&long), "the status bar cannot hold it");
     app.handle(key(KeyCode::F(6)));
@@ -378,7 +379,7 @@ fn a_bare_model_or_skill_opens_a_picker_that_picks_by_enter() {
                 detail: String::new(),
             })
             .collect();
-        app.handle(AppEvent::Choices { kind, items });
+        app.handle(ServiceEvent::Choices { kind, items });
         let screen = draw(&app, 80, 24);
         assert!(screen.contains("beta") && screen.contains("search:"), "{screen}");
         type_text(&mut app, "am");

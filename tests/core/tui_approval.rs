@@ -18,6 +18,7 @@ use serde_json::json;
 use strata::conversation::Approval;
 use strata::domain::{MessageStatus, ToolStatus};
 use strata::runtime::service::ApprovalRequest;
+use strata::runtime::service::ServiceEvent;
 use strata::tooling::Access;
 use strata::tui::{AppEvent, Effect, Overlay};
 use tui_support::tools::*;
@@ -51,7 +52,7 @@ fn screen_of(w: u16, h: u16, request: ApprovalRequest) -> String {
 fn a_key_pressed_as_the_approval_appears_answers_nothing() {
     let (mut app, _) = running_app(80, 24);
     let opened = app.now_ms();
-    app.handle(AppEvent::Tool(
+    app.handle(ServiceEvent::Tool(
         strata::runtime::service::ToolEvent::ApprovalNeeded(Box::new(shell_request())),
     ));
     app.handle(AppEvent::Clock {
@@ -237,7 +238,7 @@ fn the_cancelling_notice_ends_with_the_turn() {
     let (mut app, _) = running_app(80, 24);
     assert_eq!(app.handle(ctrl('c')), vec![Effect::Cancel]);
     assert!(draw(&app, 80, 24).contains("cancelling the reply"));
-    app.handle(AppEvent::TurnDone {
+    app.handle(ServiceEvent::TurnDone {
         status: MessageStatus::Complete,
     });
     let screen = draw(&app, 80, 24);
@@ -246,7 +247,7 @@ fn the_cancelling_notice_ends_with_the_turn() {
 
     let mut app = asking(80, 24, long_shell_request());
     assert_eq!(app.handle(ctrl('c')), vec![Effect::Cancel]);
-    app.handle(AppEvent::TurnDone {
+    app.handle(ServiceEvent::TurnDone {
         status: MessageStatus::Complete,
     });
     assert!(!draw(&app, 80, 24).contains("cancelling"));
@@ -254,7 +255,7 @@ fn the_cancelling_notice_ends_with_the_turn() {
     // A cancelled reply says the partial reply is kept.
     let (mut app, _) = running_app(80, 24);
     app.handle(ctrl('c'));
-    app.handle(AppEvent::TurnDone {
+    app.handle(ServiceEvent::TurnDone {
         status: MessageStatus::Interrupted,
     });
     assert!(app.notice().unwrap().text.contains("partial reply is kept"));
@@ -275,9 +276,9 @@ fn a_cancelled_call_shows_the_time_it_was_seen_running() {
             ms,
         )
     };
-    app.handle(AppEvent::Message(Box::new(cancelled(Some(0)))));
+    app.handle(ServiceEvent::Message(Box::new(cancelled(Some(0)))));
     app.handle(AppEvent::Tick { now_ms: 130_000 });
-    app.handle(AppEvent::TurnDone {
+    app.handle(ServiceEvent::TurnDone {
         status: MessageStatus::Complete,
     });
     let screen = draw(&app, 120, 36);

@@ -9,7 +9,8 @@ use crate::support::tui as tui_support;
 use crossterm::event::KeyCode;
 use strata::domain::{BreakAt, BreakReason, CacheBreak, CacheCheck, LayerName, Role, Usage};
 use strata::runtime::cache_report::RequestPoint;
-use strata::tui::{AppEvent, Effect};
+use strata::runtime::service::ServiceEvent;
+use strata::tui::Effect;
 use tui_support::*;
 
 fn history(n: usize) -> Vec<strata::domain::Message> {
@@ -220,7 +221,7 @@ fn reload_asks_with_the_tokens_from_the_first_stale_layer_and_not_when_nothing_i
         vec![Effect::Reload],
         "nothing stale: no question"
     );
-    app.handle(AppEvent::Stale(vec![LayerName::Project]));
+    app.handle(ServiceEvent::Stale(vec![LayerName::Project]));
     type_text(&mut app, "/reload");
     let asked = app.handle(key(KeyCode::Enter));
     assert!(!asked.contains(&Effect::Reload), "{asked:?}");

@@ -7,6 +7,7 @@
 use crate::support::tui as tui_support;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
+use strata::runtime::service::ServiceEvent;
 use strata::tui::{App, AppEvent, Effect};
 use tui_support::*;
 
@@ -225,7 +226,7 @@ fn a_recalled_command_does_not_take_up_and_down() {
         type_text(&mut app, line);
         app.handle(key(KeyCode::Enter));
         app.handle(key(KeyCode::Esc));
-        app.handle(AppEvent::TurnDone {
+        app.handle(ServiceEvent::TurnDone {
             status: strata::domain::MessageStatus::Complete,
         });
     }

@@ -5,7 +5,7 @@
 //! edit, a growing summary asked twice, cancel) and the commands `/pin`,
 //! `/unpin`, `/exclude`, `/include`, `/context`, `/compress here N`. The
 //! effects are asserted as the driver receives them; its answers
-//! (`AppEvent::Message`, `AppEvent::ContextList`) change the badges.
+//! (`ServiceEvent::Message`, `ServiceEvent::ContextList`) change the badges.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
@@ -13,9 +13,12 @@ use crate::support::tui as tui_support;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
+use strata::domain::Summarizer;
 use strata::domain::{CompactionId, Message, MessageId, MessageKind, Role, ToolStatus};
 use strata::pipeline::{ContextRow, RowState};
-use strata::tui::{App, AppEvent, CompressAsk, CompressPreviewView, Effect, KeptRow, Overlay};
+use strata::runtime::service::ServiceEvent;
+use strata::runtime::{CompressOutcome, KeptMessage};
+use strata::tui::{App, AppEvent, CompressAsk, Effect, Overlay};
 use tui_support::tools::{call, reply, result, shift_tab};
 use tui_support::*;
 
@@ -73,7 +76,7 @@ fn id_at(app: &App, pos: usize) -> MessageId {
 fn changed(app: &App, id: MessageId, change: impl FnOnce(&mut Message)) -> AppEvent {
     let mut m = app.messages().iter().find(|m| m.id == id).unwrap().clone();
     change(&mut m);
-    AppEvent::Message(Box::new(m))
+    ServiceEvent::Message(Box::new(m)).into()
 }
 
 /// The context list's rows for `messages`, one of each state, and two
@@ -155,26 +158,44 @@ fn listing(w: u16, h: u16) -> App {
     let mut app = app(w, h);
     assert_eq!(app.handle(f(8)), vec![Effect::LoadContextList]);
     let rows = rows_of(app.messages());
-    app.handle(AppEvent::ContextList(rows));
+    app.handle(ServiceEvent::ContextList(rows));
     app
 }
 
-fn preview_view(grows: bool) -> CompressPreviewView {
-    CompressPreviewView {
-        summary: "Goal: make the parser accept nested blocks.\n\nDone so far:\n- read src/parser.rs\n- found the recursion that skips the closing brace\n\nNext: replace it with a loop and run cargo test.".into(),
+/// A previewed compression, as the service answers `/compress` with
+/// `preview` (`grows`: the summary is larger than what it replaces).
+fn preview(grows: bool) -> CompressOutcome {
+    let kept = |pos: usize, role: Role, tokens: u32, preview: &str| KeptMessage {
+        id: MessageId::new(),
+        pos,
+        role,
+        tokens,
+        tools: Vec::new(),
+        preview: preview.into(),
+    };
+    CompressOutcome {
+        noop: false,
         messages_before: 7,
         messages_after: 4,
         tokens_before: 2_543,
         tokens_after: if grows { 2_700 } else { 180 },
-        kept_verbatim: vec![
-            KeptRow { pos: 6, role: Role::User, tokens: 9, preview: "Fix it with a loop, please.".into() },
-            KeptRow { pos: 7, role: Role::Assistant, tokens: 30, preview: "Done: the loop consumes the closing brace.".into() },
-        ],
+        summarizer: Some(Summarizer::Model("gpt-4o-mini".into())),
         topic: Some("the parser".into()),
-        summarizer: "gpt-4o-mini".into(),
+        compaction_id: None,
+        summary: Some("Goal: make the parser accept nested blocks.\n\nDone so far:\n- read src/parser.rs\n- found the recursion that skips the closing brace\n\nNext: replace it with a loop and run cargo test.".into()),
         warnings: vec!["The pinned message 1 stays verbatim after the summary.".into()],
-        grows,
-        uncached_tokens: Some(if grows { 2_600 } else { 120 }),
+        reason: None,
+        exact: true,
+        feedback: String::new(),
+        dry_run: false,
+        preview: true,
+        edited: false,
+        kept_verbatim: vec![
+            kept(6, Role::User, 9, "Fix it with a loop, please."),
+            kept(7, Role::Assistant, 30, "Done: the loop consumes the closing brace."),
+        ],
+        tail_from: Some(6),
+        uncached_tokens_next_request: Some(if grows { 2_600 } else { 120 }),
     }
 }
 
@@ -191,7 +212,7 @@ fn previewing(w: u16, h: u16, grows: bool) -> App {
         })]
     );
     assert_eq!(app.notice().unwrap().text, "compressing the history…");
-    app.handle(AppEvent::CompressPreview(Box::new(preview_view(grows))));
+    app.handle(ServiceEvent::CompressPreview(Box::new(preview(grows))));
     assert!(matches!(app.overlay(), Some(Overlay::Preview(_))));
     app
 }
@@ -283,11 +304,11 @@ fn keys_alone_pin_exclude_and_compress_up_to_a_selected_message() {
     );
     assert!(!app.selecting(), "compressing leaves the selection mode");
     assert_eq!(app.notice().unwrap().text, "compressing up to message 2…");
-    app.handle(AppEvent::CompressPreview(Box::new(preview_view(false))));
+    app.handle(ServiceEvent::CompressPreview(Box::new(preview(false))));
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
         vec![Effect::ApplyPreview {
-            summary: preview_view(false).summary,
+            summary: preview(false).summary.unwrap_or_default(),
             edited: false,
             force: false,
         }]
@@ -383,7 +404,7 @@ fn edit_and_resend_puts_the_message_in_the_composer_and_esc_restores_the_draft()
     app.handle(key(KeyCode::Esc));
 
     // Editing a second message keeps the draft from before the first.
-    app.handle(AppEvent::TurnDone {
+    app.handle(ServiceEvent::TurnDone {
         status: strata::domain::MessageStatus::Complete,
     });
     type_text(&mut app, "a new draft");
@@ -403,7 +424,7 @@ fn edit_and_resend_puts_the_message_in_the_composer_and_esc_restores_the_draft()
     app.handle(ch('e'));
     let mut other = session("Another");
     other.id = session_id(2);
-    app.handle(AppEvent::Loaded(Box::new(strata::tui::SessionView {
+    app.handle(ServiceEvent::Loaded(Box::new(strata::tui::SessionView {
         session: Some(other),
         messages: vec![msg(Role::User, "hello", 2)],
         context: None,
@@ -497,7 +518,7 @@ fn the_context_list_sorts_filters_and_acts_on_the_selected_row() {
     assert!(draw(&app, 120, 36).contains("fn parse_block()"));
     // The driver's answer while the message is open fills the list below.
     let rows = rows_of(app.messages());
-    app.handle(AppEvent::ContextList(rows));
+    app.handle(ServiceEvent::ContextList(rows));
     app.handle(key(KeyCode::Esc));
     assert_eq!(selected(&app).pos, Some(3));
     // c compresses up to it and closes the list.
@@ -514,7 +535,7 @@ fn the_context_list_sorts_filters_and_acts_on_the_selected_row() {
     // e on a tool output is refused and the list stays open.
     app.handle(f(8));
     let rows = rows_of(app.messages());
-    app.handle(AppEvent::ContextList(rows));
+    app.handle(ServiceEvent::ContextList(rows));
     app.handle(ch('t'));
     assert!(app.handle(ch('e')).is_empty());
     assert!(matches!(app.overlay(), Some(Overlay::ContextList(_))));
@@ -571,7 +592,7 @@ fn the_preview_is_edited_in_the_overlay_and_the_edit_is_what_is_applied() {
     assert!(draw(&app, 120, 36).contains("── summary (edited)"));
     let want = format!(
         "{} Keep cargo fmt clean.\nDone. See\nabove.",
-        preview_view(false).summary
+        preview(false).summary.unwrap_or_default()
     );
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
@@ -599,7 +620,7 @@ fn a_growing_summary_asks_twice_and_esc_cancels_a_preview() {
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
         vec![Effect::ApplyPreview {
-            summary: preview_view(true).summary,
+            summary: preview(true).summary.unwrap_or_default(),
             edited: false,
             force: true
         }]
@@ -620,7 +641,7 @@ fn a_growing_summary_asks_twice_and_esc_cancels_a_preview() {
             KeyCode::Char('E'),
             KeyModifiers::SHIFT
         ))),
-        vec![Effect::EditInEditor(preview_view(false).summary)]
+        vec![Effect::EditInEditor(preview(false).summary.unwrap_or_default())]
     );
     app.handle(AppEvent::Edited(Some("Goal: loops, not recursion.\n".into())));
     assert_eq!(
@@ -722,7 +743,7 @@ fn ten_thousand_rows_draw_only_the_window_and_follow_the_selection() {
             )
         })
         .collect();
-    app.handle(AppEvent::ContextList(rows));
+    app.handle(ServiceEvent::ContextList(rows));
     app.handle(key(KeyCode::End));
     let screen = draw(&app, 120, 36);
     assert!(screen.contains("10000"), "the last row is drawn: {screen}");

@@ -12,6 +12,7 @@ use crossterm::event::KeyCode;
 use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use strata::domain::{Message, MessageStatus, Role};
+use strata::runtime::service::ServiceEvent;
 use strata::tui::{App, AppEvent, RequestView};
 use tui_support::*;
 
@@ -55,7 +56,7 @@ fn inspector(w: u16, h: u16) -> App {
     type_text(&mut app, "/inspect");
     app.handle(key(KeyCode::Enter));
     let json: Vec<String> = (0..LINES).map(body_line).collect();
-    app.handle(AppEvent::Request(Box::new(RequestView {
+    app.handle(ServiceEvent::Request(Box::new(RequestView {
         json: json.join("\n"),
         report: Vec::new(),
         prepared_tokens: 2_000_000,
@@ -170,7 +171,7 @@ fn a_reply_streamed_in_many_deltas_looks_like_the_same_text_laid_out_whole() {
         while !text.is_char_boundary(end) {
             end += 1;
         }
-        streamed.handle(AppEvent::Delta {
+        streamed.handle(ServiceEvent::Delta {
             text: text[at..end].to_owned(),
             now_ms: n as i64,
         });

@@ -7,6 +7,7 @@
 use crate::support::tui as tui_support;
 
 use crossterm::event::KeyCode;
+use strata::runtime::service::ServiceEvent;
 use strata::tui::{App, AppEvent, Effect};
 use tui_support::*;
 
@@ -39,7 +40,7 @@ fn sent(effects: &[Effect]) -> String {
 /// Answers the one count `effects` ask for with `tokens`.
 fn answer(app: &mut App, effects: &[Effect], tokens: u64) -> Vec<Effect> {
     let (ticket, _) = count(effects);
-    app.handle(AppEvent::DraftTokens { ticket, tokens })
+    app.handle(ServiceEvent::DraftTokens { ticket, tokens })
 }
 
 /// Pastes `text`, answers the fold's count with `tokens`, and returns the
@@ -47,7 +48,7 @@ fn answer(app: &mut App, effects: &[Effect], tokens: u64) -> Vec<Effect> {
 fn paste_counted(app: &mut App, text: &str, tokens: u64) -> u64 {
     let (ticket, counted) = count(&app.handle(AppEvent::Paste(text.to_owned())));
     assert_eq!(counted, text, "the paste is counted on its own first");
-    let (draft, _) = count(&app.handle(AppEvent::DraftTokens { ticket, tokens }));
+    let (draft, _) = count(&app.handle(ServiceEvent::DraftTokens { ticket, tokens }));
     draft
 }
 
@@ -58,7 +59,7 @@ fn a_long_paste_folds_in_the_composer_and_its_count_joins_the_label() {
     let paste = log_lines(3_000);
     let (ticket, _) = count(&app.handle(AppEvent::Paste(paste.clone())));
     assert_eq!(app.draft(), "why does this fail? [pasted 3,000 lines]");
-    let effects = app.handle(AppEvent::DraftTokens {
+    let effects = app.handle(ServiceEvent::DraftTokens {
         ticket,
         tokens: 105_000,
     });
@@ -97,7 +98,7 @@ fn the_chat_shows_a_sent_paste_folded_until_the_expand_key() {
     );
     assert!(!screen.contains("worker-2999"), "{screen}");
     // Stored, it folds the same way.
-    app.handle(AppEvent::Message(Box::new(msg(
+    app.handle(ServiceEvent::Message(Box::new(msg(
         strata::domain::Role::User,
         &format!("{paste}what failed?"),
         105_004,
@@ -175,7 +176,7 @@ fn a_message_larger_than_the_window_asks_before_it_goes() {
         app.question()
     );
     assert!(
-        app.handle(AppEvent::DraftTokens {
+        app.handle(ServiceEvent::DraftTokens {
             ticket: draft,
             tokens: 30_004,
         })
@@ -204,11 +205,11 @@ fn a_large_message_that_fits_goes_once_its_count_arrives() {
     // tokens, too few characters to fold.
     let text = "語".repeat(3_000);
     let (ticket, _) = count(&type_text(&mut app, "x"));
-    app.handle(AppEvent::DraftTokens { ticket, tokens: 1 });
+    app.handle(ServiceEvent::DraftTokens { ticket, tokens: 1 });
     let (ticket, _) = count(&app.handle(AppEvent::Paste(text.clone())));
     assert!(app.handle(key(KeyCode::Enter)).is_empty());
     assert!(app.question().is_some());
-    let effects = app.handle(AppEvent::DraftTokens {
+    let effects = app.handle(ServiceEvent::DraftTokens {
         ticket,
         tokens: 3_001,
     });

@@ -11,6 +11,7 @@ use crate::support::tui as tui_support;
 use crossterm::event::KeyCode;
 use strata::domain::{LayerName, MessageStatus, Role, SessionSummary};
 use strata::pipeline::{Action, ReportEntry};
+use strata::runtime::service::ServiceEvent;
 use strata::tui::{AppEvent, RequestView};
 use tui_support::*;
 
@@ -51,11 +52,11 @@ fn streaming_reply_shows_spinner_rate_and_live_tokens() {
     app.handle(AppEvent::Tick { now_ms: 1_000 });
     type_text(&mut app, "And tokens?");
     app.handle(key(KeyCode::Enter));
-    app.handle(AppEvent::Delta {
+    app.handle(ServiceEvent::Delta {
         text: "Tokens are pieces of words; ".into(),
         now_ms: 1_200,
     });
-    app.handle(AppEvent::Delta {
+    app.handle(ServiceEvent::Delta {
         text: "about four characters each in English.".into(),
         now_ms: 2_200,
     });
@@ -142,7 +143,7 @@ fn picker_with_search_results() {
             created_at: 1_764_400_000_000,
             updated_at: 1_764_400_000_000 + (n as i64) * 3_600_000,
         };
-        app.handle(AppEvent::Sessions {
+        app.handle(ServiceEvent::Sessions {
             ticket,
             rows: vec![
                 row(2, "Refactor the parser", 42, 18_300),
@@ -176,7 +177,7 @@ fn request_inspector() {
                 strata::tui::Effect::InspectRequest
             ]
         );
-        app.handle(AppEvent::Request(Box::new(RequestView {
+        app.handle(ServiceEvent::Request(Box::new(RequestView {
             json: "{\n  \"model\": \"gpt-4o\",\n  \"messages\": [\n    {\"role\": \"user\", \"content\": \"こんにちは\"}\n  ],\n  \"max_tokens\": 16384\n}".into(),
             report: Vec::new(),
             prepared_tokens: 117,
@@ -203,7 +204,7 @@ fn stale_layer_and_blocked_reason_in_the_detailed_pane() {
     let mut ctx = context(&messages);
     ctx.blocked_reason = Some("two compressions in a row saved too little".into());
     let mut app = app_with(120, 36, messages, Some(ctx));
-    app.handle(AppEvent::Stale(vec![LayerName::Project]));
+    app.handle(ServiceEvent::Stale(vec![LayerName::Project]));
     app.handle(key(KeyCode::F(3)));
     insta::assert_snapshot!("stale_blocked_120x36", draw(&app, 120, 36));
 }
@@ -240,11 +241,11 @@ fn archived_originals_shown_on_request() {
 #[test]
 fn embedded_model_pull_progress_in_the_status_bar() {
     let mut app = strata::tui::App::new(strata::tui::KeyMap::default(), 80, 24);
-    app.handle(AppEvent::Progress(
+    app.handle(ServiceEvent::Progress(
         "the embedded model is not on this machine yet; downloading it (about 98 MB) ...".into(),
     ));
     insta::assert_snapshot!("pulling_80x24", draw(&app, 80, 24));
-    app.handle(AppEvent::Connected {
+    app.handle(ServiceEvent::Connected {
         provider: "local".into(),
         model: "SmolLM2-135M-Instruct".into(),
         embedded: true,

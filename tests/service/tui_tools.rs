@@ -18,6 +18,7 @@ use strata::conversation::Approval;
 use strata::domain::{Message, MessageStatus, Role, ToolCall, ToolStatus};
 use strata::pipeline::{Action, ReportEntry};
 use strata::runtime::service::Listing;
+use strata::runtime::service::ServiceEvent;
 use strata::runtime::service::ToolEvent;
 use strata::tui::{App, AppEvent, Effect, Overlay};
 use tui_support::tools::*;
@@ -29,7 +30,7 @@ const SIZES: [(u16, u16); 2] = [(120, 36), (80, 24)];
 /// read the same whatever `schema::summary` makes of the arguments).
 fn summaries(app: &mut App, calls: &[(&ToolCall, &str)]) {
     for (c, summary) in calls {
-        app.handle(AppEvent::Tool(ToolEvent::Started {
+        app.handle(ServiceEvent::Tool(ToolEvent::Started {
             call: (*c).clone(),
             summary: (*summary).into(),
             now_ms: 0,
@@ -258,7 +259,7 @@ fn selection_moves_between_blocks_and_gives_the_keys_back() {
         ]
     );
     // Typing while the blocks are selected goes to the composer.
-    app.handle(AppEvent::TurnDone {
+    app.handle(ServiceEvent::TurnDone {
         status: MessageStatus::Complete,
     });
     app.handle(shift_tab());
@@ -435,7 +436,7 @@ fn ctrl_c_closes_the_approval_and_cancels_the_turn() {
 #[test]
 fn the_end_of_the_turn_closes_an_open_approval() {
     let mut app = asking(80, 24, shell_request());
-    app.handle(AppEvent::TurnDone {
+    app.handle(ServiceEvent::TurnDone {
         status: MessageStatus::Interrupted,
     });
     assert!(app.overlay().is_none());
@@ -446,12 +447,12 @@ fn approvals_come_one_at_a_time_and_replace_other_overlays() {
     let (mut app, _) = running_app(80, 24);
     app.handle(AppEvent::Key(KeyEvent::new(KeyCode::F(1), KeyModifiers::NONE)));
     assert!(matches!(app.overlay(), Some(Overlay::Help { .. })));
-    app.handle(AppEvent::Tool(ToolEvent::ApprovalNeeded(Box::new(
+    app.handle(ServiceEvent::Tool(ToolEvent::ApprovalNeeded(Box::new(
         shell_request(),
     ))));
     let mut second = edit_request();
     second.call.id = "run_4".into();
-    app.handle(AppEvent::Tool(ToolEvent::ApprovalNeeded(Box::new(second))));
+    app.handle(ServiceEvent::Tool(ToolEvent::ApprovalNeeded(Box::new(second))));
     app.handle(read_the_question(&app));
     assert_eq!(
         app.handle(key(KeyCode::Char('y'))),
@@ -475,7 +476,7 @@ fn approvals_come_one_at_a_time_and_replace_other_overlays() {
 fn tools_and_undo_edit_commands() {
     let mut app = app_with(80, 24, Vec::new(), None);
     assert_eq!(entered(&mut app, "/tools"), vec![Effect::Tools]);
-    app.handle(AppEvent::ToolList(Listing {
+    app.handle(ServiceEvent::ToolList(Listing {
         head: "tools (schema tokens)".into(),
         rows: "read_file 118 · list_dir 52 · glob 64 · grep 131 · write_file 77 · edit_file 142 · shell 156 · memory 58 · skill_view 49 · current_time 31"
             .split(" · ")
@@ -487,7 +488,7 @@ fn tools_and_undo_edit_commands() {
     insta::assert_snapshot!("tools_list_80x24", screen);
     app.handle(key(KeyCode::Esc));
     // Later notices go to the status bar again.
-    app.handle(AppEvent::Notice("shell is off for this session".into()));
+    app.handle(ServiceEvent::Notice("shell is off for this session".into()));
     assert!(app.overlay().is_none());
 
     assert_eq!(
@@ -514,7 +515,7 @@ fn the_mcp_command_lists_switches_and_accepts() {
     use strata::runtime::service::McpAction;
     let mut app = app_with(80, 24, Vec::new(), None);
     assert_eq!(entered(&mut app, "/mcp"), vec![Effect::Mcp(McpAction::List)]);
-    app.handle(AppEvent::McpList(Listing {
+    app.handle(ServiceEvent::McpList(Listing {
         head: "MCP servers (tokens per request)".into(),
         rows: [
             "builtin  builtin  13 tools  1890 tokens",
@@ -550,7 +551,7 @@ fn the_mcp_command_lists_switches_and_accepts() {
     ] {
         assert_eq!(entered(&mut app, typed), vec![Effect::Mcp(action)], "{typed}");
         // Their answers are status-bar notices, not the list overlay.
-        app.handle(AppEvent::Notice("done".into()));
+        app.handle(ServiceEvent::Notice("done".into()));
         assert!(app.overlay().is_none(), "{typed}");
     }
     assert!(entered(&mut app, "/mcp time").is_empty());

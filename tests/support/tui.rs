@@ -12,6 +12,7 @@ use strata::domain::{
     Fingerprint, LayerInfo, LayerName, Message, MessageKind, PromptId, PromptMode, Role, SessionId,
     SourceInfo, SourceStatus, SystemPrompt, TokenCount,
 };
+use strata::runtime::service::ServiceEvent;
 use strata::tokens::{Budget, BudgetInput, ThresholdSettings};
 use strata::tui::{App, AppEvent, ContextSnapshot, KeyMap, SessionView};
 
@@ -155,14 +156,14 @@ pub fn session(title: &str) -> strata::domain::Session {
 /// An app of `w`×`h`, connected to gpt-4o, showing `messages`.
 pub fn app_with(w: u16, h: u16, messages: Vec<Message>, ctx: Option<ContextSnapshot>) -> App {
     let mut app = App::new(KeyMap::default(), w, h);
-    app.handle(AppEvent::Connected {
+    app.handle(ServiceEvent::Connected {
         provider: "openai".into(),
         model: "gpt-4o".into(),
         embedded: false,
     });
     let context = ctx.or_else(|| Some(context(&messages)));
     let s = (!messages.is_empty()).then(|| session("Refactor the parser"));
-    app.handle(AppEvent::Loaded(Box::new(SessionView {
+    app.handle(ServiceEvent::Loaded(Box::new(SessionView {
         session: s,
         messages,
         context,
@@ -380,7 +381,7 @@ pub fn inspecting(w: u16, h: u16, json: String) -> App {
     let mut app = app_with(w, h, Vec::new(), None);
     type_text(&mut app, "/inspect");
     app.handle(key(KeyCode::Enter));
-    app.handle(AppEvent::Request(Box::new(strata::tui::RequestView {
+    app.handle(ServiceEvent::Request(Box::new(strata::tui::RequestView {
         prepared_tokens: (json.len() / 4) as u64,
         json,
         report: Vec::new(),

@@ -7,6 +7,7 @@ use serde_json::json;
 use strata::conversation::{Approval, Phase};
 use strata::domain::{Message, Role, ToolCall, ToolResultMeta, ToolStatus};
 use strata::runtime::ApprovalAnswer;
+use strata::runtime::service::ServiceEvent;
 use strata::runtime::service::{ApprovalRequest, ToolEvent};
 use strata::tooling::Access;
 use strata::tui::{App, AppEvent, Effect};
@@ -64,7 +65,7 @@ pub fn running_app(w: u16, h: u16) -> (App, Vec<ToolCall>) {
     app.handle(AppEvent::Tick { now_ms: 100_000 });
     type_text(&mut app, "Run the tests and the linter");
     app.handle(key(KeyCode::Enter));
-    app.handle(AppEvent::Message(Box::new(msg(
+    app.handle(ServiceEvent::Message(Box::new(msg(
         Role::User,
         "Run the tests and the linter",
         8,
@@ -74,26 +75,26 @@ pub fn running_app(w: u16, h: u16) -> (App, Vec<ToolCall>) {
         call("run_2", "read_file", json!({"path": "Cargo.toml"})),
         call("run_3", "edit_file", json!({"path": "src/parser.rs"})),
     ];
-    app.handle(AppEvent::Message(Box::new(reply(
+    app.handle(ServiceEvent::Message(Box::new(reply(
         "Running the suite while I read the manifest.",
         calls.clone(),
     ))));
-    app.handle(AppEvent::Phase(Phase::RunningTool {
+    app.handle(ServiceEvent::Phase(Phase::RunningTool {
         name: "shell".into(),
         others: 1,
     }));
     for (c, summary) in [(&calls[0], "cargo test --locked"), (&calls[1], "Cargo.toml")] {
-        app.handle(AppEvent::Tool(ToolEvent::Started {
+        app.handle(ServiceEvent::Tool(ToolEvent::Started {
             call: c.clone(),
             summary: summary.into(),
             now_ms: 100_000,
         }));
     }
-    app.handle(AppEvent::Tool(ToolEvent::Progress {
+    app.handle(ServiceEvent::Tool(ToolEvent::Progress {
         tool_call_id: "run_1".into(),
         tail: "test parser::tests::flat ... ok\ntest parser::tests::nested ... ok\ntest lexer::tests::unicode ...".into(),
     }));
-    app.handle(AppEvent::Tool(ToolEvent::Finished {
+    app.handle(ServiceEvent::Tool(ToolEvent::Finished {
         tool_call_id: "run_2".into(),
         diff: None,
         now_ms: 100_030,
@@ -137,10 +138,10 @@ pub fn edit_request() -> ApprovalRequest {
 /// [`running_app`] with `request` waiting for approval.
 pub fn asking(w: u16, h: u16, request: ApprovalRequest) -> App {
     let (mut app, _) = running_app(w, h);
-    app.handle(AppEvent::Phase(Phase::AwaitingApproval {
+    app.handle(ServiceEvent::Phase(Phase::AwaitingApproval {
         name: request.call.name.clone(),
     }));
-    app.handle(AppEvent::Tool(ToolEvent::ApprovalNeeded(Box::new(request))));
+    app.handle(ServiceEvent::Tool(ToolEvent::ApprovalNeeded(Box::new(request))));
     let read = super::read_the_question(&app);
     app.handle(read);
     app
