@@ -20,6 +20,7 @@ use ratatui::Terminal;
 use ratatui::backend::TestBackend;
 use std::hint::black_box;
 use strata::domain::Role;
+use strata::runtime::service::ServiceEvent;
 use strata::tui::AppEvent;
 
 #[path = "../tests/support/mod.rs"]
@@ -108,7 +109,7 @@ fn inspector(c: &mut Criterion) {
 fn streaming(c: &mut Criterion) {
     let (w, h) = (120, 36);
     let mut app = tui_support::app_with(w, h, Vec::new(), None);
-    app.handle(AppEvent::Delta {
+    app.handle(ServiceEvent::Delta {
         text: tui_support::long_reply(20_000),
         now_ms: 0,
     });
@@ -120,7 +121,7 @@ fn streaming(c: &mut Criterion) {
     c.bench_function("streaming_frame_20k_line_reply", |b| {
         b.iter(|| {
             n += 1;
-            black_box(app.handle(AppEvent::Delta {
+            black_box(app.handle(ServiceEvent::Delta {
                 text: tui_support::stream_delta(n).to_owned(),
                 now_ms: n as i64,
             }));
@@ -274,7 +275,7 @@ fn context_list(c: &mut Criterion) {
             |rows| {
                 app.handle(tui_support::key(KeyCode::Esc));
                 black_box(app.handle(tui_support::key(KeyCode::F(8))));
-                app.handle(AppEvent::ContextList(rows));
+                app.handle(ServiceEvent::ContextList(rows));
                 frame(&app, &mut terminal);
             },
             criterion::BatchSize::LargeInput,

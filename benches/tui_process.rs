@@ -35,9 +35,10 @@ use std::hint::black_box;
 use std::process::Command;
 use std::time::{Duration, Instant};
 use strata::domain::Role;
+use strata::runtime::service::ServiceEvent;
 use strata::store::{SessionQuery, Store};
 use strata::tokens::TokenCounter;
-use strata::tui::{AppEvent, Effect};
+use strata::tui::Effect;
 
 #[path = "../tests/support/mod.rs"]
 mod support;
@@ -109,7 +110,7 @@ fn inspector() {
         .draw(|f| strata::tui::draw(&app, f.area(), f.buffer_mut()))
         .unwrap();
     let start = Instant::now();
-    app.handle(AppEvent::Request(Box::new(strata::tui::RequestView {
+    app.handle(ServiceEvent::Request(Box::new(strata::tui::RequestView {
         prepared_tokens: tokens as u64,
         json,
         report: Vec::new(),
@@ -152,7 +153,7 @@ fn streaming() {
     let reply = tui_support::long_reply(20_000);
     let lines = reply.lines().count();
     let mut app = tui_support::app_with(120, 36, Vec::new(), None);
-    app.handle(AppEvent::Delta {
+    app.handle(ServiceEvent::Delta {
         text: reply,
         now_ms: 0,
     });
@@ -160,7 +161,7 @@ fn streaming() {
     let mut samples = Vec::with_capacity(2_000);
     for n in 0..2_100usize {
         let start = Instant::now();
-        black_box(app.handle(AppEvent::Delta {
+        black_box(app.handle(ServiceEvent::Delta {
             text: tui_support::stream_delta(n).to_owned(),
             now_ms: n as i64,
         }));
@@ -207,7 +208,7 @@ fn picker() {
                 limit: Some(500),
             })
             .unwrap();
-        app.handle(AppEvent::Sessions { ticket, rows });
+        app.handle(ServiceEvent::Sessions { ticket, rows });
         terminal
             .draw(|f| strata::tui::draw(&app, f.area(), f.buffer_mut()))
             .unwrap();
