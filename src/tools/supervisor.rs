@@ -21,7 +21,8 @@
 //!    flags), takes a snapshot of the workspace's protected files
 //!    ([`super::protect`]);
 //! 6. runs `bash -c COMMAND` in that group with its own stdout and stderr
-//!    (strata's pipe) and environment; stdin is its own, or `/dev/null`
+//!    (strata's pipe, whose copy on its own stdout it then lets go) and
+//!    environment; stdin is its own, or `/dev/null`
 //!    with `--report`. With a sandbox it runs `strata __confine … --
 //!    COMMAND` instead ([`super::confine`]), which enters the sandbox and
 //!    becomes bash: the supervisor stays outside it, where the command
@@ -184,6 +185,12 @@ pub fn supervise(parent: u32, command: &str, report: bool, sandbox: Option<&Spec
             return ExitCode::from(NOT_STARTED);
         }
     };
+    // The command holds strata's pipe on stdout now; this process lets go
+    // of its copy, so the pipe ends when the command closes it (an MCP
+    // server that closes its output mid-message is seen at once).
+    if let Ok(null) = std::fs::OpenOptions::new().write(true).open("/dev/null") {
+        let _ = nix::unistd::dup2_stdout(&null);
+    }
     let ending = loop {
         match signals.wait() {
             Ok(Signal::SIGCHLD) => {

@@ -243,12 +243,23 @@ fn a_result_of_any_size_arrives_whole_and_a_long_one_as_a_file() {
     });
 }
 
-/// A server that closes its output in the middle of an answer: the call
-/// ends at once with what happened, not after its timeout.
+/// A server that closes its output in the middle of an answer and runs
+/// on: the call ends at once with what happened, not after its timeout —
+/// also under the supervisor, which lets go of its copy of the pipe.
 #[test]
 fn an_output_closed_mid_message_is_a_broken_connection_not_a_timeout() {
+    for supervised in [false, true] {
+        closed_mid_message(supervised);
+    }
+}
+
+fn closed_mid_message(supervised: bool) {
     run(async {
-        let hub = Hub::start([Ok(bad("bad", &[]))]);
+        let mut spec = bad("bad", &[]);
+        if supervised {
+            spec.supervisor = Some(env!("CARGO_BIN_EXE_strata").into());
+        }
+        let hub = Hub::start([Ok(spec)]);
         ready(&hub).await;
         let started = Instant::now();
         let err = hub
