@@ -24,8 +24,10 @@
 //!
 //! A session keeps the names it gave ([`McpNames::with_kept`]): a pair
 //! named before keeps its name, and only the pairs new to the session are
-//! named by the steps above, around the kept names. So a server that adds
-//! `a.b` next to `a_b` leaves `a_b` on the name the history calls it by.
+//! named by the steps above, around the kept names (those of tools absent
+//! for now included). So a server that adds `a.b` next to `a_b`, or in
+//! place of it for a while, leaves the name the history calls `a_b` by to
+//! `a_b` alone.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -107,7 +109,7 @@ impl McpNames {
     /// name)`, names given before) that is among `servers`' tools keeps its
     /// name when that name is valid and no kept pair sorted before it
     /// holds it already; the other pairs are named as the module doc says,
-    /// never with a kept name.
+    /// never with a kept name — not even one of a tool absent now.
     #[must_use]
     pub fn with_kept<S, T, I>(
         kept: impl IntoIterator<Item = (String, String, String)>,
@@ -134,11 +136,18 @@ impl McpNames {
             .into_iter()
             .map(|(server, tool, name)| ((server, tool), name))
             .collect();
-        for (pair, name) in kept {
-            if pairs.contains(&pair) && is_valid(&name) && given.insert(name.clone()) {
+        let (present, absent): (Vec<_>, Vec<_>) =
+            kept.into_iter().partition(|(pair, _)| pairs.contains(pair));
+        for (pair, name) in present {
+            if is_valid(&name) && given.insert(name.clone()) {
                 names.by_name.insert(name.clone(), pair.clone());
                 names.by_pair.insert(pair, name);
             }
+        }
+        // The name of a tool that is away for now stays its own: the
+        // history may call it, and it may come back.
+        for (_, name) in absent {
+            given.insert(name);
         }
         let candidates: Vec<((String, String), String)> = pairs
             .into_iter()

@@ -172,7 +172,7 @@ fn a_kept_name_stays_on_its_tool_when_a_colliding_tool_appears() {
 }
 
 #[test]
-fn kept_names_of_absent_tools_invalid_or_taken_twice_are_not_used() {
+fn kept_names_of_absent_tools_stay_reserved_and_invalid_or_twice_taken_ones_are_not_used() {
     let names = McpNames::with_kept(
         [
             kept("gone", "tool", "srv__x"),
@@ -184,8 +184,8 @@ fn kept_names_of_absent_tools_invalid_or_taken_twice_are_not_used() {
     );
     assert_eq!(
         names.name("srv", "x"),
-        Some("srv__x"),
-        "a pair not offered keeps nothing"
+        Some("srv__x_2"),
+        "an absent tool's name stays its own"
     );
     assert_eq!(names.name("srv", "bad"), Some("srv__bad"));
     assert_eq!(
@@ -207,4 +207,23 @@ fn a_new_tool_never_takes_a_kept_name() {
     );
     assert_eq!(names.name("srv", "c"), Some("srv__b_x_2"));
     assert_eq!(names.name("srv", "b.x"), Some("srv__b_x_3"));
+}
+
+#[test]
+fn a_tool_away_for_a_while_gets_its_name_back_and_no_other_takes_it() {
+    let kept_ab = [kept("col", "a_b", "col__a_b")];
+    // `a_b` is gone and `a.b` came: the newcomer does not take its name.
+    let away = McpNames::with_kept(kept_ab, [("col", vec!["a.b"])]);
+    assert_eq!(away.name("col", "a.b"), Some("col__a_b_2"));
+    assert!(
+        away.resolve("col__a_b").is_none(),
+        "a call by the old name runs nothing"
+    );
+    // Back again, with the newcomer's name kept too.
+    let back = McpNames::with_kept(
+        [kept("col", "a_b", "col__a_b"), kept("col", "a.b", "col__a_b_2")],
+        [("col", vec!["a_b", "a.b"])],
+    );
+    assert_eq!(back.name("col", "a_b"), Some("col__a_b"));
+    assert_eq!(back.name("col", "a.b"), Some("col__a_b_2"));
 }
