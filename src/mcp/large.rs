@@ -129,8 +129,6 @@ struct Texts {
     written: u64,
     blocks: usize,
     is_error: Option<bool>,
-    /// Lines added after the last block (structured content left out).
-    left_out: Vec<String>,
     /// Files binary blocks were saved to; removed unless handed over.
     files: Vec<PathBuf>,
     dir: PathBuf,
@@ -146,7 +144,6 @@ impl Texts {
             written: 0,
             blocks: 0,
             is_error: None,
-            left_out: Vec::new(),
             files: Vec::new(),
             dir: dir.to_path_buf(),
         })
@@ -238,15 +235,7 @@ pub fn read(spool: Spool, dir: &Path, shared: &Shared) -> Option<RxJsonRpcMessag
             },
         ) => {
             let is_error = texts.is_error;
-            let notes = std::mem::take(&mut texts.left_out);
-            let finished = notes
-                .iter()
-                .try_for_each(|note| {
-                    texts.block()?;
-                    texts.put(note.as_bytes())
-                })
-                .and_then(|()| texts.out.flush());
-            if let Err(e) = finished {
+            if let Err(e) = texts.out.flush() {
                 tracing::warn!(bytes = size, error = %e, "a long MCP result could not be written to a file");
                 failed(id, size, &e)
             } else {
@@ -308,7 +297,7 @@ fn walk(json: &mut Json, dir: &Path, found: &mut Found) -> Result<(), Failure> {
                 found.method = true;
                 json.skip_value()?;
             }
-            "error" => found.error = Some(small_value(json)?),
+            "error" if json.peek()? == ValueType::Object => found.error = Some(error(json)?),
             "result" if json.peek()? == ValueType::Object => {
                 let mut texts = Texts::create(dir)?;
                 result(json, &mut texts)?;
@@ -321,7 +310,44 @@ fn walk(json: &mut Json, dir: &Path, found: &mut Found) -> Result<(), Failure> {
     Ok(())
 }
 
-/// A value read whole (an id, an error object).
+/// Characters of a long error's message that are kept.
+const ERROR_MESSAGE_CHARS: usize = 2_000;
+
+/// A JSON-RPC error object as it streams: its code, and its message up to
+/// [`ERROR_MESSAGE_CHARS`] (a longer one says how long it was); its `data`
+/// is left out.
+fn error(json: &mut Json) -> Result<Value, Failure> {
+    let mut code = Value::from(-32603);
+    let mut message = String::new();
+    json.begin_object()?;
+    while json.has_next()? {
+        match json.next_name_owned()?.as_str() {
+            "code" if json.peek()? == ValueType::Number => code = small_value(json)?,
+            "message" if json.peek()? == ValueType::String => {
+                let mut reader = json.next_string_reader()?;
+                let mut head = Vec::new();
+                (&mut reader)
+                    .take((ERROR_MESSAGE_CHARS * 4) as u64)
+                    .read_to_end(&mut head)?;
+                let rest = io::copy(&mut reader, &mut io::sink())?;
+                let head = String::from_utf8_lossy(&head);
+                let total = head.len() as u64 + rest;
+                message = head.chars().take(ERROR_MESSAGE_CHARS).collect();
+                if message.len() as u64 != total {
+                    message.push_str(&format!(
+                        "… (a message of {} bytes, cut)",
+                        crate::text::group_digits(total)
+                    ));
+                }
+            }
+            _ => json.skip_value()?,
+        }
+    }
+    json.end_object()?;
+    Ok(json!({"code": code, "message": message}))
+}
+
+/// A value read whole (an id, an error's code).
 fn small_value(json: &mut Json) -> Result<Value, Failure> {
     let mut bytes = Vec::new();
     let mut writer = JsonStreamWriter::new(&mut bytes);
@@ -330,9 +356,11 @@ fn small_value(json: &mut Json) -> Result<Value, Failure> {
     Ok(serde_json::from_slice(&bytes)?)
 }
 
-/// A `tools/call` result: its content blocks' text to the file.
+/// A `tools/call` result: its content blocks to the file; its structured
+/// content too when no block carries text (servers send both, the text
+/// saying the same).
 fn result(json: &mut Json, texts: &mut Texts) -> Result<(), Failure> {
-    let mut structured = false;
+    let mut structured: Option<Side> = None;
     json.begin_object()?;
     while json.has_next()? {
         match json.next_name_owned()?.as_str() {
@@ -348,20 +376,40 @@ fn result(json: &mut Json, texts: &mut Texts) -> Result<(), Failure> {
                 json.end_array()?;
             }
             "isError" if json.peek()? == ValueType::Boolean => texts.is_error = Some(json.next_bool()?),
-            "structuredContent" => {
-                structured = json.peek()? != ValueType::Null;
-                json.skip_value()?;
+            "structuredContent" if json.peek()? != ValueType::Null => {
+                let side = Side(
+                    texts
+                        .dir
+                        .join(format!("mcp-structured-{}.json", uuid::Uuid::now_v7())),
+                );
+                let mut out = BufWriter::with_capacity(64 << 10, private_file(&side.0)?);
+                let mut writer = JsonStreamWriter::new(&mut out);
+                json.transfer_to(&mut writer)?;
+                writer.finish_document()?;
+                out.flush()?;
+                structured = Some(side);
             }
             _ => json.skip_value()?,
         }
     }
     json.end_object()?;
-    if structured && texts.blocks == 0 {
-        texts.left_out.push(
-            "[structured content left out: it came in a result too large to hold in memory]".to_owned(),
-        );
+    if let Some(side) = structured
+        && texts.blocks == 0
+    {
+        texts.block()?;
+        texts.put(b"structured content:\n")?;
+        texts.copy(&mut File::open(&side.0)?)?;
     }
     Ok(())
+}
+
+/// A file written on the side, removed when dropped.
+struct Side(PathBuf);
+
+impl Drop for Side {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.0);
+    }
 }
 
 /// One content block, in place: `text`, a `resource` with `text`, or a

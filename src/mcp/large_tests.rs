@@ -118,15 +118,32 @@ fn the_message_parses_as_a_call_result() {
 }
 
 #[test]
-fn only_structured_content_is_said_to_be_left_out() {
-    let message =
-        json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "structuredContent": {"k": "v"}}});
-    let (got, shared, _dir) = read_back(&message.to_string());
-    let got = got.unwrap();
-    let large = shared.take_large(token(&got)).unwrap();
+fn structured_content_is_written_when_no_block_has_text() {
+    let message = json!({"jsonrpc": "2.0", "id": 1, "result": {"content": [], "structuredContent": {"k": "v", "n": [1, 2]}}});
+    let (got, shared, dir) = read_back(&message.to_string());
+    let large = shared.take_large(token(&got.unwrap())).unwrap();
     assert_eq!(
-        std::fs::read_to_string(large.file).unwrap(),
-        "[structured content left out: it came in a result too large to hold in memory]"
+        std::fs::read_to_string(&large.file).unwrap(),
+        "structured content:\n{\"k\":\"v\",\"n\":[1,2]}"
+    );
+    assert_eq!(
+        std::fs::read_dir(dir.path()).unwrap().count(),
+        1,
+        "the side file is gone"
+    );
+}
+
+#[test]
+fn a_long_error_message_is_cut_as_it_streams() {
+    let long = "x".repeat(100_000);
+    let message =
+        json!({"jsonrpc": "2.0", "id": 4, "error": {"code": -32001, "message": long, "data": {"big": long}}});
+    let (got, _, _dir) = read_back(&message.to_string());
+    let got = got.unwrap();
+    assert_eq!(got["error"]["code"], -32001);
+    assert_eq!(
+        got["error"]["message"],
+        format!("{}… (a message of 100,000 bytes, cut)", "x".repeat(2_000))
     );
 }
 
