@@ -343,7 +343,7 @@ pub struct ExportArgs {
     pub format: ExportFormat,
     /// Write Markdown with control characters and escape sequences as they
     /// were stored, instead of shown as `^[` (for a file meant for a
-    /// program, never for a terminal).
+    /// program; refused when stdout is a terminal).
     #[arg(long)]
     pub raw: bool,
 }

@@ -539,3 +539,71 @@ async fn a_closed_stdout_stops_the_reply_and_keeps_it_interrupted() {
     assert_eq!(m[1]["content"], "partial answ");
     assert_eq!(m[1]["status"], "interrupted");
 }
+
+/// `cmd` run on a pseudo-terminal (Python's `pty`): its exit status, and
+/// every byte the terminal received (stdout and stderr both).
+fn on_terminal(cmd: &Command) -> Output {
+    let mut wrapped = Command::new(crate::support::mcp::python());
+    wrapped
+        .arg("-c")
+        .arg("import os, pty, sys\nsys.exit(os.waitstatus_to_exitcode(pty.spawn(sys.argv[1:])))")
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .stdin(std::process::Stdio::null())
+        .env_clear();
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    for (name, value) in cmd.get_envs() {
+        if let Some(value) = value {
+            wrapped.env(name, value);
+        }
+    }
+    wrapped.output().unwrap()
+}
+
+/// The model's reply is untrusted: on a terminal its escape sequences are
+/// shown, not acted on (a title change, a cursor-position query whose
+/// answer would land in the shell's input); a pipe gets the bytes as
+/// they came. `export --raw` refuses a terminal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_s_escape_sequences_are_shown_on_a_terminal_and_kept_for_a_pipe() {
+    let hostile = "hi\u{1b}]0;owned\u{7}\u{1b}[6n\u{202e}there";
+    let server = Server::with(move |_| Reply::sse(sse(&[hostile], None))).await;
+    let sb = Sandbox::new();
+    let cmd = chat_cmd(&sb, &server, &["chat", "hello"]);
+    let shown = tokio::task::spawn_blocking(move || on_terminal(&cmd))
+        .await
+        .unwrap();
+    assert!(
+        shown.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shown.stdout)
+    );
+    let terminal = String::from_utf8_lossy(&shown.stdout);
+    assert!(!terminal.contains('\u{1b}'), "{terminal:?}");
+    assert!(
+        terminal.contains("hi^[]0;owned^G^[[6n\\u{202e}there"),
+        "{terminal:?}"
+    );
+    let piped = run(chat_cmd(&sb, &server, &["chat", "-c", "again"])).await;
+    assert!(piped.status.success());
+    assert_eq!(String::from_utf8_lossy(&piped.stdout), format!("{hostile}\n"));
+
+    let listed: serde_json::Value = serde_json::from_slice(&sb.run(&["sessions", "--json"]).stdout).unwrap();
+    let id = listed[0]["id"].as_str().unwrap().to_owned();
+    let export = sb.cmd(&["export", &id, "--raw"]);
+    let refused = tokio::task::spawn_blocking(move || on_terminal(&export))
+        .await
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&refused.stdout);
+    assert!(
+        said.contains("--raw writes escape sequences as they were stored"),
+        "{said}"
+    );
+    assert!(!said.contains('\u{1b}'), "{said:?}");
+    let to_file = sb.run(&["export", &id, "--raw"]);
+    assert!(to_file.status.success());
+    assert!(String::from_utf8_lossy(&to_file.stdout).contains(hostile));
+}

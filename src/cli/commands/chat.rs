@@ -45,6 +45,7 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     let printer = Arc::new(Mutex::new(Printer {
         out: std::io::stdout(),
         json: args.json,
+        terminal: std::io::IsTerminal::is_terminal(&std::io::stdout()),
         saw_text: false,
         failed: None,
         session: None,
@@ -294,6 +295,9 @@ fn message_text(words: &[String]) -> anyhow::Result<String> {
 struct Printer {
     out: std::io::Stdout,
     json: bool,
+    /// Stdout is a terminal: the reply is written with its controls shown
+    /// (a pipe gets the bytes as they came).
+    terminal: bool,
     saw_text: bool,
     failed: Option<std::io::Error>,
     /// The session, once known (`start` is printed then).
@@ -398,6 +402,10 @@ impl Printer {
                 self.saw_text = true;
                 if self.json {
                     self.json_line(json!({"type": "delta", "text": text}));
+                } else if self.terminal {
+                    // The model's text is untrusted: a terminal shows its
+                    // escape sequences rather than acting on them.
+                    self.write(&strata::text::visible(&text));
                 } else {
                     self.write(&text);
                 }

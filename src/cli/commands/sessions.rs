@@ -148,6 +148,13 @@ pub fn show(env: &Env, args: &ShowArgs) -> anyhow::Result<()> {
 }
 
 pub fn export(env: &Env, args: &ExportArgs) -> anyhow::Result<()> {
+    use std::io::IsTerminal as _;
+    if args.raw && std::io::stdout().is_terminal() {
+        return Err(super::UsageError(
+            "--raw writes escape sequences as they were stored, which a terminal would act on; redirect it to a file or a program (strata export ID --raw > FILE)".to_owned(),
+        )
+        .into());
+    }
     let runtime = env.runtime()?;
     let session = runtime.find_session(&args.id)?;
     let prompt = runtime.current_prompt(session.id)?;
