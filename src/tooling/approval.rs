@@ -452,14 +452,15 @@ fn grant_for_command(command: &str) -> Rule {
 pub enum GrantOffer {
     /// Nothing: no command-prefix rule could ever allow this command (it
     /// chains, redirects, opens a loop or a group, or starts with no plain
-    /// word), so a lasting rule would only mislead.
+    /// word or with a variable assignment), so a lasting rule would only
+    /// mislead.
     None,
     /// The rule ([`grant_for`]), one key.
     Plain(Rule),
     /// A rule that would allow commands which delete or rewrite files
-    /// (`rm`, `git clean`, `git reset --hard`, `dd`, `mkfs`, `chmod -R`,
-    /// `chown -R`, `find … -delete`): the overlay asks for a second key
-    /// with a warning.
+    /// (`rm`, `git clean`, `git reset --hard`, `dd`, `mkfs`, `chmod`,
+    /// `chown`, `find … -delete`) or run any other command (`sudo`, `env`,
+    /// `xargs`, `bash`): the overlay asks for a second key with a warning.
     Risky(Rule),
 }
 
@@ -470,19 +471,22 @@ const RESERVED: [&str; 15] = [
     "time",
 ];
 
-/// Command prefixes whose rule allows deleting or rewriting files, as word
-/// lists; a grant is risky when it and one of these could match the same
-/// command (one is a prefix of the other, word by word). `find` is there
-/// whole: `-delete` may come anywhere after it.
-const DESTRUCTIVE: [&[&str]; 8] = [
-    &["rm"],
-    &["git", "clean"],
-    &["git", "reset", "--hard"],
-    &["dd"],
-    &["mkfs"],
-    &["chmod", "-R"],
-    &["chown", "-R"],
-    &["find"],
+/// Programs that delete or rewrite files whatever options follow: a prefix
+/// rule of theirs is risky (`find` can `-delete`, `chmod` can `-R`
+/// anywhere).
+const DESTRUCTIVE: [&str; 10] = [
+    "rm", "rmdir", "dd", "mkfs", "shred", "truncate", "chmod", "chown", "chgrp", "find",
+];
+
+/// `git` subcommands that throw work away.
+const GIT_DESTRUCTIVE: [&str; 5] = ["clean", "reset", "checkout", "restore", "rm"];
+
+/// Programs that run the command they are given: a prefix rule of theirs
+/// allows any command at all.
+const WRAPPERS: [&str; 24] = [
+    "sudo", "doas", "su", "env", "eval", "exec", "command", "builtin", "timeout", "nice", "nohup", "ionice",
+    "stdbuf", "xargs", "watch", "chroot", "setsid", "unshare", "nsenter", "strace", "bash", "sh", "zsh",
+    "busybox",
 ];
 
 /// The "allow until strata exits" offer for a call: for `shell`, a prefix
@@ -522,20 +526,42 @@ fn offer_for_command(command: &str) -> GrantOffer {
     if raw.is_empty() || words.first().map(String::as_str) != raw.first().copied() {
         return GrantOffer::None;
     }
-    if RESERVED.contains(&raw[0]) {
+    if RESERVED.contains(&raw[0]) || is_assignment(raw[0]) {
         return GrantOffer::None;
     }
     let rule = Rule::Command(raw.join(" "));
-    let first = raw[0].split('.').next().unwrap_or(raw[0]);
-    let risky = DESTRUCTIVE.iter().any(|d| {
-        let mut ours = std::iter::once(first).chain(raw[1..].iter().copied());
-        d.iter().zip(ours.by_ref()).all(|(a, b)| *a == b)
-    });
-    if risky {
+    if risky(&raw) {
         GrantOffer::Risky(rule)
     } else {
         GrantOffer::Plain(rule)
     }
+}
+
+/// Whether a prefix rule of `words` (a command's first words) could allow
+/// deleting or rewriting files, or any command at all: its program (by
+/// file name, `/bin/rm` as `rm`, `mkfs.ext4` as `mkfs`) deletes or
+/// rewrites, runs another command, or is `git` with a subcommand that
+/// throws work away or an option before it (which can hide any).
+fn risky(words: &[&str]) -> bool {
+    let name = words[0].rsplit('/').next().unwrap_or(words[0]);
+    let program = name.split('.').next().unwrap_or(name);
+    if DESTRUCTIVE.contains(&program) || WRAPPERS.contains(&program) {
+        return true;
+    }
+    program == "git"
+        && words
+            .get(1)
+            .is_none_or(|w| w.starts_with('-') || GIT_DESTRUCTIVE.contains(w))
+}
+
+/// Whether `word` sets a variable for the command after it (`FOO=1`): a
+/// prefix that starts with it names no program.
+fn is_assignment(word: &str) -> bool {
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+    })
 }
 
 /// Who denied a call.
@@ -682,7 +708,32 @@ mod tests {
             GrantOffer::Risky(rule("shell:mkfs.ext4 /dev/x"))
         );
         assert_eq!(offer("chmod -R 777 ."), GrantOffer::Risky(rule("shell:chmod -R")));
-        assert_eq!(offer("chmod 644 a"), GrantOffer::Plain(rule("shell:chmod 644")));
+        // `chmod 644` as a rule allows `chmod 644 -R /`.
+        assert_eq!(offer("chmod 644 a"), GrantOffer::Risky(rule("shell:chmod 644")));
+        assert_eq!(
+            offer("chmod 777 -R /"),
+            GrantOffer::Risky(rule("shell:chmod 777"))
+        );
+        // A program that runs another command, or one named by its path.
+        assert_eq!(
+            offer("sudo rm -rf build"),
+            GrantOffer::Risky(rule("shell:sudo rm"))
+        );
+        assert_eq!(offer("env X=1 ls"), GrantOffer::Risky(rule("shell:env X=1")));
+        assert_eq!(offer("xargs rm"), GrantOffer::Risky(rule("shell:xargs rm")));
+        assert_eq!(
+            offer("/bin/rm -rf build"),
+            GrantOffer::Risky(rule("shell:/bin/rm -rf"))
+        );
+        // An option before git's subcommand can hide any subcommand.
+        assert_eq!(
+            offer("git -C . reset --hard"),
+            GrantOffer::Risky(rule("shell:git -C"))
+        );
+        assert_eq!(offer("cargo test"), GrantOffer::Plain(rule("shell:cargo test")));
+        assert_eq!(offer("ls -la"), GrantOffer::Plain(rule("shell:ls -la")));
+        // A variable assignment first names no program: no rule.
+        assert_eq!(offer("FOO=1 rm -rf build"), GrantOffer::None);
         assert_eq!(offer("find . -name x"), GrantOffer::Risky(rule("shell:find .")));
         assert_eq!(offer("dd if=a of=b"), GrantOffer::Risky(rule("shell:dd if=a")));
         assert_eq!(

@@ -7,7 +7,8 @@ use serde_json::Value;
 pub const SUMMARY_CHARS: usize = 80;
 
 /// A one-line summary of a call's `arguments` for the UI, at most
-/// [`SUMMARY_CHARS`] characters with terminal control characters removed:
+/// [`SUMMARY_CHARS`] characters, one line, with terminal controls shown as
+/// [`crate::text::visible`] shows them:
 ///
 /// - `read_file` → `path`, `path:OFFSET`, `path:OFFSET+LIMIT` (`src/main.rs:10+50`);
 /// - `list_dir` → the path (`.` by default); `glob` → `pattern in path`;
@@ -55,7 +56,10 @@ pub fn summary(name: &str, arguments: &Value) -> String {
         _ => None,
     };
     let text = known.unwrap_or_else(|| arguments.to_string());
-    clip(&crate::text::strip_terminal_controls(&text, false))
+    // Shown, not dropped: `^[`, `^M` and `\u{202e}` tell the user what the
+    // arguments hold; the summary stays one line.
+    let shown = crate::text::visible(&text).replace('\n', "^J").replace('\t', " ");
+    clip(&shown)
 }
 
 fn with_path(head: String, path: Option<&str>) -> String {
@@ -177,8 +181,10 @@ mod tests {
     }
 
     #[test]
-    fn control_characters_never_reach_the_terminal() {
-        let out = summary("shell", &json!({"command": "echo \u{1b}[2Jhi\u{202e}"}));
-        assert_eq!(out, "echo [2Jhi");
+    fn control_characters_are_shown_and_never_reach_the_terminal() {
+        let out = summary("shell", &json!({"command": "echo \u{1b}[2Jhi\u{202e}\rls"}));
+        assert_eq!(out, "echo ^[[2Jhi\\u{202e}^Mls");
+        let out = summary("read_file", &json!({"path": "a\nb\tc"}));
+        assert_eq!(out, "a^Jb c");
     }
 }

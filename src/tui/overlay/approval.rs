@@ -422,7 +422,10 @@ fn grant_line(p: &ApprovalPrompt, key: Span<'static>) -> Line<'static> {
         return Line::from(vec![
             key,
             Span::styled(
-                format!("again: {} may delete or rewrite files", r.grant),
+                format!(
+                    "again: {} may delete or rewrite files, or run any command",
+                    r.grant
+                ),
                 theme::warning(),
             ),
         ]);
