@@ -196,6 +196,11 @@ pub fn read(spool: Spool, dir: &Path, shared: &Shared) -> Option<RxJsonRpcMessag
         let mut json = JsonStreamReader::new(BufReader::with_capacity(64 << 10, file));
         walk(&mut json, dir, &mut found).map_err(io::Error::other)
     });
+    // Not read as far as its `id`: the id written last in it, when its
+    // tail names one, so the call it answers ends at once.
+    if outcome.is_err() && found.id.is_none() && !found.method {
+        found.id = id_in_tail(&spool.path);
+    }
     let message = match (outcome, found) {
         (Err(e), Found { id: Some(id), .. }) => json!({
             "jsonrpc": "2.0",
@@ -271,6 +276,22 @@ pub fn read(spool: Spool, dir: &Path, shared: &Shared) -> Option<RxJsonRpcMessag
             None
         }
     }
+}
+
+/// The last `"id": N` or `"id": "S"` in the last 4 KiB of the file at
+/// `path`: where a message that broke before its `id` was read names it.
+fn id_in_tail(path: &Path) -> Option<Value> {
+    use std::io::{Seek as _, SeekFrom};
+    static ID: std::sync::LazyLock<Option<regex::Regex>> =
+        std::sync::LazyLock::new(|| regex::Regex::new(r#""id"\s*:\s*(-?[0-9]+|"[^"\\]{0,200}")"#).ok());
+    let mut file = File::open(path).ok()?;
+    let len = file.metadata().ok()?.len();
+    file.seek(SeekFrom::Start(len.saturating_sub(4096))).ok()?;
+    let mut tail = Vec::new();
+    file.read_to_end(&mut tail).ok()?;
+    let tail = String::from_utf8_lossy(&tail);
+    let found = ID.as_ref()?.captures_iter(&tail).last()?;
+    serde_json::from_str(found.get(1)?.as_str()).ok()
 }
 
 fn failed(id: Value, size: u64, e: &io::Error) -> Value {

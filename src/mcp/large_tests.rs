@@ -169,6 +169,22 @@ fn an_answer_that_is_not_json_ends_its_call_with_a_parse_error() {
 }
 
 #[test]
+fn an_answer_broken_before_its_id_ends_the_call_its_tail_names() {
+    let broken = format!(
+        r#"{{"jsonrpc": "2.0", "result": {{"content": [{{"type": "text", "text": "{}"}}]}},, "id": 12}}"#,
+        "z".repeat(5_000)
+    );
+    let (got, shared, dir) = read_back(&broken);
+    let got = got.unwrap();
+    assert_eq!(got["id"], 12);
+    assert_eq!(got["error"]["code"], PARSE_ERROR);
+    assert!(shared.large.lock().unwrap().is_empty());
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    // A tail that names no id: skipped, as before.
+    assert!(read_back(r#"{"jsonrpc": "2.0", "result": {,,}}"#).0.is_none());
+}
+
+#[test]
 fn errors_pass_and_requests_and_garbage_are_skipped() {
     let error = json!({"jsonrpc": "2.0", "id": 3, "error": {"code": -32000, "message": "no"}});
     let (got, _, _dir) = read_back(&error.to_string());
