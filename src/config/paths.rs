@@ -86,6 +86,12 @@ impl Paths {
         self.data_dir.join("spill")
     }
 
+    /// `data_dir/exports/`: where the app's `/export` writes transcripts.
+    #[must_use]
+    pub fn exports_dir(&self) -> PathBuf {
+        self.data_dir.join("exports")
+    }
+
     /// `data_dir/run/shell-groups/`: one file per process group of a
     /// `shell` call running now, swept at start-up.
     #[must_use]

@@ -149,7 +149,7 @@ pub enum Effect {
     Memory(String),
     /// Load a skill into the conversation.
     Skill(String),
-    /// Export the session (`md` or `json`) to a file in the workspace.
+    /// Export the session (`md` or `json`) to a file in the data directory.
     Export(ExportFormat),
     /// Search sessions for the picker.
     ListSessions {

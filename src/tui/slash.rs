@@ -173,7 +173,7 @@ impl SlashCommand {
             Self::Model => "switch the model of this session",
             Self::Memory => "append a line to MEMORY.md",
             Self::Skill => "load a skill into the conversation",
-            Self::Export => "export this session to a file in the workspace",
+            Self::Export => "export this session to a file in the data directory",
             Self::Tools => {
                 "list the tools and their schema tokens; off NAME / on NAME switches one for this session"
             }

@@ -68,3 +68,42 @@ async fn memory_says_the_truth_about_a_minimal_prompt() {
     assert!(said.contains("minimal prompt mode leaves memory out"), "{said}");
     assert!(!said.contains("/reload applies it"), "{said}");
 }
+
+/// `/export` writes into the data directory's `exports/`, never into the
+/// repository, and says where.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn export_writes_into_the_data_directory_and_says_the_path() {
+    let dirs = Dirs::new();
+    let text = "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"http://127.0.0.1:9/v1\"\n";
+    let config = Config::parse(text).unwrap().config;
+    let id = service_support::import(&dirs, &config, &service_support::history(2, "hello"));
+    let (sink, events) = recorder();
+    let mut service = service_support::open(&dirs, config, id, true, sink);
+    service
+        .run(Command::Export(strata::runtime::service::ExportFormat::Markdown))
+        .await
+        .unwrap();
+    let said = events
+        .lock()
+        .unwrap()
+        .iter()
+        .rev()
+        .find_map(|e| match e {
+            ServiceEvent::Notice(n) if n.starts_with("exported to ") => Some(n.clone()),
+            _ => None,
+        })
+        .unwrap();
+    let path = std::path::PathBuf::from(said.trim_start_matches("exported to "));
+    assert_eq!(path.parent().unwrap(), dirs.paths().exports_dir());
+    assert!(
+        std::fs::read_to_string(&path)
+            .unwrap()
+            .contains("message 1: hello")
+    );
+    let in_workspace: Vec<_> = std::fs::read_dir(dirs.ws.path())
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().starts_with("strata-"))
+        .collect();
+    assert!(in_workspace.is_empty(), "{in_workspace:?}");
+}

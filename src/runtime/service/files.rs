@@ -1,6 +1,6 @@
 //! File-writing commands of the session service: `/memory` appends to
 //! `MEMORY.md` in the config directory, `/export` writes a transcript into
-//! the workspace.
+//! the data directory's `exports/` (never into the repository).
 
 use super::{ExportFormat, short_id};
 use crate::config::Paths;
@@ -29,7 +29,8 @@ pub fn append_memory(paths: &Paths, text: &str) -> anyhow::Result<PathBuf> {
     Ok(path)
 }
 
-/// Writes the session to `dir/strata-<id>.md` or `.json` and returns the path.
+/// Writes the session to `dir/strata-<id>.md` or `.json` (creating `dir`)
+/// and returns the path.
 ///
 /// # Errors
 /// When the store cannot be read or the file written.
@@ -48,6 +49,12 @@ pub fn export(
             serde_json::to_string_pretty(&export_json(session, prompt.as_ref(), &messages))?,
         ),
     };
+    std::fs::create_dir_all(dir).with_context(|| {
+        format!(
+            "cannot create {}; check the data directory's permissions",
+            dir.display()
+        )
+    })?;
     let path = dir.join(format!("strata-{}.{ext}", short_id(session.id)));
     std::fs::write(&path, text)
         .with_context(|| format!("cannot write {}; check the directory", path.display()))?;

@@ -187,7 +187,8 @@ impl SessionService {
                 let Some(s) = self.session.clone() else {
                     anyhow::bail!("this session is empty; send a message before exporting it");
                 };
-                let path = files::export(&self.runtime, &s, format, &self.cwd)?;
+                let dir = self.runtime.paths.exports_dir();
+                let path = files::export(&self.runtime, &s, format, &dir)?;
                 self.emit(ServiceEvent::Notice(format!("exported to {}", path.display())));
             }
             Command::Model(name) => {
