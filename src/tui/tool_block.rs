@@ -442,7 +442,8 @@ fn layout(inputs: &Inputs<'_>, live: Option<&LiveCall>, key: &Key, hint: Option<
         }
         return lines;
     }
-    if let Some(diff) = live.and_then(|l| l.diff.as_deref()).filter(|d| !d.is_empty()) {
+    let diff = live.and_then(|l| l.diff.as_deref()).filter(|d| !d.is_empty());
+    if let Some(diff) = diff {
         for row in diff.lines() {
             lines.extend(
                 plain_lines(row, body_width, diff_style(row))
@@ -452,11 +453,21 @@ fn layout(inputs: &Inputs<'_>, live: Option<&LiveCall>, key: &Key, hint: Option<
         }
     }
     match inputs.result {
-        Some(r) => lines.extend(
-            plain_lines(&r.content, body_width, Style::new())
-                .into_iter()
-                .map(gutter),
-        ),
+        Some(r) => {
+            // A result that repeats the diff drawn above (`edit_file`'s)
+            // shows it once.
+            let content = match diff {
+                Some(diff) if r.content.contains(diff) => {
+                    std::borrow::Cow::Owned(r.content.replacen(diff, "", 1).trim_end().to_owned())
+                }
+                _ => std::borrow::Cow::Borrowed(r.content.as_str()),
+            };
+            lines.extend(
+                plain_lines(&content, body_width, Style::new())
+                    .into_iter()
+                    .map(gutter),
+            );
+        }
         None if !tail.is_empty() => {
             lines.extend(
                 plain_lines(tail, body_width, theme::dim())

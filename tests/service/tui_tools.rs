@@ -722,3 +722,40 @@ async fn the_driver_answers_an_approval_while_the_turn_waits() {
         "{tool}"
     );
 }
+
+/// An expanded `edit_file` block draws its diff once, though its result
+/// repeats it under the one-line outcome.
+#[test]
+fn an_expanded_edit_shows_its_diff_once() {
+    let edit = call(
+        "call_9",
+        "edit_file",
+        json!({"path": "src/parser.rs", "old_string": "recurse()", "new_string": "loop_once()"}),
+    );
+    let diff = "--- a/src/parser.rs\n+++ b/src/parser.rs\n@@ -1 +1 @@\n-recurse()\n+loop_once()\n";
+    let messages = vec![
+        msg(Role::User, "Fix the recursion.", 6),
+        reply("Editing the parser.", vec![edit.clone()]),
+        result(
+            "call_9",
+            "edit_file",
+            ToolStatus::Ok,
+            &format!("Edited `src/parser.rs`: replaced 1 occurrence.\n\n{diff}"),
+            40,
+            Some(3),
+        ),
+    ];
+    let mut app = app_with(120, 36, messages, None);
+    summaries(&mut app, &[(&edit, "src/parser.rs")]);
+    app.handle(ServiceEvent::Tool(ToolEvent::Finished {
+        tool_call_id: "call_9".into(),
+        diff: Some(diff.into()),
+        now_ms: 0,
+    }));
+    draw(&app, 120, 36);
+    app.handle(shift_tab());
+    app.handle(key(KeyCode::Enter));
+    let screen = draw(&app, 120, 36);
+    assert_eq!(screen.matches("+loop_once()").count(), 1, "{screen}");
+    assert_eq!(screen.matches("Edited `src/parser.rs`").count(), 1, "{screen}");
+}
