@@ -464,7 +464,7 @@ impl App {
                 Vec::new()
             }
             AppEvent::Service(ServiceEvent::CompressPreview(outcome)) => {
-                self.preview_arrived(preview_view(&outcome));
+                self.preview_arrived(context::preview_view(&outcome));
                 Vec::new()
             }
             AppEvent::Service(ServiceEvent::Compressed(outcome)) => {
@@ -778,35 +778,5 @@ impl App {
             ticket,
             search: p.query.clone(),
         }]
-    }
-}
-
-/// What the preview overlay shows of a previewed compression.
-fn preview_view(o: &crate::runtime::CompressOutcome) -> super::event::CompressPreviewView {
-    super::event::CompressPreviewView {
-        summary: o.summary.clone().unwrap_or_default(),
-        messages_before: o.messages_before,
-        messages_after: o.messages_after,
-        tokens_before: o.tokens_before,
-        tokens_after: o.tokens_after,
-        kept_verbatim: o
-            .kept_verbatim
-            .iter()
-            .map(|k| super::event::KeptRow {
-                pos: k.pos,
-                role: k.role,
-                tokens: k.tokens,
-                preview: k.preview.clone(),
-            })
-            .collect(),
-        topic: o.topic.clone(),
-        summarizer: o
-            .summarizer
-            .as_ref()
-            .map(|s| s.as_str().to_owned())
-            .unwrap_or_default(),
-        warnings: o.warnings.clone(),
-        grows: o.tokens_after > o.tokens_before,
-        uncached_tokens: o.uncached_tokens_next_request,
     }
 }

@@ -308,3 +308,33 @@ fn scroll_key(overlay: &mut Overlay, code: KeyCode) {
         _ => {}
     }
 }
+
+/// What the preview overlay shows of a previewed compression.
+pub(super) fn preview_view(o: &crate::runtime::CompressOutcome) -> crate::tui::event::CompressPreviewView {
+    crate::tui::event::CompressPreviewView {
+        summary: o.summary.clone().unwrap_or_default(),
+        messages_before: o.messages_before,
+        messages_after: o.messages_after,
+        tokens_before: o.tokens_before,
+        tokens_after: o.tokens_after,
+        kept_verbatim: o
+            .kept_verbatim
+            .iter()
+            .map(|k| crate::tui::event::KeptRow {
+                pos: k.pos,
+                role: k.role,
+                tokens: k.tokens,
+                preview: k.preview.clone(),
+            })
+            .collect(),
+        topic: o.topic.clone(),
+        summarizer: o
+            .summarizer
+            .as_ref()
+            .map(|s| s.as_str().to_owned())
+            .unwrap_or_default(),
+        warnings: o.warnings.clone(),
+        grows: o.tokens_after > o.tokens_before,
+        uncached_tokens: o.uncached_tokens_next_request,
+    }
+}
