@@ -543,23 +543,11 @@ async fn a_closed_stdout_stops_the_reply_and_keeps_it_interrupted() {
 /// `cmd` run on a pseudo-terminal (Python's `pty`): its exit status, and
 /// every byte the terminal received (stdout and stderr both).
 fn on_terminal(cmd: &Command) -> Output {
-    let mut wrapped = Command::new(crate::support::mcp::python());
-    wrapped
-        .arg("-c")
-        .arg("import os, pty, sys\nsys.exit(os.waitstatus_to_exitcode(pty.spawn(sys.argv[1:])))")
-        .arg(cmd.get_program())
-        .args(cmd.get_args())
+    let script = "import os, pty, sys\nsys.exit(os.waitstatus_to_exitcode(pty.spawn(sys.argv[1:])))";
+    common::wrapped(&crate::support::mcp::python(), &["-c", script], cmd)
         .stdin(std::process::Stdio::null())
-        .env_clear();
-    if let Some(dir) = cmd.get_current_dir() {
-        wrapped.current_dir(dir);
-    }
-    for (name, value) in cmd.get_envs() {
-        if let Some(value) = value {
-            wrapped.env(name, value);
-        }
-    }
-    wrapped.output().unwrap()
+        .output()
+        .unwrap()
 }
 
 /// The model's reply is untrusted: on a terminal its escape sequences are

@@ -21,27 +21,12 @@ use tool_sse::{openai_calls, openai_text};
 /// Runs `cmd` under a Python parent that waits for it with `wait4`: its
 /// output, and its peak resident memory in kB as the kernel counted it.
 fn measured(cmd: &Command) -> (Output, u64) {
-    let mut wrapped = Command::new(mcp_support::python());
-    wrapped
-        .arg("-c")
-        .arg(
-            "import os, subprocess, sys\n\
-             p = subprocess.Popen(sys.argv[1:])\n\
-             _, status, usage = os.wait4(p.pid, 0)\n\
-             sys.stderr.write('maxrss_kb=%d\\n' % usage.ru_maxrss)\n\
-             sys.exit(os.waitstatus_to_exitcode(status))",
-        )
-        .arg(cmd.get_program())
-        .args(cmd.get_args())
-        .env_clear();
-    if let Some(dir) = cmd.get_current_dir() {
-        wrapped.current_dir(dir);
-    }
-    for (name, value) in cmd.get_envs() {
-        if let Some(value) = value {
-            wrapped.env(name, value);
-        }
-    }
+    let script = "import os, subprocess, sys\n\
+                  p = subprocess.Popen(sys.argv[1:])\n\
+                  _, status, usage = os.wait4(p.pid, 0)\n\
+                  sys.stderr.write('maxrss_kb=%d\\n' % usage.ru_maxrss)\n\
+                  sys.exit(os.waitstatus_to_exitcode(status))";
+    let mut wrapped = common::wrapped(&mcp_support::python(), &["-c", script], cmd);
     let out = wrapped.output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     let kb = stderr

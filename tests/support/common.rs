@@ -144,3 +144,24 @@ pub fn test_model_dir() -> PathBuf {
         |root| root.join("test-model"),
     )
 }
+
+/// `cmd` run by `program` with `args` before it (`python3 -c SCRIPT
+/// PROGRAM ARGS…`): the same working directory and variables, nothing else
+/// inherited.
+pub fn wrapped(program: &Path, args: &[&str], cmd: &Command) -> Command {
+    let mut wrapped = Command::new(program);
+    wrapped
+        .args(args)
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .env_clear();
+    if let Some(dir) = cmd.get_current_dir() {
+        wrapped.current_dir(dir);
+    }
+    for (name, value) in cmd.get_envs() {
+        if let Some(value) = value {
+            wrapped.env(name, value);
+        }
+    }
+    wrapped
+}
