@@ -221,7 +221,18 @@ impl SessionService {
             {
                 tracing::info!(session = %id, "MCP tools take the names the session gave them");
             }
-            self.runtime.store.keep_mcp_tool_names(id, &mcp.tool_names())
+            // Only names the session has not kept yet are written.
+            let known: std::collections::HashSet<(&str, &str)> =
+                stored.iter().map(|(s, t, _)| (s.as_str(), t.as_str())).collect();
+            let new: Vec<_> = mcp
+                .tool_names()
+                .into_iter()
+                .filter(|(server, tool, _)| !known.contains(&(server.as_str(), tool.as_str())))
+                .collect();
+            if new.is_empty() {
+                return Ok(0);
+            }
+            self.runtime.store.keep_mcp_tool_names(id, &new)
         });
         if let Err(e) = kept {
             self.emit(ServiceEvent::Error(format!(
