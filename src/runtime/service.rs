@@ -83,6 +83,9 @@ pub enum ServiceEvent {
     /// A message could not be sent and nothing was stored; its text goes
     /// back to the composer.
     Unsent(String),
+    /// Edit and resend archived a user message and everything after it;
+    /// its new text is sent next (undone again when nothing was sent).
+    Edited(Box<crate::runtime::EditOutcome>),
     /// The turn ended.
     TurnDone {
         /// Complete, interrupted or error.

@@ -35,6 +35,8 @@ struct Commands {
     compress_topic: &'static str,
     /// Undo the last compaction.
     undo: &'static str,
+    /// Undo the last edit and resend.
+    undo_edit: &'static str,
 }
 
 /// The app's commands.
@@ -43,6 +45,7 @@ const APP: Commands = Commands {
     compress: "/compress",
     compress_topic: "/compress <topic>",
     undo: "/undo-compress",
+    undo_edit: "/undo-resend",
 };
 
 /// The command line's commands.
@@ -51,6 +54,7 @@ const CLI: Commands = Commands {
     compress: "`strata compress ID`",
     compress_topic: "`strata compress ID --topic T`",
     undo: "`strata undo-compress`",
+    undo_edit: "`strata undo-edit-message ID`",
 };
 
 impl Client {
@@ -100,6 +104,15 @@ impl Client {
         format!(
             "Automatic compression is paused: {why}; start a new session ({}) or compress by hand ({}).",
             c.new_session, c.compress_topic
+        )
+    }
+
+    /// An edit whose new text was not sent could not be undone either.
+    #[must_use]
+    pub fn edit_not_undone(self, why: &str) -> String {
+        format!(
+            "The new text was not sent and the edit could not be undone ({why}); {} brings the archived messages back.",
+            self.commands().undo_edit
         )
     }
 

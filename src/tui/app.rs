@@ -403,6 +403,14 @@ impl App {
                 }
                 Vec::new()
             }
+            AppEvent::Service(ServiceEvent::Edited(edit)) => {
+                let line = format!(
+                    "Edited message {}: {} message(s) archived (/undo-resend brings them back).",
+                    edit.pos, edit.archived
+                );
+                self.notify(&line, false);
+                Vec::new()
+            }
             AppEvent::Service(ServiceEvent::TurnDone { status }) => {
                 self.busy = false;
                 self.phase = None;

@@ -194,6 +194,15 @@ async fn edit_and_resend_sends_the_new_text_last_and_undo_restores_the_history()
         .edit_and_send(third, "the edited question".into(), std::future::pending())
         .await
         .unwrap();
+    let edited = events.lock().unwrap().iter().find_map(|e| match e {
+        ServiceEvent::Edited(edit) => Some((edit.message_id, edit.pos, edit.archived)),
+        _ => None,
+    });
+    assert_eq!(
+        edited,
+        Some((third, 3, 4)),
+        "the typed edit: the third of six messages, it and the three after it archived"
+    );
     let last_context = events.lock().unwrap().iter().rev().find_map(|e| match e {
         ServiceEvent::Context(c) => Some(c.clone()),
         _ => None,

@@ -10,7 +10,7 @@ use std::io::{Read, Write};
 use std::sync::{Arc, Mutex};
 use strata::domain::{Message, MessageStatus, Role, Session, SessionId};
 use strata::runtime::service::{Launch, Opening, ServiceEvent, Sink, ToolEvent};
-use strata::runtime::{EditOutcome, Op, Runtime, SessionHandle};
+use strata::runtime::{EditOutcome, Op, SessionHandle};
 
 pub fn chat(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     let result = turn(env, args);
@@ -32,15 +32,19 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     // Bad ids and unknown providers are usage errors, found before anything
     // is opened or sent.
     let choice = env.choice()?;
-    let opening = match (&args.session, args.continue_latest) {
-        (Some(id), _) => Opening::Resume(env.runtime()?.find_session(id)?.id.to_string()),
-        (None, true) => Opening::Continue,
-        (None, false) => Opening::New,
-    };
-    // The edit archives before the service reads the session.
-    let mut edit = match (&args.edit, &args.session) {
-        (Some(msg), Some(id)) => Some(Edit::apply(env, id, msg, &text)?),
-        _ => None,
+    let (opening, edit) = match (&args.session, args.continue_latest) {
+        (Some(id), _) => {
+            let runtime = env.runtime()?;
+            let session = runtime.find_session(id)?;
+            // The message edited, found before anything is opened.
+            let edit = match &args.edit {
+                Some(msg) => Some(super::message_arg::resolve(&runtime, &session, msg)?.id),
+                None => None,
+            };
+            (Opening::Resume(session.id.to_string()), edit)
+        }
+        (None, true) => (Opening::Continue, None),
+        (None, false) => (Opening::New, None),
     };
     let printer = Arc::new(Mutex::new(Printer {
         out: std::io::stdout(),
@@ -51,8 +55,7 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
         session: None,
         status: None,
         error: None,
-        edited: edit.as_ref().map(|e| e.line()),
-        unsent: false,
+        edited: None,
         continuing: opening != Opening::New,
         before_session: Vec::new(),
         closed: Arc::new(tokio::sync::Notify::new()),
@@ -115,16 +118,11 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     };
     // Connect first: a provider that cannot be used leaves no empty
     // session behind (the session is created when the message is sent).
-    let handle = match SessionHandle::open(launch, sink) {
-        Ok(handle) => handle,
-        Err(e) => {
-            if let Some(edit) = edit.take() {
-                edit.undo();
-            }
-            return Err(e);
-        }
-    };
-    handle.send(Op::Send { text, consent });
+    let handle = SessionHandle::open(launch, sink)?;
+    handle.send(match edit {
+        Some(message) => Op::EditSend { message, text },
+        None => Op::Send { text, consent },
+    });
     let canceller = handle.canceller();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
@@ -144,11 +142,6 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
             }
         }
     });
-    // Nothing was stored: the edit is undone so no history is lost.
-    let unsent = printer.lock().is_ok_and(|p| p.unsent);
-    if let (Some(edit), true) = (edit.take(), unsent) {
-        edit.undo();
-    }
     sent?;
     let mut p = printer
         .lock()
@@ -202,56 +195,22 @@ fn mcp_json_notice(env: &Env, cwd: &std::path::Path) -> anyhow::Result<Vec<Strin
     Ok(lines)
 }
 
-/// An edit and resend in progress: the runtime that archived the edited
-/// message and what it did, kept to undo it when the text is not sent.
-struct Edit {
-    runtime: Runtime,
-    session: Session,
-    outcome: EditOutcome,
-}
-
-impl Edit {
-    /// Archives `msg` of session `id` and everything after it.
-    fn apply(env: &super::Env, id: &str, msg: &str, text: &str) -> anyhow::Result<Self> {
-        let mut runtime = env.runtime()?;
-        let session = runtime.find_session(id)?;
-        let message = super::message_arg::resolve(&runtime, &session, msg)?;
-        let outcome = runtime.edit_message(&session, message.id, text)?;
-        Ok(Self {
-            runtime,
-            session,
-            outcome,
-        })
+/// The `edited` event of `--json` and the line of text mode, for an edit
+/// in session `session`.
+fn edited_line(o: &EditOutcome, session: Option<SessionId>) -> (serde_json::Value, String) {
+    let mut event = serde_json::to_value(o).unwrap_or_default();
+    event["type"] = json!("edited");
+    // The text is the turn's own message, sent next.
+    if let Some(map) = event.as_object_mut() {
+        map.remove("text");
     }
-
-    /// The `edited` event of `--json`, and the line of text mode.
-    fn line(&self) -> (serde_json::Value, String) {
-        let o = &self.outcome;
-        let mut event = serde_json::to_value(o).unwrap_or_default();
-        event["type"] = json!("edited");
-        // The text is the turn's own message, sent next.
-        if let Some(map) = event.as_object_mut() {
-            map.remove("text");
-        }
-        let line = format!(
-            "edited message {}: it and the {} after it are archived (`strata undo-edit-message {}` brings them back)",
-            o.pos,
-            o.archived.saturating_sub(1),
-            self.session.id.short()
-        );
-        (event, line)
-    }
-
-    /// Undoes the edit, saying so on stderr.
-    fn undo(mut self) {
-        match self.runtime.undo_edit_message(&self.session) {
-            Ok(_) => eprintln!("strata: the edit was undone, since the new text was not sent"),
-            Err(e) => eprintln!(
-                "strata: the new text was not sent and the edit could not be undone ({e}); run `strata undo-edit-message {}`",
-                self.session.id.short()
-            ),
-        }
-    }
+    let id = session.map_or_else(|| "ID".to_owned(), |s| s.short());
+    let line = format!(
+        "edited message {}: it and the {} after it are archived (`strata undo-edit-message {id}` brings them back)",
+        o.pos,
+        o.archived.saturating_sub(1),
+    );
+    (event, line)
 }
 
 /// What follows `NAME denied` on stderr: why, and the flag or rule that
@@ -306,11 +265,9 @@ struct Printer {
     status: Option<MessageStatus>,
     /// The last problem of the turn, one sentence.
     error: Option<String>,
-    /// An edit made before the turn: its `edited` event and its line, said
-    /// once the session is known.
+    /// The edit the turn resends from: its `edited` event and its line,
+    /// said once the session is known.
     edited: Option<(serde_json::Value, String)>,
-    /// The service gave the text back: nothing was stored.
-    unsent: bool,
     /// The turn continues a session (`-c`, `--session`) rather than
     /// starting one.
     continuing: bool,
@@ -361,6 +318,17 @@ impl Printer {
         }
     }
 
+    /// The edit the turn resends from, once.
+    fn say_edited(&mut self) {
+        if let Some((event, line)) = self.edited.take() {
+            if self.json {
+                self.json_line(event);
+            } else {
+                eprintln!("strata: {line}");
+            }
+        }
+    }
+
     fn write(&mut self, text: &str) {
         if self.failed.is_none()
             && let Err(e) = self
@@ -389,13 +357,13 @@ impl Printer {
                     self.session = Some(session.id);
                     self.json_line(json!({"type": "start", "session_id": session.id, "title": session.title}));
                     self.name_session(session);
-                    if let Some((event, line)) = self.edited.take() {
-                        if self.json {
-                            self.json_line(event);
-                        } else {
-                            eprintln!("strata: {line}");
-                        }
-                    }
+                    self.say_edited();
+                }
+            }
+            ServiceEvent::Edited(edit) => {
+                self.edited = Some(edited_line(&edit, self.session));
+                if self.session.is_some() {
+                    self.say_edited();
                 }
             }
             ServiceEvent::Delta { text, .. } => {
@@ -442,7 +410,8 @@ impl Printer {
                 }
             }
             ServiceEvent::TurnDone { status } => self.status = Some(status),
-            ServiceEvent::Unsent(_) => self.unsent = true,
+            // The edit, if any, was undone; the failure is said.
+            ServiceEvent::Unsent(_) => {}
             ServiceEvent::Message(m) => self.show_tool_message(&m),
             ServiceEvent::Tool(ToolEvent::Started { call, summary, .. }) if !self.json => {
                 eprintln!("strata: running {} {summary}", call.name);

@@ -197,10 +197,7 @@ impl SessionService {
         };
         self.forget_history();
         self.refresh()?;
-        self.emit(ServiceEvent::Notice(format!(
-            "Edited message {}: {} message(s) archived (/undo-resend brings them back).",
-            edit.pos, edit.archived
-        )));
+        self.emit(ServiceEvent::Edited(Box::new(edit)));
         let stored_before = self.runtime.store.messages(session.id, false)?.len();
         // An edit is not held back for a question: what is withheld stays
         // out, and says so.
@@ -212,8 +209,14 @@ impl SessionService {
         let stored_after = self.runtime.store.messages(session.id, false)?.len();
         if result.is_err() && stored_after == stored_before {
             // Nothing was sent: the history goes back to before the edit.
-            if let Err(e) = self.runtime.undo_edit_message(&session) {
-                self.emit(ServiceEvent::Error(e.to_string()));
+            match self.runtime.undo_edit_message(&session) {
+                Ok(_) => self.emit(ServiceEvent::Notice(
+                    "the edit was undone, since the new text was not sent".to_owned(),
+                )),
+                Err(e) => {
+                    let line = self.runtime.client().edit_not_undone(&e.to_string());
+                    self.emit(ServiceEvent::Error(line));
+                }
             }
             self.reread()?;
         }
