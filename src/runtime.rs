@@ -26,6 +26,7 @@ mod mcp_session;
 pub mod mcp_setup;
 mod mcp_trust;
 pub mod message_ref;
+pub mod offer_tools;
 mod prompt_build;
 mod providers;
 pub mod served_window;

@@ -6,6 +6,8 @@
 
 mod support;
 
+#[path = "service/context_agreement.rs"]
+mod context_agreement;
 #[path = "service/provider_anthropic.rs"]
 mod provider_anthropic;
 #[path = "service/provider_openai.rs"]

@@ -5,9 +5,8 @@ use super::{Runtime, RuntimeError};
 use crate::compress::CompressionEngine;
 use crate::config::ModelChoice;
 use crate::conversation::Calibration;
-use crate::domain::RequestSystem;
 use crate::domain::{Compaction, Message, Session, SessionId};
-use crate::pipeline::{self, PrepareInput, ReportEntry};
+use crate::pipeline::ReportEntry;
 use crate::tokens::{Budget, TokenCache, TokenCounter};
 use serde::Serialize;
 
@@ -250,107 +249,42 @@ impl Runtime {
         choice: &ModelChoice,
         mcp: Option<&super::McpSession>,
     ) -> Result<ContextReport, RuntimeError> {
-        let snapshot = self.snapshot(session, choice)?;
-        let super::Snapshot {
-            prompt,
-            counter,
-            messages,
-            history_tokens,
-            budget: _,
-        } = snapshot;
+        let counter = super::session_counter(&self.paths, &self.config, session.provider, &session.model);
+        let prompt = self
+            .store
+            .current_prompt(session.id)?
+            .ok_or(RuntimeError::NoPrompt(session.id))?;
+        // Counted here so the counts are kept for the next reader.
+        let messages = self.count_with(counter.as_ref(), session, false)?;
         let usage = self.store.usage(session.id)?;
-        let calibration = calibration_of(&usage);
         let compactions = self.store.compactions(session.id)?;
-        let system = RequestSystem {
-            text: prompt.text.clone(),
-            boundary_offset: prompt.boundary_offset,
-        };
-        let (set, tools_off) = self.tools_for(session.id, choice, mcp);
-        // The MCP servers' tools are deferred as a session would defer them.
-        let plan = set.as_ref().zip(mcp).map(|(set, mcp)| {
-            crate::tooling::deferred::Disclosure::plan(
-                set,
-                &mcp.deferred_settings(),
-                choice.context_window,
-                super::mcp_setup::wire(session.provider),
-                counter.as_ref(),
-            )
-        });
-        let offered = match (&plan, &set) {
-            (Some(plan), _) if !plan.deferred().is_empty() => Some(plan.request()),
-            (_, set) => set.as_ref(),
-        };
-        let tools: &[serde_json::Value] = offered.map_or(&[], |t| t.array());
-        let items = crate::tokens::tool_schema_items(counter.as_ref(), tools);
-        let tool_servers = set.as_ref().zip(offered).map(|(set, offered)| {
-            let states = mcp.map(super::McpSession::states).unwrap_or_default();
-            super::tool_costs::servers_of(set, offered, &items, plan.as_ref(), &states)
-        });
-        // The budget with the tools array this request carries.
-        let budget_at = |tokens: &[u32]| {
-            super::compress::budget_with(
-                &prompt,
-                counter.as_ref(),
-                &messages,
-                tokens,
-                choice,
-                self.threshold_settings(),
-                &items,
-            )
-        };
-        let budget = budget_at(&history_tokens);
-        let stored_tokens = budget.input_tokens();
-        let prepared = pipeline::prepare(&PrepareInput {
-            system: &system,
-            system_tokens: u32::try_from(counter.count(&prompt.text)).unwrap_or(u32::MAX),
-            messages: &messages,
-            counts: &history_tokens,
-            counter: counter.as_ref(),
-            tools,
-            tool_tokens: u64::from(crate::tokens::tool_schema_tokens(counter.as_ref(), tools)),
-            window: choice.context_window,
-            reserved_output: choice.max_tokens,
-            exact: counter.exact(),
-            max_messages: self.config.history.max_messages,
-            single_system: false,
-            model: &session.model,
-            max_tokens: choice.max_tokens,
-            temperature: None,
-        });
-        let tool_tokens: u64 = items.iter().map(|i| i.tokens).sum();
-        let (report, prepared_tokens, prelimit_tokens, prepare_error) = match prepared {
-            // The request's figures include the tool schemas it carries.
-            Ok(p) => (
-                p.report,
-                Some(p.prepared_tokens + tool_tokens),
-                Some(p.prelimit_tokens + tool_tokens),
-                None,
-            ),
-            Err(e) => (Vec::new(), None, None, Some(e.to_string())),
-        };
-        // What is sent: each message at its size in the prepared request.
-        let budget = match prepared_tokens {
-            Some(prepared) => {
-                let sent: Vec<u32> = report.iter().map(|r| r.tokens_after).collect();
-                budget_at(&sent).fitted_to(prepared)
-            }
-            None => budget,
-        };
-        let input_tokens = budget.input_tokens();
+        // The conversation a session would send, with the tools it would
+        // offer: the same context the pane shows.
+        let conversation =
+            self.conversation_from(session.clone(), prompt, messages, &usage, choice, counter)?;
+        let (mut conversation, _) = self.offer_tools(conversation, choice, false)?;
+        if let Some(mcp) = mcp {
+            super::offer_tools::offer_mcp_tools(&mut conversation, mcp, &self.store)?;
+        }
+        let context = self.live_context(&mut conversation, choice);
+        let states = mcp.map(super::McpSession::states).unwrap_or_default();
+        let tool_servers = super::tool_costs::tool_servers(&conversation, &states);
+        let calibration = calibration_of(&usage);
+        let input_tokens = context.budget.input_tokens();
         Ok(ContextReport {
             session_id: session.id,
             model: session.model.clone(),
             input_tokens,
-            stored_tokens,
-            prelimit_tokens,
-            report,
-            prepared_tokens,
-            prepare_error,
+            stored_tokens: context.stored_tokens,
+            prelimit_tokens: context.prelimit_tokens,
+            report: context.report,
+            prepared_tokens: context.prepared_tokens,
+            prepare_error: context.prepare_error,
             calibration_ratio: calibration.ratio(),
             calibrated_input_tokens: calibration.apply(input_tokens),
-            budget,
+            budget: context.budget,
             compression: self.compression_status(session, choice)?,
-            tools_off,
+            tools_off: context.tools_off,
             cache: super::cache_report::CacheStatus::of(&usage),
             requests: super::cache_report::request_points(&usage, &compactions),
             tool_servers,

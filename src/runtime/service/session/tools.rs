@@ -45,33 +45,10 @@ impl SessionService {
         conversation: Conversation,
         choice: &ModelChoice,
     ) -> anyhow::Result<Conversation> {
-        let session = conversation.session().clone();
         let conversation = conversation.with_grants(self.tool_prefs.grants.clone());
-        let stored = self.runtime.store.session_tools(session.id)?;
-        if let Some(why) = stored.refused {
-            self.tool_env = None;
-            let mut conversation = conversation;
-            conversation.disable_tools(why);
-            return Ok(conversation);
-        }
-        match self.runtime.session_tools(&session, choice, self.interactive)? {
-            Some((tools, env)) => {
-                self.tool_env = Some(env);
-                let mut conversation = conversation.with_tools(tools);
-                for name in &stored.disabled {
-                    conversation.set_tool_enabled(name, false);
-                }
-                Ok(conversation)
-            }
-            None => {
-                self.tool_env = None;
-                let mut conversation = conversation;
-                if let Some(why) = crate::runtime::tools_state(&self.runtime.config, choice).why_off {
-                    conversation.disable_tools(why);
-                }
-                Ok(conversation)
-            }
-        }
+        let (conversation, env) = self.runtime.offer_tools(conversation, choice, self.interactive)?;
+        self.tool_env = env;
+        Ok(conversation)
     }
 
     /// Keeps what the turn decided about tools (grants, a server's
@@ -280,47 +257,7 @@ impl SessionService {
         let (Some(mcp), Some(conversation)) = (self.mcp.as_ref(), self.conversation.as_mut()) else {
             return Ok(());
         };
-        let Some(tools) = conversation.tools() else {
-            return Ok(());
-        };
-        let stale: Vec<(String, Vec<crate::tooling::schema::ToolSpec>)> = mcp
-            .groups()
-            .iter()
-            .filter(|(server, specs)| {
-                let now: Vec<&crate::tooling::schema::ToolSpec> = tools
-                    .set
-                    .specs()
-                    .iter()
-                    .filter(|e| e.group.as_deref() == Some(server.as_str()))
-                    .map(|e| &e.spec)
-                    .collect();
-                now.len() != specs.len() || now.iter().zip(specs).any(|(a, b)| *a != b)
-            })
-            .cloned()
-            .collect();
-        // Groups of servers no longer in the session (a declined
-        // `.mcp.json`) leave the array.
-        conversation.retain_tool_groups(|g| mcp.groups().iter().any(|(server, _)| server == g));
-        if !stale.is_empty() {
-            let disabled = self
-                .runtime
-                .store
-                .session_tools(conversation.session().id)?
-                .disabled;
-            for (server, specs) in stale {
-                let names: Vec<String> = specs.iter().map(|s| s.name.clone()).collect();
-                conversation.add_tool_group(&server, specs);
-                for name in names.iter().filter(|n| disabled.contains(n)) {
-                    conversation.set_tool_enabled(name, false);
-                }
-            }
-        }
-        if conversation.disclosure().is_none() {
-            conversation.set_disclosure(Some(crate::conversation::DisclosureSettings {
-                servers: mcp.deferred_settings(),
-                wire: crate::runtime::mcp_setup::wire(conversation.session().provider),
-            }));
-        }
+        crate::runtime::offer_tools::offer_mcp_tools(conversation, mcp, &self.runtime.store)?;
         self.sync_catalog();
         Ok(())
     }
