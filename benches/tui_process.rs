@@ -35,6 +35,7 @@ use std::hint::black_box;
 use std::process::Command;
 use std::time::{Duration, Instant};
 use strata::domain::Role;
+use strata::runtime::Op;
 use strata::runtime::service::ServiceEvent;
 use strata::store::{SessionQuery, Store};
 use strata::tokens::TokenCounter;
@@ -197,7 +198,7 @@ fn picker() {
         let ticket = effects
             .iter()
             .find_map(|e| match e {
-                Effect::ListSessions { ticket, .. } => Some(*ticket),
+                Effect::Op(Op::ListSessions { ticket, .. }) => Some(*ticket),
                 _ => None,
             })
             .expect("the picker asks for sessions");

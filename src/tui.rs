@@ -4,9 +4,10 @@
 //!   pure apart from the composer widget's own state, so behaviour tests
 //!   drive it with events and no terminal.
 //! - `view`: drawing from the state (never mutates it, never fails).
-//! - [`Driver`]: runs effects off the UI task (session worker, picker
-//!   queries, draft counting) and reports back as events.
-//! - [`run`]: the terminal, the event loop and frame coalescing.
+//! - [`run`]: the terminal, the event loop and frame coalescing; the
+//!   app's [`Effect::Op`]s go to its session's
+//!   [`SessionHandle`](crate::runtime::SessionHandle), whose events come
+//!   back as [`AppEvent::Service`].
 //!
 //! Who may call it: the command line (`strata` with no subcommand) and
 //! tests. It uses the runtime for everything it shows; it never talks to a
@@ -32,7 +33,6 @@ mod terminal;
 mod theme;
 mod tool_block;
 mod view;
-mod worker;
 
 pub use crate::runtime::service::{EnvLookup, Launch};
 pub use app::{ANSWER_GUARD_MS, App, Notice, RewriteQuestion, SendQuestion};
@@ -45,9 +45,8 @@ pub use keymap::{Action, Key, KeyMap};
 pub use overlay::{Accept, ApprovalPrompt, ContextList, Overlay, Picker, Preview};
 pub use pager::Pager;
 pub use slash::{SlashCommand, SlashError};
-pub use terminal::{MAX_FPS, run, translate};
+pub use terminal::{MAX_FPS, open_session, run, translate};
 pub use view::draw;
-pub use worker::Driver;
 
 impl App {
     /// Opens the session picker (as `--resume` without an id does).

@@ -24,8 +24,9 @@ use crate::domain::MessageId;
 use std::sync::{Arc, Mutex, mpsc as std_mpsc};
 use tokio::sync::{mpsc, oneshot};
 
-/// What a client asks of its open session.
-#[derive(Debug)]
+/// What a client asks of its open session: the one protocol in, every
+/// client's (the app's effects, `strata chat`'s turn).
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Op {
     /// Send a message, with what the user allowed to attach (a turn).
     Send {
@@ -43,6 +44,12 @@ pub enum Op {
     },
     /// One of the service's commands, run in order after the ops before.
     Run(Command),
+    /// Cancel the turn queued last, running or not yet started (the
+    /// partial reply is kept).
+    Cancel,
+    /// Answer the approval the running turn waits for (at once, even
+    /// while the turn runs).
+    Approve(ApprovalAnswer),
     /// Send without the MCP servers still starting.
     SkipServers,
     /// The sessions matching `search` (answered as `ServiceEvent::Sessions`
@@ -256,6 +263,8 @@ impl SessionHandle {
             Op::Send { text, consent } => queue(Job::Send(text, consent, self.arm_cancel())),
             Op::EditSend { message, text } => queue(Job::EditSend(message, text, self.arm_cancel())),
             Op::Run(command) => queue(Job::Run(command)),
+            Op::Cancel => self.cancel(),
+            Op::Approve(answer) => self.approve(answer),
             Op::SkipServers => self.skip.notify_waiters(),
             Op::ListSessions { ticket, search } => {
                 if let Some(side) = &self.side {

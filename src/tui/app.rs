@@ -1,5 +1,5 @@
 //! The app's state and its update function: [`App::handle`] takes one
-//! [`AppEvent`] and returns the [`Effect`]s the driver must run. No I/O,
+//! [`AppEvent`] and returns the [`Effect`]s for its session and terminal. No I/O,
 //! no clock (time arrives in events), no terminal: behaviour tests drive it
 //! with events, and drawing (see `view`) only reads it. The one service it
 //! holds is the chat pane's code highlighter, which it only hands text to
@@ -15,6 +15,8 @@ use super::slash;
 use crate::conversation::Phase;
 use crate::domain::{LayerName, MessageStatus, Session, Usage};
 use crate::render::Highlighter;
+use crate::runtime::Op;
+use crate::runtime::service::Command;
 use crate::runtime::service::ServiceEvent;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
 use ratatui_textarea::TextArea;
@@ -253,7 +255,7 @@ impl App {
         self.context_shown.unwrap_or(self.width >= 100) && self.width >= 60 && self.height >= 6
     }
 
-    /// Applies one event; returns what the driver must do, in order.
+    /// Applies one event; returns what its session and terminal must do, in order.
     pub fn handle(&mut self, event: impl Into<AppEvent>) -> Vec<Effect> {
         let event = event.into();
         if !matches!(event, AppEvent::Tick { .. } | AppEvent::Highlighted) || self.busy {
@@ -660,7 +662,7 @@ impl App {
                 // While the first request waits for MCP servers, Esc sends it
                 // without them.
                 if self.busy && matches!(self.phase, Some((Phase::StartingServers { .. }, _))) {
-                    return vec![Effect::SkipServers];
+                    return vec![Effect::Op(Op::SkipServers)];
                 }
                 Vec::new()
             }
@@ -708,7 +710,7 @@ impl App {
         if self.busy {
             self.cancelling = true;
             self.notify(CANCELLING, false);
-            return vec![Effect::Cancel];
+            return vec![Effect::Op(Op::Cancel)];
         }
         if !self.draft().is_empty() {
             // The first Ctrl-C clears a draft; the next ones quit.
@@ -754,7 +756,7 @@ impl App {
                         );
                         return Vec::new();
                     }
-                    return vec![Effect::Resume(id)];
+                    return vec![Effect::Op(Op::Run(Command::Resume(id)))];
                 }
             }
             (Overlay::Picker(p), KeyCode::Backspace) => {
@@ -782,9 +784,9 @@ impl App {
         };
         p.ticket = ticket;
         p.loaded = false;
-        vec![Effect::ListSessions {
+        vec![Effect::Op(Op::ListSessions {
             ticket,
             search: p.query.clone(),
-        }]
+        })]
     }
 }

@@ -1,10 +1,11 @@
 //! The app's vocabulary: [`AppEvent`] is everything that reaches the app
 //! (terminal input, the clock, and what its session says), [`Effect`] is
-//! everything the app asks the driver to do. Background results carry the
+//! everything the app asks of its session or terminal. Background results carry the
 //! data the app shows; the app never reads the store or a provider itself.
 
-use crate::domain::{MessageId, Role};
-use crate::runtime::service::ServiceEvent;
+use crate::domain::Role;
+use crate::runtime::service::{Command, ServiceEvent};
+use crate::runtime::{AttachConsent, Op};
 use crossterm::event::KeyEvent;
 
 /// Input to [`App::handle`](super::App::handle).
@@ -56,139 +57,34 @@ pub enum AppEvent {
     Service(ServiceEvent),
 }
 
-/// What the app asks the driver to do.
+/// What the app asks for: an [`Op`] for its session, or what the
+/// terminal itself does.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Effect {
-    /// Send a user message (starting a session when there is none).
-    Send(String),
-    /// Send a user message after the user answered
-    /// [`AppEvent::AttachAsk`]: the files at `allowed` (resolved paths the
-    /// question named) are attached this once, the other mentions
-    /// withheld are not.
-    SendAttaching {
-        /// The message.
-        text: String,
-        /// The resolved paths the user allowed.
-        allowed: Vec<std::path::PathBuf>,
-    },
-    /// Cancel the reply in progress, keeping the partial text.
-    Cancel,
-    /// Send the request waiting for MCP servers without those still
-    /// starting.
-    SkipServers,
-    /// Start a new session (created when its first message is sent).
-    NewSession,
-    /// Resume a session by id or unique id prefix.
-    Resume(String),
-    /// Rename the current session.
-    Rename(String),
-    /// Fork the current session.
-    Fork,
-    /// Compress the history (`/compress`, "compress up to here"); with
-    /// `preview` the driver answers with [`AppEvent::CompressPreview`] and
-    /// stores nothing until [`Effect::ApplyPreview`].
-    Compress(CompressAsk),
-    /// Store the previewed summary (`summary`: its body as shown, or as
-    /// the user edited it; `edited` says which). `force` applies it even
-    /// though it makes the request bigger (the user confirmed twice). The
-    /// summary is never generated a second time.
-    ApplyPreview {
-        /// The summary's body, without the framing notice.
-        summary: String,
-        /// Whether the user changed it.
-        edited: bool,
-        /// Apply even when it grows the request.
-        force: bool,
-    },
-    /// Drop the previewed summary; nothing is stored.
-    CancelPreview,
-    /// Load the context list's rows (answered by [`AppEvent::ContextList`]).
-    LoadContextList,
-    /// List the provider's models or the workspace's skills for a picker.
-    ListChoices(crate::runtime::service::ChoiceKind),
-    /// Pin (`on`) or unpin a message of the active history.
-    SetPinned {
-        /// The message.
-        message: MessageId,
-        /// Pin or unpin.
-        on: bool,
-    },
-    /// Exclude (`on`) or include a message (with its tool call unit).
-    SetExcluded {
-        /// The message.
-        message: MessageId,
-        /// Exclude or include.
-        on: bool,
-    },
-    /// Archive user message `message` and everything after it, then send
-    /// `text` as the new last message: a turn, like [`Effect::Send`]
-    /// ([`AppEvent::TurnDone`] follows; [`AppEvent::Unsent`] gives the text
-    /// back when nothing was stored).
-    EditResend {
-        /// The user message edited.
-        message: MessageId,
-        /// The text to send instead.
-        text: String,
-    },
-    /// Undo the last edit and resend (the archived messages come back).
-    UndoEditMessage,
-    /// Pause (`false`) or resume (`true`) automatic compression for the
-    /// session.
-    AutoCompress(bool),
+    /// Hand an op to the session (see [`Op`]).
+    Op(Op),
     /// Suspend the screen and let the user edit `text` in `$EDITOR`
-    /// (answered by [`AppEvent::Edited`]); run by the terminal loop, not
-    /// the session driver.
+    /// (answered by [`AppEvent::Edited`]).
     EditInEditor(String),
-    /// Undo the last compression.
-    UndoCompress,
-    /// Apply changed instruction files, memory and skills.
-    Reload,
-    /// Switch the session's model.
-    Model(String),
-    /// Append a line to `MEMORY.md`.
-    Memory(String),
-    /// Load a skill into the conversation.
-    Skill(String),
-    /// Export the session (`md` or `json`) to a file in the data directory.
-    Export(ExportFormat),
-    /// Search sessions for the picker.
-    ListSessions {
-        /// Ticket echoed in [`AppEvent::Sessions`].
-        ticket: u64,
-        /// What the user typed (FTS); empty lists every session.
-        search: String,
-    },
-    /// Count the draft's tokens.
-    CountDraft {
-        /// Ticket echoed in [`AppEvent::DraftTokens`].
-        ticket: u64,
-        /// The draft.
-        text: String,
-    },
-    /// Prepare the next request for the request inspector.
-    InspectRequest,
-    /// Answer the approval a tool call waits for (sent at once, even while
-    /// the turn runs).
-    Approve(crate::runtime::ApprovalAnswer),
-    /// List the session's tools with their schema tokens (`/tools`; the
-    /// answer is a notice).
-    Tools,
-    /// Switch one tool on or off for the session (`/tools on|off NAME`).
-    ToggleTool {
-        /// The tool's name.
-        name: String,
-        /// On or off.
-        on: bool,
-    },
-    /// Restore the file the latest `write_file` or `edit_file` changed.
-    UndoEdit,
-    /// `/mcp`.
-    Mcp(crate::runtime::service::McpAction),
-    /// Keep an input the user entered (a message or a command, its folds
-    /// expanded) in the workspace's history across runs.
-    RememberInput(String),
-    /// Leave the app.
+    /// Leave the app (the turn in progress is cancelled).
     Quit,
+}
+
+impl Effect {
+    /// Sends `text` as a message (a turn).
+    #[must_use]
+    pub fn send(text: String) -> Self {
+        Self::Op(Op::Send {
+            text,
+            consent: AttachConsent::default(),
+        })
+    }
+
+    /// Runs one of the session's commands.
+    #[must_use]
+    pub fn run(command: Command) -> Self {
+        Self::Op(Op::Run(command))
+    }
 }
 
 /// What a compression would store, for the preview overlay.
@@ -214,7 +110,7 @@ pub struct CompressPreviewView {
     /// One sentence each: what the user should know before accepting.
     pub warnings: Vec<String>,
     /// Whether the summary makes the request bigger: accepting then needs
-    /// a second confirmation (and [`Effect::ApplyPreview`] with `force`).
+    /// a second confirmation (and `Command::ApplyPreview` with `force`).
     pub grows: bool,
     /// Tokens of the next request the provider will not read from its
     /// cache after the compression.

@@ -1,7 +1,7 @@
 //! The terminal side: entering and leaving the full screen (restored on
 //! exit, on error and on panic), and the one event loop that owns the
 //! terminal. It feeds terminal input, background results and ticks to the
-//! app, hands effects to the driver, and draws when something changed, at
+//! app, hands its ops to the session's handle, and draws when something changed, at
 //! most [`MAX_FPS`] times a second, after draining every queued event.
 //! It runs one effect itself, [`Effect::EditInEditor`]: the full screen is
 //! suspended while the user's editor has the terminal (see `editor`).
@@ -10,10 +10,11 @@ use super::app::App;
 use super::event::{AppEvent, Effect, Opening};
 use super::keymap::KeyMap;
 use super::view;
-use super::worker::Driver;
 use crate::domain::SessionId;
 use crate::render::{Highlighter, HighlighterOptions};
-use crate::runtime::service::Launch;
+use crate::runtime::SessionHandle;
+use crate::runtime::input_history::HistoryEvent;
+use crate::runtime::service::{Launch, ServiceEvent, Sink};
 use crossterm::event::{
     DisableBracketedPaste, DisableMouseCapture, EnableBracketedPaste, EnableMouseCapture, Event, EventStream,
     KeyboardEnhancementFlags, MouseEventKind, PopKeyboardEnhancementFlags, PushKeyboardEnhancementFlags,
@@ -161,7 +162,7 @@ async fn event_loop(
             let _ = waker.send(AppEvent::Highlighted);
         })),
     }));
-    let driver = Driver::start(launch, tx);
+    let handle = open_session(launch, tx);
     let mut pending: Vec<Effect> = Vec::new();
     if opening == Opening::Picker {
         pending.extend(app.open_sessions());
@@ -178,8 +179,12 @@ async fn event_loop(
                 }
                 continue;
             }
-            if !driver.run(effect) {
-                return Ok(app.session().map(|s| s.id));
+            match effect {
+                Effect::Op(op) => handle.send(op),
+                // Dropping the handle cancels the turn in progress.
+                Effect::Quit => return Ok(app.session().map(|s| s.id)),
+                // Handled above.
+                Effect::EditInEditor(_) => {}
             }
         }
         if app.take_dirty() || last_draw.is_none() {
@@ -218,4 +223,21 @@ async fn event_loop(
             pending.extend(app.handle(e));
         }
     }
+}
+
+/// Opens the app's session on its own threads (see
+/// [`SessionHandle::spawn`]): the service's events and the input
+/// history's reach the app on `events` (sending never waits).
+#[must_use]
+pub fn open_session(launch: Launch, events: mpsc::UnboundedSender<AppEvent>) -> SessionHandle {
+    let service_events = events.clone();
+    let sink: Sink = std::sync::Arc::new(move |e: ServiceEvent| {
+        let _ = service_events.send(AppEvent::Service(e));
+    });
+    SessionHandle::spawn(launch, sink, move |e| {
+        let _ = events.send(match e {
+            HistoryEvent::Loaded(rows) => AppEvent::History(rows),
+            HistoryEvent::Failed(text) => AppEvent::Failed(text),
+        });
+    })
 }

@@ -4,6 +4,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support::tui as tui_support;
+use strata::runtime::Op;
+use strata::runtime::service::Command;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use strata::runtime::service::ServiceEvent;
@@ -20,8 +22,8 @@ fn enter_sends_and_alt_enter_inserts_a_newline() {
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
         vec![
-            Effect::RememberInput("first line\nsecond".into()),
-            Effect::Send("first line\nsecond".into())
+            Effect::Op(Op::RememberInput("first line\nsecond".into())),
+            Effect::send("first line\nsecond".into())
         ]
     );
     assert!(app.is_busy());
@@ -58,21 +60,21 @@ fn tab_completes_commands_and_arguments_reach_the_effect() {
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
         vec![
-            Effect::RememberInput("/export json".into()),
-            Effect::Export(ExportFormat::Json)
+            Effect::Op(Op::RememberInput("/export json".into())),
+            Effect::Op(Op::Run(Command::Export(ExportFormat::Json)))
         ]
     );
     type_text(&mut app, "/compress the auth flow");
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
         vec![
-            Effect::RememberInput("/compress the auth flow".into()),
-            Effect::Compress(strata::tui::CompressAsk {
+            Effect::Op(Op::RememberInput("/compress the auth flow".into())),
+            Effect::Op(Op::Run(Command::Compress(strata::tui::CompressAsk {
                 topic: Some("the auth flow".into()),
                 keep_last: None,
                 up_to: None,
                 preview: true,
-            })
+            })))
         ]
     );
     type_text(&mut app, "/rename");
@@ -86,7 +88,7 @@ fn draft_tokens_from_an_older_ticket_are_dropped() {
     let first = type_text(&mut app, "a");
     let second = type_text(&mut app, "b");
     let ticket = |e: &[Effect]| match e.last() {
-        Some(Effect::CountDraft { ticket, text }) => (*ticket, text.clone()),
+        Some(Effect::Op(Op::CountDraft { ticket, text })) => (*ticket, text.clone()),
         other => panic!("{other:?}"),
     };
     let (old, _) = ticket(&first);
@@ -109,7 +111,7 @@ fn draft_tokens_from_an_older_ticket_are_dropped() {
 fn picker_answers_for_an_older_search_are_dropped_and_esc_closes() {
     let mut app = app_with(80, 24, Vec::new(), None);
     let open = app.handle(ctrl('o'));
-    let Some(Effect::ListSessions { ticket: old, .. }) = open.first().cloned() else {
+    let Some(Effect::Op(Op::ListSessions { ticket: old, .. })) = open.first().cloned() else {
         panic!("{open:?}")
     };
     type_text(&mut app, "x");
@@ -218,7 +220,7 @@ fn a_cancelled_reply_says_it_was_kept_not_that_it_is_cancelling() {
     let mut app = app_with(80, 24, Vec::new(), None);
     type_text(&mut app, "hello");
     app.handle(key(KeyCode::Enter));
-    assert_eq!(app.handle(ctrl('c')), vec![Effect::Cancel]);
+    assert_eq!(app.handle(ctrl('c')), vec![Effect::Op(Op::Cancel)]);
     assert!(app.notice().unwrap().text.contains("cancelling"));
     app.handle(ServiceEvent::TurnDone {
         status: strata::domain::MessageStatus::Interrupted,
@@ -249,7 +251,7 @@ fn the_status_bar_follows_the_turns_phases() {
     );
     assert_eq!(
         app.handle(key(KeyCode::Esc)),
-        vec![strata::tui::Effect::SkipServers]
+        vec![strata::tui::Effect::Op(Op::SkipServers)]
     );
     app.handle(AppEvent::Tick { now_ms: 1_000 });
     app.handle(ServiceEvent::Phase(Phase::Compressing(Trigger::Preflight)));
@@ -348,7 +350,9 @@ fn a_bare_resume_opens_the_session_picker_and_one_with_an_id_resumes() {
     type_text(&mut app, "/resume");
     let effects = app.handle(key(KeyCode::Enter));
     assert!(
-        effects.iter().any(|e| matches!(e, Effect::ListSessions { .. })),
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::Op(Op::ListSessions { .. }))),
         "{effects:?}"
     );
     assert!(matches!(app.overlay(), Some(Overlay::Picker(_))));
@@ -356,7 +360,7 @@ fn a_bare_resume_opens_the_session_picker_and_one_with_an_id_resumes() {
     type_text(&mut app, "/resume 1a2b3c4d");
     let effects = app.handle(key(KeyCode::Enter));
     assert!(
-        effects.contains(&Effect::Resume("1a2b3c4d".into())),
+        effects.contains(&Effect::Op(Op::Run(Command::Resume("1a2b3c4d".into())))),
         "{effects:?}"
     );
 }
@@ -369,7 +373,7 @@ fn a_bare_model_or_skill_opens_a_picker_that_picks_by_enter() {
         type_text(&mut app, command);
         let effects = app.handle(key(KeyCode::Enter));
         assert!(
-            effects.contains(&Effect::ListChoices(kind)),
+            effects.contains(&Effect::Op(Op::Run(Command::ListChoices(kind)))),
             "{command}: {effects:?}"
         );
         let items = ["alpha", "beta", "gamma"]
@@ -385,8 +389,8 @@ fn a_bare_model_or_skill_opens_a_picker_that_picks_by_enter() {
         type_text(&mut app, "am");
         let picked = app.handle(key(KeyCode::Enter));
         let want = match kind {
-            ChoiceKind::Model => Effect::Model("gamma".into()),
-            ChoiceKind::Skill => Effect::Skill("gamma".into()),
+            ChoiceKind::Model => Effect::Op(Op::Run(Command::Model("gamma".into()))),
+            ChoiceKind::Skill => Effect::Op(Op::Run(Command::Skill("gamma".into()))),
         };
         assert!(picked.contains(&want), "{command}: {picked:?}");
         assert!(app.overlay().is_none());

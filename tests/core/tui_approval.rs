@@ -9,6 +9,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support::tui as tui_support;
+use strata::runtime::Op;
 
 use crossterm::event::KeyCode;
 use ratatui::buffer::Buffer;
@@ -236,7 +237,7 @@ fn an_edit_that_would_fail_says_why_in_the_error_style() {
 fn the_cancelling_notice_ends_with_the_turn() {
     // Ctrl-C while a command runs, then while an approval is open.
     let (mut app, _) = running_app(80, 24);
-    assert_eq!(app.handle(ctrl('c')), vec![Effect::Cancel]);
+    assert_eq!(app.handle(ctrl('c')), vec![Effect::Op(Op::Cancel)]);
     assert!(draw(&app, 80, 24).contains("cancelling the reply"));
     app.handle(ServiceEvent::TurnDone {
         status: MessageStatus::Complete,
@@ -246,7 +247,7 @@ fn the_cancelling_notice_ends_with_the_turn() {
     assert!(screen.contains("idle · cancelled"), "{screen}");
 
     let mut app = asking(80, 24, long_shell_request());
-    assert_eq!(app.handle(ctrl('c')), vec![Effect::Cancel]);
+    assert_eq!(app.handle(ctrl('c')), vec![Effect::Op(Op::Cancel)]);
     app.handle(ServiceEvent::TurnDone {
         status: MessageStatus::Complete,
     });
@@ -350,7 +351,7 @@ fn a_call_leaving_the_sandbox_says_so_and_can_be_allowed_once_only() {
     // `a` grants nothing here: the call still waits.
     let effects = app.handle(key(KeyCode::Char('a')));
     assert!(
-        !effects.iter().any(|e| matches!(e, Effect::Approve(_))),
+        !effects.iter().any(|e| matches!(e, Effect::Op(Op::Approve(_)))),
         "{effects:?}"
     );
     assert!(app.overlay().is_some());
@@ -414,7 +415,7 @@ fn offered(command: &str) -> ApprovalRequest {
 }
 
 fn approved(effects: &[Effect]) -> bool {
-    effects.iter().any(|e| matches!(e, Effect::Approve(_)))
+    effects.iter().any(|e| matches!(e, Effect::Op(Op::Approve(_))))
 }
 
 #[test]

@@ -5,6 +5,8 @@
 //! with its figure before `/model` and `/reload` rewrite the prompt.
 
 use crate::support::tui as tui_support;
+use strata::runtime::Op;
+use strata::runtime::service::Command;
 
 use crossterm::event::KeyCode;
 use strata::domain::{BreakAt, BreakReason, CacheBreak, CacheCheck, LayerName, Role, Usage};
@@ -173,11 +175,11 @@ fn auto_compress_off_and_on_are_commands() {
     let mut app = near_threshold(120, 36);
     assert_eq!(
         entered(&mut app, "/auto-compress off"),
-        vec![Effect::AutoCompress(false)]
+        vec![Effect::Op(Op::Run(Command::AutoCompress(false)))]
     );
     assert_eq!(
         entered(&mut app, "/auto-compress on"),
-        vec![Effect::AutoCompress(true)]
+        vec![Effect::Op(Op::Run(Command::AutoCompress(true)))]
     );
     assert!(entered(&mut app, "/auto-compress maybe").is_empty());
 }
@@ -195,7 +197,7 @@ fn model_asks_first_with_what_the_next_request_loses_from_the_cache() {
         insta::assert_snapshot!(format!("rewrite_confirm_{w}x{h}"), screen);
         assert_eq!(
             app.handle(key(KeyCode::Enter)),
-            vec![Effect::Model("gpt-4.1".into())]
+            vec![Effect::Op(Op::Run(Command::Model("gpt-4.1".into())))]
         );
     }
     let mut app = broken(120, 36);
@@ -208,7 +210,7 @@ fn model_asks_first_with_what_the_next_request_loses_from_the_cache() {
     // The model in use asks nothing.
     assert_eq!(
         entered(&mut app, "/model gpt-4o"),
-        vec![Effect::Model("gpt-4o".into())]
+        vec![Effect::Op(Op::Run(Command::Model("gpt-4o".into())))]
     );
     assert!(!draw(&app, 120, 36).contains("Enter confirms"));
 }
@@ -218,13 +220,16 @@ fn reload_asks_with_the_tokens_from_the_first_stale_layer_and_not_when_nothing_i
     let mut app = broken(120, 36);
     assert_eq!(
         entered(&mut app, "/reload"),
-        vec![Effect::Reload],
+        vec![Effect::Op(Op::Run(Command::Reload))],
         "nothing stale: no question"
     );
     app.handle(ServiceEvent::Stale(vec![LayerName::Project]));
     type_text(&mut app, "/reload");
     let asked = app.handle(key(KeyCode::Enter));
-    assert!(!asked.contains(&Effect::Reload), "{asked:?}");
+    assert!(
+        !asked.contains(&Effect::Op(Op::Run(Command::Reload))),
+        "{asked:?}"
+    );
     let question = app.rewrite_question().expect("the question").clone();
     // The identity layer (7 tokens) before the project layer stays cached.
     assert_eq!(question.uncached + 7, question.next, "{question:?}");
@@ -233,5 +238,8 @@ fn reload_asks_with_the_tokens_from_the_first_stale_layer_and_not_when_nothing_i
         "{}",
         question.sentence()
     );
-    assert_eq!(app.handle(key(KeyCode::Enter)), vec![Effect::Reload]);
+    assert_eq!(
+        app.handle(key(KeyCode::Enter)),
+        vec![Effect::Op(Op::Run(Command::Reload))]
+    );
 }

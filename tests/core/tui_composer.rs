@@ -5,6 +5,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support::tui as tui_support;
+use strata::runtime::Op;
+use strata::runtime::service::Command;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use strata::runtime::service::ServiceEvent;
@@ -60,7 +62,7 @@ fn ctrl_w_ctrl_k_and_ctrl_d_delete_and_ctrl_y_brings_back_the_kill() {
     let effects = app.handle(ctrl('w'));
     assert_eq!(app.draft(), "git commit -m ");
     assert!(
-        matches!(effects.as_slice(), [Effect::CountDraft { text, .. }] if text == "git commit -m "),
+        matches!(effects.as_slice(), [Effect::Op(Op::CountDraft { text, .. })] if text == "git commit -m "),
         "the draft is counted again: {effects:?}"
     );
     app.handle(ctrl('w'));
@@ -179,11 +181,11 @@ fn up_down_and_tab_pick_a_command_and_enter_runs_it() {
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
         vec![
-            Effect::RememberInput("/compress".into()),
-            Effect::Compress(strata::tui::CompressAsk {
+            Effect::Op(Op::RememberInput("/compress".into())),
+            Effect::Op(Op::Run(Command::Compress(strata::tui::CompressAsk {
                 preview: true,
                 ..Default::default()
-            })
+            })))
         ],
         "Enter runs the selected command"
     );

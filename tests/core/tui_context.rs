@@ -10,6 +10,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support::tui as tui_support;
+use strata::runtime::Op;
+use strata::runtime::service::Command;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
@@ -156,7 +158,7 @@ fn row(pos: Option<usize>, role: Role, tokens: u32, state: RowState, preview: &s
 /// The app with the context list open on [`rows`].
 fn listing(w: u16, h: u16) -> App {
     let mut app = app(w, h);
-    assert_eq!(app.handle(f(8)), vec![Effect::LoadContextList]);
+    assert_eq!(app.handle(f(8)), vec![Effect::Op(Op::Run(Command::ContextList))]);
     let rows = rows_of(app.messages());
     app.handle(ServiceEvent::ContextList(rows));
     app
@@ -205,11 +207,11 @@ fn previewing(w: u16, h: u16, grows: bool) -> App {
     let effects = entered(&mut app, "/compress the parser");
     assert_eq!(
         effects,
-        vec![Effect::Compress(CompressAsk {
+        vec![Effect::Op(Op::Run(Command::Compress(CompressAsk {
             topic: Some("the parser".into()),
             preview: true,
             ..CompressAsk::default()
-        })]
+        })))]
     );
     assert_eq!(app.notice().unwrap().text, "compressing the history…");
     app.handle(ServiceEvent::CompressPreview(Box::new(preview(grows))));
@@ -229,10 +231,10 @@ fn keys_alone_pin_exclude_and_compress_up_to_a_selected_message() {
     assert_eq!(app.selected_message().unwrap().id, question);
     assert_eq!(
         app.handle(ch('p')),
-        vec![Effect::SetPinned {
+        vec![Effect::Op(Op::Run(Command::Pin {
             message: question,
             on: true
-        }]
+        }))]
     );
     let pinned = changed(&app, question, |m| m.pinned = true);
     app.handle(pinned);
@@ -242,10 +244,10 @@ fn keys_alone_pin_exclude_and_compress_up_to_a_selected_message() {
     // Pinned now: p unpins.
     assert_eq!(
         app.handle(ch('p')),
-        vec![Effect::SetPinned {
+        vec![Effect::Op(Op::Run(Command::Pin {
             message: question,
             on: false
-        }]
+        }))]
     );
 
     // Two up (the tool result is part of its call's message): the log.
@@ -255,10 +257,10 @@ fn keys_alone_pin_exclude_and_compress_up_to_a_selected_message() {
     assert_eq!(app.selected_message().unwrap().id, log);
     assert_eq!(
         app.handle(ch('x')),
-        vec![Effect::SetExcluded {
+        vec![Effect::Op(Op::Run(Command::Exclude {
             message: log,
             on: true
-        }]
+        }))]
     );
     let excluded = changed(&app, log, |m| m.excluded = true);
     app.handle(excluded);
@@ -266,10 +268,10 @@ fn keys_alone_pin_exclude_and_compress_up_to_a_selected_message() {
     assert!(screen.contains("you  excluded −1.2k "), "{screen}");
     assert_eq!(
         app.handle(ch('x')),
-        vec![Effect::SetExcluded {
+        vec![Effect::Op(Op::Run(Command::Exclude {
             message: log,
             on: false
-        }]
+        }))]
     );
     let included = changed(&app, log, |m| m.excluded = false);
     app.handle(included);
@@ -282,10 +284,10 @@ fn keys_alone_pin_exclude_and_compress_up_to_a_selected_message() {
     assert_eq!(app.selected_message().unwrap().id, caller);
     assert_eq!(
         app.handle(ch('x')),
-        vec![Effect::SetExcluded {
+        vec![Effect::Op(Op::Run(Command::Exclude {
             message: caller,
             on: true
-        }]
+        }))]
     );
     let excluded = changed(&app, caller, |m| m.excluded = true);
     app.handle(excluded);
@@ -296,22 +298,22 @@ fn keys_alone_pin_exclude_and_compress_up_to_a_selected_message() {
     // c compresses up to the selected message, with a preview first.
     assert_eq!(
         app.handle(ch('c')),
-        vec![Effect::Compress(CompressAsk {
+        vec![Effect::Op(Op::Run(Command::Compress(CompressAsk {
             up_to: Some(caller),
             preview: true,
             ..CompressAsk::default()
-        })]
+        })))]
     );
     assert!(!app.selecting(), "compressing leaves the selection mode");
     assert_eq!(app.notice().unwrap().text, "compressing up to message 2…");
     app.handle(ServiceEvent::CompressPreview(Box::new(preview(false))));
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
-        vec![Effect::ApplyPreview {
+        vec![Effect::Op(Op::Run(Command::ApplyPreview {
             summary: preview(false).summary.unwrap_or_default(),
             edited: false,
             force: false,
-        }]
+        }))]
     );
     assert!(app.overlay().is_none());
 }
@@ -348,10 +350,10 @@ fn selection_keys_open_a_message_leave_on_esc_and_give_shift_tab_back_to_the_too
     let effects = entered(&mut app, "/exclude");
     assert_eq!(
         effects,
-        vec![Effect::SetExcluded {
+        vec![Effect::Op(Op::Run(Command::Exclude {
             message: id_at(&app, 6),
             on: true
-        }]
+        }))]
     );
 }
 
@@ -378,7 +380,7 @@ fn edit_and_resend_puts_the_message_in_the_composer_and_esc_restores_the_draft()
     assert!(
         app.handle(key(KeyCode::Esc))
             .iter()
-            .all(|e| matches!(e, Effect::CountDraft { .. }))
+            .all(|e| matches!(e, Effect::Op(Op::CountDraft { .. })))
     );
     assert_eq!(app.draft(), "half a thought");
     assert_eq!(app.editing(), None);
@@ -390,10 +392,10 @@ fn edit_and_resend_puts_the_message_in_the_composer_and_esc_restores_the_draft()
     let effects = app.handle(key(KeyCode::Enter));
     assert_eq!(
         effects.last(),
-        Some(&Effect::EditResend {
+        Some(&Effect::Op(Op::EditSend {
             message: question,
             text: "Fix it with a loop, please. Keep the tests.".into()
-        })
+        }))
     );
     assert!(app.is_busy(), "a resend is a turn");
     assert_eq!(app.editing(), None);
@@ -482,17 +484,17 @@ fn the_context_list_sorts_filters_and_acts_on_the_selected_row() {
     let first = id_at(&app, 1);
     assert_eq!(
         app.handle(ch('p')),
-        vec![Effect::SetPinned {
+        vec![Effect::Op(Op::Run(Command::Pin {
             message: first,
             on: false
-        }]
+        }))]
     );
     assert_eq!(
         app.handle(ch('x')),
-        vec![Effect::SetExcluded {
+        vec![Effect::Op(Op::Run(Command::Exclude {
             message: first,
             on: true
-        }]
+        }))]
     );
     // By cost: the largest first; the selection stays on its message.
     app.handle(ch('s'));
@@ -502,10 +504,10 @@ fn the_context_list_sorts_filters_and_acts_on_the_selected_row() {
     // Excluded: x includes it.
     assert_eq!(
         app.handle(ch('x')),
-        vec![Effect::SetExcluded {
+        vec![Effect::Op(Op::Run(Command::Exclude {
             message: id_at(&app, 4),
             on: false
-        }]
+        }))]
     );
     // Tool outputs only.
     app.handle(ch('t'));
@@ -525,11 +527,11 @@ fn the_context_list_sorts_filters_and_acts_on_the_selected_row() {
     let result = id_at(&app, 3);
     assert_eq!(
         app.handle(ch('c')),
-        vec![Effect::Compress(CompressAsk {
+        vec![Effect::Op(Op::Run(Command::Compress(CompressAsk {
             up_to: Some(result),
             preview: true,
             ..CompressAsk::default()
-        })]
+        })))]
     );
     assert!(app.overlay().is_none());
     // e on a tool output is refused and the list stays open.
@@ -550,10 +552,10 @@ fn the_context_list_sorts_filters_and_acts_on_the_selected_row() {
     assert_eq!(app.draft(), "Fix it with a loop, please.");
     assert_eq!(
         app.handle(key(KeyCode::Enter)).last(),
-        Some(&Effect::EditResend {
+        Some(&Effect::Op(Op::EditSend {
             message: question,
             text: "Fix it with a loop, please.".into()
-        })
+        }))
     );
 }
 
@@ -596,11 +598,11 @@ fn the_preview_is_edited_in_the_overlay_and_the_edit_is_what_is_applied() {
     );
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
-        vec![Effect::ApplyPreview {
+        vec![Effect::Op(Op::Run(Command::ApplyPreview {
             summary: want,
             edited: true,
             force: false
-        }]
+        }))]
     );
 }
 
@@ -619,15 +621,18 @@ fn a_growing_summary_asks_twice_and_esc_cancels_a_preview() {
     assert!(draw(&app, 120, 36).contains("Enter again applies the larger summary"));
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
-        vec![Effect::ApplyPreview {
+        vec![Effect::Op(Op::Run(Command::ApplyPreview {
             summary: preview(true).summary.unwrap_or_default(),
             edited: false,
             force: true
-        }]
+        }))]
     );
 
     let mut app = previewing(120, 36, false);
-    assert_eq!(app.handle(key(KeyCode::Esc)), vec![Effect::CancelPreview]);
+    assert_eq!(
+        app.handle(key(KeyCode::Esc)),
+        vec![Effect::Op(Op::Run(Command::CancelPreview))]
+    );
     assert!(app.overlay().is_none());
     assert_eq!(
         app.notice().unwrap().text,
@@ -646,11 +651,11 @@ fn a_growing_summary_asks_twice_and_esc_cancels_a_preview() {
     app.handle(AppEvent::Edited(Some("Goal: loops, not recursion.\n".into())));
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
-        vec![Effect::ApplyPreview {
+        vec![Effect::Op(Op::Run(Command::ApplyPreview {
             summary: "Goal: loops, not recursion.".into(),
             edited: true,
             force: false
-        }]
+        }))]
     );
 }
 
@@ -660,17 +665,17 @@ fn commands_pin_exclude_and_compress_here_say_what_they_need() {
     // Without a selection, /pin takes the last message.
     assert_eq!(
         entered(&mut app, "/pin"),
-        vec![Effect::SetPinned {
+        vec![Effect::Op(Op::Run(Command::Pin {
             message: id_at(&app, 7),
             on: true
-        }]
+        }))]
     );
     assert_eq!(
         entered(&mut app, "/unpin 1"),
-        vec![Effect::SetPinned {
+        vec![Effect::Op(Op::Run(Command::Pin {
             message: id_at(&app, 1),
             on: false
-        }]
+        }))]
     );
     assert!(entered(&mut app, "/exclude").is_empty());
     assert_eq!(
@@ -679,17 +684,17 @@ fn commands_pin_exclude_and_compress_here_say_what_they_need() {
     );
     assert_eq!(
         entered(&mut app, "/exclude 4"),
-        vec![Effect::SetExcluded {
+        vec![Effect::Op(Op::Run(Command::Exclude {
             message: id_at(&app, 4),
             on: true
-        }]
+        }))]
     );
     assert_eq!(
         entered(&mut app, "/include 4"),
-        vec![Effect::SetExcluded {
+        vec![Effect::Op(Op::Run(Command::Exclude {
             message: id_at(&app, 4),
             on: false
-        }]
+        }))]
     );
     assert!(entered(&mut app, "/include 40").is_empty());
     assert_eq!(
@@ -705,11 +710,11 @@ fn commands_pin_exclude_and_compress_here_say_what_they_need() {
     );
     assert_eq!(
         entered(&mut app, "/compress here 2"),
-        vec![Effect::Compress(CompressAsk {
+        vec![Effect::Op(Op::Run(Command::Compress(CompressAsk {
             keep_last: Some(2),
             preview: true,
             ..CompressAsk::default()
-        })]
+        })))]
     );
     assert!(entered(&mut app, "/compress here").is_empty());
     assert!(app.notice().unwrap().error);
@@ -719,13 +724,19 @@ fn commands_pin_exclude_and_compress_here_say_what_they_need() {
     app.set_compress_preview(false);
     assert_eq!(
         entered(&mut app, "/compress"),
-        vec![Effect::Compress(CompressAsk::default())]
+        vec![Effect::Op(Op::Run(Command::Compress(CompressAsk::default())))]
     );
-    assert_eq!(entered(&mut app, "/context"), vec![Effect::LoadContextList]);
+    assert_eq!(
+        entered(&mut app, "/context"),
+        vec![Effect::Op(Op::Run(Command::ContextList))]
+    );
     assert!(matches!(app.overlay(), Some(Overlay::ContextList(_))));
     assert!(draw(&app, 120, 36).contains("loading the context list…"));
     app.handle(key(KeyCode::Esc));
-    assert_eq!(entered(&mut app, "/undo-resend"), vec![Effect::UndoEditMessage]);
+    assert_eq!(
+        entered(&mut app, "/undo-resend"),
+        vec![Effect::Op(Op::Run(Command::UndoEditMessage))]
+    );
 }
 
 #[test]

@@ -5,6 +5,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support::tui as tui_support;
+use strata::runtime::Op;
 
 use crossterm::event::KeyCode;
 use strata::runtime::service::ServiceEvent;
@@ -20,7 +21,7 @@ fn log_lines(n: usize) -> String {
 /// The ticket and text of the one count `effects` ask for.
 fn count(effects: &[Effect]) -> (u64, String) {
     match effects {
-        [Effect::CountDraft { ticket, text }] => (*ticket, text.clone()),
+        [Effect::Op(Op::CountDraft { ticket, text })] => (*ticket, text.clone()),
         other => panic!("expected one count, got {other:?}"),
     }
 }
@@ -29,7 +30,10 @@ fn count(effects: &[Effect]) -> (u64, String) {
 /// (long texts are compared with `assert!`, not printed).
 fn sent(effects: &[Effect]) -> String {
     match effects {
-        [Effect::RememberInput(kept), Effect::Send(text)] if kept == text => text.clone(),
+        [
+            Effect::Op(Op::RememberInput(kept)),
+            Effect::Op(Op::Send { text, .. }),
+        ] if kept == text => text.clone(),
         other => panic!(
             "expected a send and its history entry, got {} effects",
             other.len()

@@ -7,6 +7,8 @@
 #![allow(clippy::unwrap_used, clippy::expect_used)]
 
 use crate::support::tui as tui_support;
+use strata::runtime::Op;
+use strata::runtime::service::Command;
 
 use crossterm::event::KeyCode;
 use strata::domain::{LayerName, MessageStatus, Role, SessionSummary};
@@ -120,12 +122,12 @@ fn picker_with_search_results() {
         let mut app = app_with(w, h, conversation(), None);
         let effects = app.handle(ctrl('o'));
         let ticket = match &effects[..] {
-            [strata::tui::Effect::ListSessions { ticket, .. }] => *ticket,
+            [strata::tui::Effect::Op(Op::ListSessions { ticket, .. })] => *ticket,
             other => panic!("{other:?}"),
         };
         let effects = type_text(&mut app, "pars");
         let ticket = match effects.last() {
-            Some(strata::tui::Effect::ListSessions { ticket: t, search }) => {
+            Some(strata::tui::Effect::Op(Op::ListSessions { ticket: t, search })) => {
                 assert_eq!(search, "pars");
                 assert!(*t > ticket);
                 *t
@@ -173,8 +175,8 @@ fn request_inspector() {
         assert_eq!(
             effects,
             vec![
-                strata::tui::Effect::RememberInput("/inspect".into()),
-                strata::tui::Effect::InspectRequest
+                strata::tui::Effect::Op(Op::RememberInput("/inspect".into())),
+                strata::tui::Effect::Op(Op::Run(Command::InspectRequest))
             ]
         );
         app.handle(ServiceEvent::Request(Box::new(RequestView {

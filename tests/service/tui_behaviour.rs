@@ -1,5 +1,5 @@
 //! The full-screen app driven with events, no terminal: the app, the real
-//! driver (session worker, store, provider) and a mock OpenAI-compatible
+//! session handle (store, provider) and a mock OpenAI-compatible
 //! server on 127.0.0.1 serving SSE.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)]
@@ -7,6 +7,7 @@
 use crate::support::server;
 use crate::support::tui as tui_support;
 use crate::support::tui::harness;
+use strata::runtime::Op;
 
 use crossterm::event::KeyCode;
 use harness::{Harness, sse};
@@ -69,7 +70,7 @@ async fn ctrl_c_cancels_the_stream_and_keeps_the_partial_reply() {
     })
     .await;
     let effects = h.app.handle(ctrl('c'));
-    assert_eq!(effects, vec![Effect::Cancel]);
+    assert_eq!(effects, vec![Effect::Op(Op::Cancel)]);
     h.run(effects);
     h.until("the end of the turn", |a| !a.is_busy()).await;
     let last = h.app.messages().last().unwrap();

@@ -1,4 +1,4 @@
-//! The composer's history across runs: the app with the real driver on a
+//! The composer's history across runs: the app with the real session handle on a
 //! temporary home and workspace, started twice; and the runtime's history
 //! thread on its own.
 
@@ -15,7 +15,7 @@ use std::time::Duration;
 use strata::config::{Config, Paths};
 use strata::runtime::input_history::{HISTORY_ENTRY_MAX_BYTES, HistoryEvent, spawn_input_history};
 use strata::store::Store;
-use strata::tui::{App, AppEvent, Driver, KeyMap, Launch, Opening};
+use strata::tui::{App, AppEvent, KeyMap, Launch, Opening};
 use tokio::sync::mpsc;
 use tui_support::{key, type_text};
 
@@ -30,7 +30,7 @@ fn sse(text: &str) -> String {
 /// One run of the app on `home` and `ws`.
 struct Run {
     app: App,
-    driver: Driver,
+    handle: strata::runtime::SessionHandle,
     rx: mpsc::UnboundedReceiver<AppEvent>,
 }
 
@@ -41,7 +41,7 @@ impl Run {
             server.base_url()
         );
         let (tx, rx) = mpsc::unbounded_channel();
-        let driver = Driver::start(
+        let handle = strata::tui::open_session(
             Launch {
                 paths: Paths::under(home),
                 config: Config::parse(&text).unwrap().config,
@@ -57,20 +57,20 @@ impl Run {
         );
         Self {
             app: App::new(KeyMap::default(), 120, 36),
-            driver,
+            handle,
             rx,
         }
     }
 
     fn act(&mut self, event: AppEvent) {
         for e in self.app.handle(event) {
-            self.driver.run(e);
+            crate::support::tui::apply(&self.handle, e);
         }
     }
 
     fn enter(&mut self, line: &str) {
         for e in type_text(&mut self.app, line) {
-            self.driver.run(e);
+            crate::support::tui::apply(&self.handle, e);
         }
         self.act(key(KeyCode::Enter));
     }
@@ -114,7 +114,7 @@ async fn inputs_come_back_with_up_in_the_next_run_of_the_same_workspace_only() {
     assert_eq!(
         stored(home.path(), ws.path()),
         ["why is the build red?", "/help"],
-        "dropping the driver waited for the writes"
+        "dropping the handle waited for the writes"
     );
 
     let mut second = Run::start(&server, home.path(), ws.path());

@@ -3,7 +3,7 @@
 //! `spilled → path` badges, the live state of a round that runs) and the
 //! approval overlay, as snapshots at 120×36 and 80×24; the keys that
 //! select, expand and collapse a block and that answer an approval; the
-//! `/tools` and `/undo-edit` commands. One test runs the real driver
+//! `/tools` and `/undo-edit` commands. One test runs the real session handle
 //! against a scripted server: the model calls `shell`, the user denies it
 //! with a reason, and the reason reaches the model.
 
@@ -11,6 +11,8 @@
 
 use crate::support::server;
 use crate::support::tui as tui_support;
+use strata::runtime::Op;
+use strata::runtime::service::Command;
 
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 use serde_json::json;
@@ -254,8 +256,8 @@ fn selection_moves_between_blocks_and_gives_the_keys_back() {
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
         vec![
-            Effect::RememberInput("thanks".into()),
-            Effect::Send("thanks".into())
+            Effect::Op(Op::RememberInput("thanks".into())),
+            Effect::send("thanks".into())
         ]
     );
     // Typing while the blocks are selected goes to the composer.
@@ -429,7 +431,7 @@ fn a_denied_call_reads_denied_before_its_result_arrives() {
 #[test]
 fn ctrl_c_closes_the_approval_and_cancels_the_turn() {
     let mut app = asking(80, 24, shell_request());
-    assert_eq!(app.handle(ctrl('c')), vec![Effect::Cancel]);
+    assert_eq!(app.handle(ctrl('c')), vec![Effect::Op(Op::Cancel)]);
     assert!(app.overlay().is_none());
 }
 
@@ -475,7 +477,10 @@ fn approvals_come_one_at_a_time_and_replace_other_overlays() {
 #[test]
 fn tools_and_undo_edit_commands() {
     let mut app = app_with(80, 24, Vec::new(), None);
-    assert_eq!(entered(&mut app, "/tools"), vec![Effect::Tools]);
+    assert_eq!(
+        entered(&mut app, "/tools"),
+        vec![Effect::Op(Op::Run(Command::Tools))]
+    );
     app.handle(ServiceEvent::ToolList(Listing {
         head: "tools (schema tokens)".into(),
         rows: "read_file 118 · list_dir 52 · glob 64 · grep 131 · write_file 77 · edit_file 142 · shell 156 · memory 58 · skill_view 49 · current_time 31"
@@ -493,28 +498,34 @@ fn tools_and_undo_edit_commands() {
 
     assert_eq!(
         entered(&mut app, "/tools off shell"),
-        vec![Effect::ToggleTool {
+        vec![Effect::Op(Op::Run(Command::ToggleTool {
             name: "shell".into(),
             on: false
-        }]
+        }))]
     );
     assert_eq!(
         entered(&mut app, "/tools on shell"),
-        vec![Effect::ToggleTool {
+        vec![Effect::Op(Op::Run(Command::ToggleTool {
             name: "shell".into(),
             on: true
-        }]
+        }))]
     );
     assert!(entered(&mut app, "/tools shell").is_empty());
     assert!(app.notice().unwrap().error);
-    assert_eq!(entered(&mut app, "/undo-edit"), vec![Effect::UndoEdit]);
+    assert_eq!(
+        entered(&mut app, "/undo-edit"),
+        vec![Effect::Op(Op::Run(Command::UndoEdit))]
+    );
 }
 
 #[test]
 fn the_mcp_command_lists_switches_and_accepts() {
     use strata::runtime::service::McpAction;
     let mut app = app_with(80, 24, Vec::new(), None);
-    assert_eq!(entered(&mut app, "/mcp"), vec![Effect::Mcp(McpAction::List)]);
+    assert_eq!(
+        entered(&mut app, "/mcp"),
+        vec![Effect::Op(Op::Run(Command::Mcp(McpAction::List)))]
+    );
     app.handle(ServiceEvent::McpList(Listing {
         head: "MCP servers (tokens per request)".into(),
         rows: [
@@ -549,7 +560,11 @@ fn the_mcp_command_lists_switches_and_accepts() {
         ("/mcp accept", McpAction::Accept),
         ("/mcp decline", McpAction::Decline),
     ] {
-        assert_eq!(entered(&mut app, typed), vec![Effect::Mcp(action)], "{typed}");
+        assert_eq!(
+            entered(&mut app, typed),
+            vec![Effect::Op(Op::Run(Command::Mcp(action)))],
+            "{typed}"
+        );
         // Their answers are status-bar notices, not the list overlay.
         app.handle(ServiceEvent::Notice("done".into()));
         assert!(app.overlay().is_none(), "{typed}");
@@ -611,7 +626,7 @@ fn sse_text(text: &str) -> String {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_driver_answers_an_approval_while_the_turn_waits() {
+async fn the_handle_answers_an_approval_while_the_turn_waits() {
     use server::{Reply, Server};
     use std::time::Duration;
     // Runs once the built-in tool set offers `shell` (until then the call
@@ -637,7 +652,7 @@ async fn the_driver_answers_an_approval_while_the_turn_waits() {
     .unwrap()
     .config;
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
-    let driver = strata::tui::Driver::start(
+    let handle = strata::tui::open_session(
         strata::tui::Launch {
             paths: strata::config::Paths::under(home.path()),
             config,
@@ -666,16 +681,16 @@ async fn the_driver_answers_an_approval_while_the_turn_waits() {
                 })
                 .unwrap();
             for effect in app.handle(e) {
-                driver.run(effect);
+                crate::support::tui::apply(&handle, effect);
             }
         }
     };
     until(&mut app, "the connection", &|a| a.context().is_some()).await;
     for effect in type_text(&mut app, "clean the build") {
-        driver.run(effect);
+        crate::support::tui::apply(&handle, effect);
     }
     for effect in app.handle(key(KeyCode::Enter)) {
-        driver.run(effect);
+        crate::support::tui::apply(&handle, effect);
     }
     until(&mut app, "the approval", &|a| {
         matches!(a.overlay(), Some(Overlay::Approval(_)))
@@ -696,7 +711,7 @@ async fn the_driver_answers_an_approval_while_the_turn_waits() {
         )
     );
     for effect in effects {
-        driver.run(effect);
+        crate::support::tui::apply(&handle, effect);
     }
     until(&mut app, "the end of the turn", &|a| !a.is_busy()).await;
     let denied = app

@@ -12,6 +12,7 @@ use strata::domain::{
     Fingerprint, LayerInfo, LayerName, Message, MessageKind, PromptId, PromptMode, Role, SessionId,
     SourceInfo, SourceStatus, SystemPrompt, TokenCount,
 };
+use strata::runtime::Op;
 use strata::runtime::service::ServiceEvent;
 use strata::tokens::{Budget, BudgetInput, ThresholdSettings};
 use strata::tui::{App, AppEvent, ContextSnapshot, KeyMap, SessionView};
@@ -212,7 +213,7 @@ pub fn entered(app: &mut App, line: &str) -> Vec<strata::tui::Effect> {
     let mut effects = app.handle(key(KeyCode::Enter));
     assert_eq!(
         effects.first(),
-        Some(&strata::tui::Effect::RememberInput(line.to_owned())),
+        Some(&strata::tui::Effect::Op(Op::RememberInput(line.to_owned()))),
         "{line} goes to the history first"
     );
     effects.remove(0);
@@ -387,4 +388,15 @@ pub fn inspecting(w: u16, h: u16, json: String) -> App {
         report: Vec::new(),
     })));
     app
+}
+
+/// Does what the terminal loop does with one of the app's effects: an op
+/// goes to the session, quitting cancels the turn (the tests have no
+/// editor).
+pub fn apply(handle: &strata::runtime::SessionHandle, effect: strata::tui::Effect) {
+    match effect {
+        strata::tui::Effect::Op(op) => handle.send(op),
+        strata::tui::Effect::Quit => handle.send(strata::runtime::Op::Cancel),
+        strata::tui::Effect::EditInEditor(_) => {}
+    }
 }

@@ -9,6 +9,7 @@
 
 use super::App;
 use crate::runtime::service::AttachQuestion;
+use crate::runtime::{AttachConsent, Op};
 use crate::tui::event::Effect;
 use crate::tui::keymap::Action;
 use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
@@ -59,10 +60,13 @@ impl App {
             Vec::new()
         };
         let text = question.text;
-        let effect = Effect::SendAttaching {
+        let effect = Effect::Op(Op::Send {
             text: text.clone(),
-            allowed,
-        };
+            consent: AttachConsent {
+                allowed,
+                answered: true,
+            },
+        });
         Some(self.start_turn(text, effect))
     }
 

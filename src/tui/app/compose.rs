@@ -4,6 +4,8 @@
 
 use super::App;
 use super::select::Mark;
+use crate::runtime::Op;
+use crate::runtime::service::Command;
 use crate::runtime::service::McpAction;
 use crate::tui::chat::Streaming;
 use crate::tui::event::{CompressAsk, Effect, ExportFormat};
@@ -37,10 +39,10 @@ impl App {
             self.draft_counted = true;
             return Vec::new();
         }
-        vec![Effect::CountDraft {
+        vec![Effect::Op(Op::CountDraft {
             ticket: self.draft_ticket,
             text,
-        }]
+        })]
     }
 
     pub(super) fn submit(&mut self) -> Vec<Effect> {
@@ -92,7 +94,7 @@ impl App {
 
     /// Sends `text` (the draft as a message) and clears the composer.
     pub(super) fn send_message(&mut self, text: String) -> Vec<Effect> {
-        let send = Effect::Send(text.clone());
+        let send = Effect::send(text.clone());
         self.start_turn(text, send)
     }
 
@@ -118,18 +120,18 @@ impl App {
     pub(super) fn command(&mut self, inv: Invocation) -> Vec<Effect> {
         let arg = inv.arg;
         match inv.command {
-            SlashCommand::New => vec![Effect::NewSession],
+            SlashCommand::New => vec![Effect::Op(Op::Run(Command::NewSession))],
             SlashCommand::Compress => self.compress_command(&arg),
-            SlashCommand::UndoCompress => vec![Effect::UndoCompress],
+            SlashCommand::UndoCompress => vec![Effect::Op(Op::Run(Command::UndoCompress))],
             SlashCommand::Context => self.open_context_list(),
             SlashCommand::Pin => self.mark_command("pin", &arg, Mark::Pin(true)),
             SlashCommand::Unpin => self.mark_command("unpin", &arg, Mark::Pin(false)),
             SlashCommand::Exclude => self.mark_command("exclude", &arg, Mark::Exclude(true)),
             SlashCommand::Include => self.mark_command("include", &arg, Mark::Exclude(false)),
-            SlashCommand::UndoResend => vec![Effect::UndoEditMessage],
+            SlashCommand::UndoResend => vec![Effect::Op(Op::Run(Command::UndoEditMessage))],
             SlashCommand::AutoCompress => match arg.as_str() {
-                "on" => vec![Effect::AutoCompress(true)],
-                "off" => vec![Effect::AutoCompress(false)],
+                "on" => vec![Effect::Op(Op::Run(Command::AutoCompress(true)))],
+                "off" => vec![Effect::Op(Op::Run(Command::AutoCompress(false)))],
                 other => {
                     self.notify(&format!("/auto-compress takes on or off, not '{other}'"), true);
                     Vec::new()
@@ -137,41 +139,45 @@ impl App {
             },
             SlashCommand::Sessions => self.open_picker(),
             SlashCommand::Resume if arg.is_empty() => self.open_picker(),
-            SlashCommand::Resume => vec![Effect::Resume(arg)],
-            SlashCommand::Rename => vec![Effect::Rename(arg)],
-            SlashCommand::Fork => vec![Effect::Fork],
+            SlashCommand::Resume => vec![Effect::Op(Op::Run(Command::Resume(arg)))],
+            SlashCommand::Rename => vec![Effect::Op(Op::Run(Command::Rename(arg)))],
+            SlashCommand::Fork => vec![Effect::Op(Op::Run(Command::Fork))],
             SlashCommand::Prompt => {
                 self.overlay = Some(Overlay::prompt());
                 Vec::new()
             }
             SlashCommand::Inspect => {
                 self.overlay = Some(Overlay::request());
-                vec![Effect::InspectRequest]
+                vec![Effect::Op(Op::Run(Command::InspectRequest))]
             }
-            SlashCommand::Reload => self.ask_rewrite("/reload".to_owned(), Effect::Reload),
+            SlashCommand::Reload => {
+                self.ask_rewrite("/reload".to_owned(), Effect::Op(Op::Run(Command::Reload)))
+            }
             SlashCommand::Model if arg.is_empty() => {
                 self.open_choices(crate::runtime::service::ChoiceKind::Model)
             }
-            SlashCommand::Model => self.ask_rewrite(format!("/model {arg}"), Effect::Model(arg)),
-            SlashCommand::Memory => vec![Effect::Memory(arg)],
+            SlashCommand::Model => {
+                self.ask_rewrite(format!("/model {arg}"), Effect::Op(Op::Run(Command::Model(arg))))
+            }
+            SlashCommand::Memory => vec![Effect::Op(Op::Run(Command::Memory(arg)))],
             SlashCommand::Skill if arg.is_empty() => {
                 self.open_choices(crate::runtime::service::ChoiceKind::Skill)
             }
-            SlashCommand::Skill => vec![Effect::Skill(arg)],
+            SlashCommand::Skill => vec![Effect::Op(Op::Run(Command::Skill(arg)))],
             SlashCommand::Export => match arg.as_str() {
-                "" | "md" | "markdown" => vec![Effect::Export(ExportFormat::Markdown)],
-                "json" => vec![Effect::Export(ExportFormat::Json)],
+                "" | "md" | "markdown" => vec![Effect::Op(Op::Run(Command::Export(ExportFormat::Markdown)))],
+                "json" => vec![Effect::Op(Op::Run(Command::Export(ExportFormat::Json)))],
                 other => {
                     self.notify(&format!("/export takes md or json, not '{other}'"), true);
                     Vec::new()
                 }
             },
             SlashCommand::Tools => match arg.split_whitespace().collect::<Vec<_>>().as_slice() {
-                [] => vec![Effect::Tools],
-                [state @ ("on" | "off"), name] => vec![Effect::ToggleTool {
+                [] => vec![Effect::Op(Op::Run(Command::Tools))],
+                [state @ ("on" | "off"), name] => vec![Effect::Op(Op::Run(Command::ToggleTool {
                     name: (*name).to_owned(),
                     on: *state == "on",
-                }],
+                }))],
                 _ => {
                     self.notify(
                         &format!(
@@ -182,7 +188,7 @@ impl App {
                     Vec::new()
                 }
             },
-            SlashCommand::UndoEdit => vec![Effect::UndoEdit],
+            SlashCommand::UndoEdit => vec![Effect::Op(Op::Run(Command::UndoEdit))],
             SlashCommand::Mcp => {
                 let action = match arg.split_whitespace().collect::<Vec<_>>().as_slice() {
                     [] => McpAction::List,
@@ -202,7 +208,7 @@ impl App {
                         return Vec::new();
                     }
                 };
-                vec![Effect::Mcp(action)]
+                vec![Effect::Op(Op::Run(Command::Mcp(action)))]
             }
             SlashCommand::Log => {
                 self.overlay = Some(Overlay::notices(&self.notices_log));
@@ -246,6 +252,6 @@ impl App {
             _ => ask.topic = Some(arg.to_owned()),
         }
         self.notify("compressing the history…", false);
-        vec![Effect::Compress(ask)]
+        vec![Effect::Op(Op::Run(Command::Compress(ask)))]
     }
 }

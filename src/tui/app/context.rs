@@ -1,5 +1,5 @@
 //! The context list and the compression preview on the app's side: opening
-//! the list (F8, `/context`) and filling it from the driver's rows, its
+//! the list (F8, `/context`) and filling it from the session's rows, its
 //! keys (move, sort, filter, pin, exclude, open, compress up to here,
 //! edit and resend), the preview arriving from `/compress` and its keys
 //! (accept, edit in the overlay or in `$EDITOR`, cancel), and a message
@@ -8,6 +8,8 @@
 use super::App;
 use super::select::Mark;
 use crate::pipeline::{ContextRow, RowState};
+use crate::runtime::Op;
+use crate::runtime::service::Command;
 use crate::tui::event::{CompressPreviewView, Effect};
 use crate::tui::keymap::Action;
 use crate::tui::overlay::{Accept, Overlay, Preview};
@@ -40,7 +42,7 @@ impl App {
     /// Opens the context list and asks for its rows.
     pub(super) fn open_context_list(&mut self) -> Vec<Effect> {
         self.overlay = Some(Overlay::context_list());
-        vec![Effect::LoadContextList]
+        vec![Effect::Op(Op::Run(Command::ContextList))]
     }
 
     /// Opens a picker of `kind` and asks for its items.
@@ -48,10 +50,10 @@ impl App {
         self.overlay = Some(Overlay::Choices(Box::new(crate::tui::overlay::Choices::new(
             kind,
         ))));
-        vec![Effect::ListChoices(kind)]
+        vec![Effect::Op(Op::Run(Command::ListChoices(kind)))]
     }
 
-    /// The driver's items for the open picker of their kind.
+    /// The session's items for the open picker of their kind.
     pub(super) fn choices(
         &mut self,
         kind: crate::runtime::service::ChoiceKind,
@@ -78,16 +80,19 @@ impl App {
             crate::tui::overlay::Picked::Name(name) => {
                 self.overlay = None;
                 match kind {
-                    crate::runtime::service::ChoiceKind::Model => {
-                        self.ask_rewrite(format!("/model {name}"), Effect::Model(name))
+                    crate::runtime::service::ChoiceKind::Model => self.ask_rewrite(
+                        format!("/model {name}"),
+                        Effect::Op(Op::Run(Command::Model(name))),
+                    ),
+                    crate::runtime::service::ChoiceKind::Skill => {
+                        vec![Effect::Op(Op::Run(Command::Skill(name)))]
                     }
-                    crate::runtime::service::ChoiceKind::Skill => vec![Effect::Skill(name)],
                 }
             }
         }
     }
 
-    /// The driver's rows: they fill the open list (also under a message
+    /// The session's rows: they fill the open list (also under a message
     /// opened from it); without one they are not needed.
     pub(super) fn context_rows(&mut self, rows: Vec<ContextRow>) {
         match &mut self.overlay {
@@ -266,7 +271,7 @@ impl App {
             (Some(Action::Close | Action::Interrupt), _) => {
                 self.overlay = None;
                 self.notify("the compression was cancelled; nothing was stored", false);
-                return vec![Effect::CancelPreview];
+                return vec![Effect::Op(Op::Run(Command::CancelPreview))];
             }
             (_, KeyCode::Enter) => match preview.accept() {
                 Accept::Confirm => {}
@@ -277,11 +282,11 @@ impl App {
                 } => {
                     self.overlay = None;
                     self.notify("storing the summary…", false);
-                    return vec![Effect::ApplyPreview {
+                    return vec![Effect::Op(Op::Run(Command::ApplyPreview {
                         summary,
                         edited,
                         force,
-                    }];
+                    }))];
                 }
             },
             (_, KeyCode::Char('e')) if plain => preview.start_editing(),

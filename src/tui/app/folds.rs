@@ -6,6 +6,7 @@
 //! update; no I/O.
 
 use super::App;
+use crate::runtime::Op;
 use crate::tui::event::Effect;
 use crate::tui::paste::{self, Fold};
 use ratatui_textarea::{CursorMove, DataCursor};
@@ -78,10 +79,10 @@ impl App {
         let ticket = self.ticket();
         let fold = self.folds.iter_mut().find(|f| f.tokens.is_none())?;
         fold.ticket = Some(ticket);
-        Some(Effect::CountDraft {
+        Some(Effect::Op(Op::CountDraft {
             ticket,
             text: fold.text.clone(),
-        })
+        }))
     }
 
     /// A count arrived for a fold: its label shows it, and the draft is

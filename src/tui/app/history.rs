@@ -1,11 +1,12 @@
 //! The composer's input history: Up and Down recall earlier inputs
 //! (messages and commands, their folded pastes expanded), this run's and,
-//! once the driver has loaded them, the workspace's from earlier runs
+//! once the session has loaded them, the workspace's from earlier runs
 //! (see [`crate::runtime::input_history`]). Each input entered is asked to
-//! be kept with [`Effect::RememberInput`]. Part of [`App`]'s update; no
+//! be kept with [`Effect::Op(Op::RememberInput)`]. Part of [`App`]'s update; no
 //! I/O.
 
 use super::App;
+use crate::runtime::Op;
 use crate::runtime::input_history::HISTORY_CAP;
 use crate::tui::event::Effect;
 
@@ -52,7 +53,7 @@ impl App {
         self.history.push(text.to_owned());
         let over = self.history.len().saturating_sub(HISTORY_CAP);
         self.history.drain(..over);
-        vec![Effect::RememberInput(text.to_owned())]
+        vec![Effect::Op(Op::RememberInput(text.to_owned()))]
     }
 
     /// The workspace's inputs of earlier runs arrived: they go before this

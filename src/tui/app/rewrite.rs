@@ -9,6 +9,8 @@
 //! [`App`]'s update; no I/O.
 
 use super::App;
+use crate::runtime::Op;
+use crate::runtime::service::Command;
 use crate::tui::event::Effect;
 use crate::tui::fmt;
 use crate::tui::keymap::Action;
@@ -51,8 +53,8 @@ impl App {
             .unwrap_or_else(|| context.budget.input_tokens());
         let uncached = match &effect {
             // The model in use: nothing to rewrite, nothing to ask.
-            Effect::Model(name) if *name == self.header.model => return vec![effect],
-            Effect::Reload => {
+            Effect::Op(Op::Run(Command::Model(name))) if *name == self.header.model => return vec![effect],
+            Effect::Op(Op::Run(Command::Reload)) => {
                 let Some(first) = context
                     .prompt
                     .layers

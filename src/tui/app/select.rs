@@ -3,11 +3,13 @@
 //! message of yours and resends it, `c` compresses up to the selected
 //! message, Enter opens it, Esc leaves), the edit-and-resend draft, and the
 //! `/pin`, `/unpin`, `/exclude`, `/include` commands. Part of [`App`]'s
-//! update; no I/O: every change is an [`Effect`] the driver runs, and the
+//! update; no I/O: every change is an [`Effect`] for the session, and the
 //! badges change when it answers with the updated messages.
 
 use super::App;
 use crate::domain::{Message, MessageId, MessageKind, Role};
+use crate::runtime::Op;
+use crate::runtime::service::Command;
 use crate::tui::event::{CompressAsk, Effect};
 use crate::tui::keymap::Action;
 use crate::tui::overlay::Overlay;
@@ -191,8 +193,8 @@ impl App {
             return Vec::new();
         }
         vec![match mark {
-            Mark::Pin(on) => Effect::SetPinned { message: id, on },
-            Mark::Exclude(on) => Effect::SetExcluded { message: id, on },
+            Mark::Pin(on) => Effect::Op(Op::Run(Command::Pin { message: id, on })),
+            Mark::Exclude(on) => Effect::Op(Op::Run(Command::Exclude { message: id, on })),
         }]
     }
 
@@ -262,10 +264,10 @@ impl App {
         self.chat.selected = None;
         self.start_turn(
             text.clone(),
-            Effect::EditResend {
+            Effect::Op(Op::EditSend {
                 message: edit.message,
                 text,
-            },
+            }),
         )
     }
 
@@ -290,11 +292,11 @@ impl App {
         self.control.selecting = false;
         let pos = self.chat.position(id).unwrap_or(0);
         self.notify(&format!("compressing up to message {pos}…"), false);
-        vec![Effect::Compress(CompressAsk {
+        vec![Effect::Op(Op::Run(Command::Compress(CompressAsk {
             up_to: Some(id),
             preview: self.control.preview,
             ..CompressAsk::default()
-        })]
+        })))]
     }
 
     /// `/pin`, `/unpin`, `/exclude`, `/include` with `arg` (a position, or

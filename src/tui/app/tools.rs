@@ -7,6 +7,7 @@
 use super::App;
 use crate::conversation::Approval;
 use crate::runtime::ApprovalAnswer;
+use crate::runtime::Op;
 use crate::runtime::service::ToolEvent;
 use crate::tui::event::Effect;
 use crate::tui::keymap::Action;
@@ -213,10 +214,10 @@ impl App {
         if self.overlay.is_some() {
             self.question_appeared();
         }
-        vec![Effect::Approve(ApprovalAnswer {
+        vec![Effect::Op(Op::Approve(ApprovalAnswer {
             tool_call_id,
             approval,
-        })]
+        }))]
     }
 
     /// Selects the newest tool block (the blocks then have the keys).

@@ -15,7 +15,7 @@ use ratatui::widgets::{Paragraph, Widget};
 pub struct Choices {
     /// Models or skills.
     pub kind: ChoiceKind,
-    /// Every item, as the driver sent them (`None` while they load).
+    /// Every item, as the session sent them (`None` while they load).
     items: Option<Vec<Choice>>,
     /// What the user typed.
     query: String,
@@ -44,7 +44,7 @@ impl Choices {
         }
     }
 
-    /// The driver's items arrived.
+    /// The session's items arrived.
     pub fn set_items(&mut self, items: Vec<Choice>) {
         self.items = Some(items);
         self.selected = 0;

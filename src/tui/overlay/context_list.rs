@@ -4,7 +4,7 @@
 //! totals of what is sent and what is not. Sorted by position or by cost,
 //! filtered to tool outputs or not; one row selected.
 //!
-//! The rows come from the driver ([`ContextRow`], the same rows as
+//! The rows come from the session ([`ContextRow`], the same rows as
 //! `strata context ID --list`); this module holds only the view state: the
 //! order (indices into the rows, so a re-sort never copies a row), the
 //! selection, the first row shown and the totals, computed once per set of
@@ -70,7 +70,7 @@ pub struct ContextList {
 }
 
 impl ContextList {
-    /// Replaces the rows (the driver's answer), keeping the selected
+    /// Replaces the rows (the session's answer), keeping the selected
     /// message selected when it is still listed.
     pub fn set_rows(&mut self, rows: Vec<ContextRow>) {
         let keep = self.selected_row().map(|r| r.message_id);

@@ -3,7 +3,7 @@
 //! summary, the warnings, the messages that stay verbatim, and the summary
 //! itself, scrollable, or in an editor inside the overlay.
 //!
-//! It holds the driver's [`CompressPreviewView`] untouched and the summary
+//! It holds the session's [`CompressPreviewView`] untouched and the summary
 //! as it is now (edited or not), so accepting sends exactly what the user
 //! saw; a summary that makes the request bigger needs a second Enter. The
 //! keys are the app's (`app::context`); this module keeps the state and
@@ -28,7 +28,7 @@ const SUMMARY_ROWS: usize = 3;
 /// The preview's state.
 #[derive(Clone, Debug)]
 pub struct Preview {
-    /// What the driver previewed (never changed).
+    /// What the session previewed (never changed).
     pub view: CompressPreviewView,
     /// The summary as it is now (the previewed one, or the user's edit).
     summary: String,

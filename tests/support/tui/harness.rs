@@ -1,5 +1,5 @@
 //! The app driven with events and no terminal, for the tests: the app,
-//! the real driver (session worker, store, provider) in temporary
+//! its real session (the handle, store, provider) in temporary
 //! directories, and a mock OpenAI-compatible server on 127.0.0.1 serving
 //! SSE. Included by path by the test files that drive the app.
 #![allow(dead_code)]
@@ -10,7 +10,8 @@ use crossterm::event::KeyCode;
 use std::sync::Arc;
 use std::time::Duration;
 use strata::config::{Config, Paths};
-use strata::tui::{App, AppEvent, Driver, Effect, EnvLookup, KeyMap, Launch, Opening};
+use strata::runtime::{Op, SessionHandle};
+use strata::tui::{App, AppEvent, Effect, EnvLookup, KeyMap, Launch, Opening};
 use tokio::sync::mpsc;
 
 pub fn sse(deltas: &[&str]) -> String {
@@ -29,7 +30,7 @@ pub fn sse(deltas: &[&str]) -> String {
 
 pub struct Harness {
     pub app: App,
-    pub driver: Driver,
+    pub handle: SessionHandle,
     pub rx: mpsc::UnboundedReceiver<AppEvent>,
     pub _home: tempfile::TempDir,
     pub _ws: tempfile::TempDir,
@@ -58,7 +59,7 @@ impl Harness {
         std::fs::create_dir(ws.path().join(".git")).unwrap();
         let config = Config::parse(text).unwrap().config;
         let (tx, rx) = mpsc::unbounded_channel();
-        let driver = Driver::start(
+        let handle = strata::tui::open_session(
             Launch {
                 paths: Paths::under(home.path()),
                 config,
@@ -74,7 +75,7 @@ impl Harness {
         );
         Self {
             app: App::new(KeyMap::default(), 120, 36),
-            driver,
+            handle,
             rx,
             _home: home,
             _ws: ws,
@@ -83,7 +84,12 @@ impl Harness {
 
     pub fn run(&mut self, effects: Vec<Effect>) {
         for e in effects {
-            self.driver.run(e);
+            match e {
+                Effect::Op(op) => self.handle.send(op),
+                Effect::Quit => self.handle.send(Op::Cancel),
+                // The harness has no editor.
+                Effect::EditInEditor(_) => {}
+            }
         }
     }
 

@@ -7,6 +7,7 @@ use serde_json::json;
 use strata::conversation::{Approval, Phase};
 use strata::domain::{Message, Role, ToolCall, ToolResultMeta, ToolStatus};
 use strata::runtime::ApprovalAnswer;
+use strata::runtime::Op;
 use strata::runtime::service::ServiceEvent;
 use strata::runtime::service::{ApprovalRequest, ToolEvent};
 use strata::tooling::Access;
@@ -149,8 +150,8 @@ pub fn asking(w: u16, h: u16, request: ApprovalRequest) -> App {
 
 /// The effect of answering call `id` with `approval`.
 pub fn answer(id: &str, approval: Approval) -> Vec<Effect> {
-    vec![Effect::Approve(ApprovalAnswer {
+    vec![Effect::Op(Op::Approve(ApprovalAnswer {
         tool_call_id: id.into(),
         approval,
-    })]
+    }))]
 }
