@@ -6,6 +6,7 @@
 //!
 //! Nothing here renders or parses arguments; callers pass resolved values.
 
+mod approval_request;
 mod attach;
 mod auto_compress;
 pub mod cache_report;
@@ -41,7 +42,7 @@ mod turn_parts;
 mod wording;
 
 pub use attach::{AttachConsent, Mention, UserMessage, Withheld, WithheldWhy, withheld_notice};
-pub use chat::{ChatOutput, TurnOutcome};
+pub use chat::{TurnHost, TurnOutcome};
 pub use compress::{
     CompressOutcome, CompressRequest, KeptMessage, MAX_TOPIC_CHARS, PREVIEW_CHARS, Snapshot, SummarizerArg,
     UndoOutcome, compress_topic,

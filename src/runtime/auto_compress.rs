@@ -5,8 +5,10 @@
 //! the new active history goes back to the core with the result. Whether to
 //! compress, how many passes and what happens next are the core's decisions.
 
+use super::chat::TurnHost;
 use super::compress::{CompressRequest, SummarizerArg};
-use super::{ChatOutput, Runtime, RuntimeError};
+use super::service::ServiceEvent;
+use super::{Runtime, RuntimeError};
 use crate::compress::Trigger;
 use crate::config::ModelChoice;
 use crate::conversation::{Compacted, Conversation};
@@ -31,7 +33,7 @@ impl Runtime {
     /// One compression of `conversation` for `trigger`, with its engine and
     /// the session's summariser: `Some` with the stored compaction and the
     /// new history, `None` when nothing changed (a no-op, or a summary that
-    /// aborted; both shown through `out`).
+    /// aborted; both shown through `host`).
     ///
     /// # Errors
     /// [`RuntimeError::Store`].
@@ -40,11 +42,11 @@ impl Runtime {
         conversation: &mut Conversation,
         provider: &dyn Provider,
         trigger: Trigger,
-        out: &mut dyn FnMut(ChatOutput<'_>),
+        host: &mut dyn TurnHost,
     ) -> Result<Option<Box<Compacted>>, RuntimeError> {
         let choice = conversation_choice(conversation);
         let session = conversation.session().clone();
-        out(ChatOutput::Notice("Compressing the conversation…"));
+        host.emit(ServiceEvent::Notice("Compressing the conversation…".to_owned()));
         let history_tokens = conversation.history_tokens();
         let snapshot = self.snapshot_of(
             conversation.prompt().clone(),
@@ -73,20 +75,17 @@ impl Runtime {
         let (outcome, stored) = match result {
             Ok(done) => done,
             Err(RuntimeError::Compress(why)) => {
-                out(ChatOutput::Notice(&why));
+                host.emit(ServiceEvent::Notice(why));
                 return Ok(None);
             }
             Err(e) => return Err(e),
         };
         for w in &outcome.warnings {
-            out(ChatOutput::Notice(w));
+            host.emit(ServiceEvent::Notice(w.clone()));
         }
-        out(ChatOutput::Compressed(&outcome));
+        host.emit(ServiceEvent::Compressed(Box::new(outcome)));
         Ok(stored.map(|stored| {
-            out(ChatOutput::Compacted {
-                compaction: &stored.compaction,
-                plan: &stored.plan,
-            });
+            host.compacted(&stored.compaction, &stored.plan);
             Box::new(Compacted {
                 plan: stored.plan,
                 prompt: stored.prompt,

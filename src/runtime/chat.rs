@@ -8,11 +8,13 @@
 //! as `streaming` and updated as text arrives, so a crash or kill leaves it
 //! in the database (marked interrupted at the next start).
 
+use super::service::{ServiceEvent, ToolEvent};
 use super::tool_run::{self, Finished, ProgressLine, Running, TurnTools};
-use super::{CompressOutcome, Runtime, RuntimeError};
+use super::{Runtime, RuntimeError};
+use crate::compress::CompressionPlan;
 use crate::config::ModelChoice;
-use crate::conversation::{Conversation, Effect, Event, FailureKind, Phase};
-use crate::domain::{MessageStatus, Session, SessionId, ToolCall, Usage};
+use crate::conversation::{Conversation, Effect, Event, FailureKind};
+use crate::domain::{Compaction, MessageStatus, Session, SessionId, Usage};
 use crate::provider::{EventStream, Provider, ProviderError};
 use crate::tokens::TokenCounter;
 use futures::StreamExt;
@@ -20,72 +22,18 @@ use std::collections::VecDeque;
 use std::future::Future;
 use std::sync::Arc;
 
-/// What a turn shows while it runs.
-#[derive(Debug)]
-pub enum ChatOutput<'a> {
-    /// Reply text as it arrives.
-    Delta(&'a str),
-    /// The usage row recorded for the request.
-    Usage(&'a Usage),
-    /// Something went wrong (one sentence, worded for the runtime's
-    /// [`Client`](super::Client)).
-    Error(&'a str),
-    /// Work the user should know about (automatic compression starting).
-    Notice(&'a str),
-    /// The provider's overflow error stated a window smaller than the one
-    /// assumed, tokens: the conversation was fitted to it before the
-    /// overflow is handled (compression, retry). The caller remembers it
-    /// ([`Runtime::note_overflow_window`]) and says so once.
-    WindowStated(u64),
-    /// An automatic compression ran (or found nothing to do).
-    Compressed(&'a CompressOutcome),
-    /// The turn moved to another phase.
-    Phase(Phase),
-    /// A message was stored in its final form (the user's message and its
-    /// parts; a reply once finished).
-    Stored(&'a crate::domain::Message),
-    /// Messages were counted (the user's message before its request, the
-    /// reply as the turn ends) and their counts stored.
-    Counted(&'a [(crate::domain::MessageId, crate::domain::TokenCount)]),
-    /// A request went to the provider; the conversation holds what the
+/// What hosts a turn: where its events go, and what the host keeps of it
+/// that is not news for the client.
+pub trait TurnHost {
+    /// An event for the client, in order.
+    fn emit(&mut self, event: ServiceEvent);
+    /// A request went to the provider; `conversation` holds what the
     /// pipeline said of it ([`Conversation::sent`]) and the history it was
     /// made from.
-    Sent(&'a Conversation),
-    /// A tool call started running.
-    ToolStarted(&'a ToolCall),
-    /// The latest output of a running call (the shell's last lines).
-    ToolProgress {
-        /// The call.
-        tool_call_id: &'a str,
-        /// Its latest output.
-        tail: &'a str,
-    },
-    /// A call finished running (its result is stored with the round, as a
-    /// [`ChatOutput::Stored`] `tool` message).
-    ToolFinished {
-        /// The call.
-        call: &'a ToolCall,
-        /// The unified diff of the file it changed, if any.
-        diff: Option<&'a str>,
-    },
-    /// A call waits for the user's approval (answer through the turn's
-    /// approvals channel).
-    ApprovalNeeded {
-        /// The call.
-        call: &'a ToolCall,
-        /// Its arguments, parsed.
-        arguments: &'a serde_json::Value,
-        /// What it does.
-        access: crate::tooling::Access,
-    },
+    fn sent(&mut self, conversation: &Conversation);
     /// A compaction was stored: its row and the plan applied (the
     /// originals it archived, the messages it inserted).
-    Compacted {
-        /// The compaction row.
-        compaction: &'a crate::domain::Compaction,
-        /// What it did.
-        plan: &'a crate::compress::CompressionPlan,
-    },
+    fn compacted(&mut self, compaction: &Compaction, plan: &CompressionPlan);
 }
 
 /// How a turn ended.
@@ -99,6 +47,10 @@ pub struct TurnOutcome {
     pub error: Option<ProviderError>,
     /// The last problem shown to the user (one sentence), if any.
     pub message: Option<String>,
+    /// The window the provider's overflow error stated, when smaller than
+    /// the one assumed: the conversation was fitted to it; the caller
+    /// remembers it ([`Runtime::note_overflow_window`]) and says so once.
+    pub stated_window: Option<u64>,
 }
 
 /// What woke the turn loop.
@@ -219,13 +171,13 @@ impl Runtime {
         message: super::UserMessage,
         cancel: impl Future<Output = ()>,
         mut tools: Option<TurnTools<'_>>,
-        out: &mut dyn FnMut(ChatOutput<'_>),
+        host: &mut dyn TurnHost,
     ) -> Result<TurnOutcome, RuntimeError> {
         let session_id = conversation.session().id;
         let super::UserMessage { text, consent } = message;
         let parts = self.turn_parts(conversation, &text, &consent);
-        for notice in &parts.notices {
-            out(ChatOutput::Notice(notice));
+        for notice in parts.notices {
+            host.emit(ServiceEvent::Notice(notice));
         }
         for (part, ttl) in parts.parts {
             conversation.attach(part, ttl);
@@ -242,6 +194,7 @@ impl Runtime {
         let mut compress = None;
         let mut error: Option<ProviderError> = None;
         let mut message: Option<String> = None;
+        let mut stated_window = None;
         let mut cancel = std::pin::pin!(cancel);
         let mut running = Running::new();
         let mut asking: Option<String> = None;
@@ -253,7 +206,7 @@ impl Runtime {
                         self.store.append_message(&mut m)?;
                         conversation.saved(m.id, m.seq);
                         if m.status != MessageStatus::Streaming {
-                            out(ChatOutput::Stored(&m));
+                            host.emit(ServiceEvent::Message(Box::new(m)));
                         }
                     }
                     Effect::UpdateMessage {
@@ -269,23 +222,23 @@ impl Runtime {
                             if m.interruption.is_some() {
                                 self.store.set_interruption(id, m.interruption)?;
                             }
-                            out(ChatOutput::Stored(m));
+                            host.emit(ServiceEvent::Message(Box::new(m.clone())));
                         }
                     }
                     Effect::StoreTokenCounts(counts) => {
                         self.store.set_message_tokens(&counts)?;
-                        out(ChatOutput::Counted(&counts));
+                        host.emit(ServiceEvent::Tokens(counts));
                     }
                     Effect::SendRequest(request) => {
                         error = None;
                         stream = Some(provider.stream(request));
-                        out(ChatOutput::Sent(&*conversation));
+                        host.sent(conversation);
                     }
                     Effect::Compress { trigger } => compress = Some(trigger),
                     Effect::SaveEngineState(state) => self.save_engine_state(session_id, &state)?,
                     Effect::RecordUsage(usage) => {
                         self.store.record_usage(&usage)?;
-                        out(ChatOutput::Usage(&usage));
+                        host.emit(ServiceEvent::Usage(usage));
                     }
                     Effect::SaveCachePrefix(snapshot) => {
                         // Bookkeeping: a failure costs the next request's
@@ -294,16 +247,19 @@ impl Runtime {
                             tracing::warn!(error = %e, "the request's cache prefix could not be remembered");
                         }
                     }
-                    Effect::ShowDelta(text) => out(ChatOutput::Delta(&text)),
-                    Effect::Phase(phase) => out(ChatOutput::Phase(phase)),
+                    Effect::ShowDelta(text) => host.emit(ServiceEvent::Delta {
+                        text,
+                        now_ms: super::now_ms(),
+                    }),
+                    Effect::Phase(phase) => host.emit(ServiceEvent::Phase(phase)),
                     // Tools switched off with the request sent again is
                     // news, not a failure of the turn.
                     Effect::ShowError(notice @ crate::conversation::TurnNotice::ToolsOff { .. }) => {
-                        out(ChatOutput::Notice(&self.client().turn_notice(&notice)));
+                        host.emit(ServiceEvent::Notice(self.client().turn_notice(&notice)));
                     }
                     Effect::ShowError(notice) => {
                         let text = self.client().turn_notice(&notice);
-                        out(ChatOutput::Error(&text));
+                        host.emit(ServiceEvent::Error(text.clone()));
                         message = Some(text);
                     }
                     Effect::TurnFinished {
@@ -325,14 +281,19 @@ impl Runtime {
                             status,
                             error,
                             message,
+                            stated_window,
                         });
                     }
-                    Effect::Busy => out(ChatOutput::Error(
-                        "a reply is already streaming; wait for it or cancel it",
+                    Effect::Busy => host.emit(ServiceEvent::Error(
+                        "a reply is already streaming; wait for it or cancel it".to_owned(),
                     )),
                     Effect::RunTool { call, arguments, .. } => match tools.as_ref() {
                         Some(t) => {
-                            out(ChatOutput::ToolStarted(&call));
+                            host.emit(ServiceEvent::Tool(ToolEvent::Started {
+                                summary: crate::tooling::schema::summary(&call.name, &arguments),
+                                call: call.clone(),
+                                now_ms: super::now_ms(),
+                            }));
                             running.push(tool_run::start(
                                 Arc::clone(&t.env),
                                 t.mcp.clone(),
@@ -352,12 +313,15 @@ impl Runtime {
                         arguments,
                         access,
                     } => {
-                        if tools.as_ref().is_some_and(|t| t.approvals.is_some()) {
-                            out(ChatOutput::ApprovalNeeded {
-                                call: &call,
-                                arguments: &arguments,
+                        if let Some(t) = tools.as_ref().filter(|t| t.approvals.is_some()) {
+                            let request = super::approval_request::approval_request(
+                                Some(&t.env),
+                                t.mcp.as_deref(),
+                                &call,
+                                &arguments,
                                 access,
-                            });
+                            );
+                            host.emit(ServiceEvent::Tool(ToolEvent::ApprovalNeeded(Box::new(request))));
                             asking = Some(call.id);
                         } else {
                             let approval = crate::conversation::Approval::Deny {
@@ -373,7 +337,7 @@ impl Runtime {
                     Effect::WriteSpill { path, text } => {
                         if let Err(e) = crate::tools::write_spill(std::path::Path::new(&path), &text) {
                             tracing::warn!(%path, error = %e, "spill file not written");
-                            out(ChatOutput::Error(&format!(
+                            host.emit(ServiceEvent::Error(format!(
                                 "cannot write the tool output to {path} ({e}); the model sees the cut result only"
                             )));
                         }
@@ -381,7 +345,7 @@ impl Runtime {
                 }
             }
             if let Some(trigger) = compress.take() {
-                let run = self.compress_in_turn(conversation, provider, trigger, out);
+                let run = self.compress_in_turn(conversation, provider, trigger, host);
                 let result = tokio::select! {
                     r = run => Some(r),
                     () = &mut cancel => None,
@@ -405,6 +369,7 @@ impl Runtime {
                     status: MessageStatus::Error,
                     error,
                     message,
+                    stated_window,
                 });
             }
             let tick = tokio::time::sleep(std::time::Duration::from_millis(
@@ -429,8 +394,8 @@ impl Runtime {
                     if let Some(planned) = planning_window(&e, conversation) {
                         self.fit_to_window(conversation, planned)?;
                     }
-                    if let Some(window) = smaller {
-                        out(ChatOutput::WindowStated(window));
+                    if smaller.is_some() {
+                        stated_window = smaller;
                     }
                     let kind = if e.is_overflow() {
                         FailureKind::Overflow
@@ -463,10 +428,11 @@ impl Runtime {
                             created_at: now_ms,
                         })?;
                     }
-                    out(ChatOutput::ToolFinished {
-                        call: &done.call,
-                        diff: done.output.diff.as_deref(),
-                    });
+                    host.emit(ServiceEvent::Tool(ToolEvent::Finished {
+                        tool_call_id: done.call.id.clone(),
+                        diff: done.output.diff.clone(),
+                        now_ms,
+                    }));
                     conversation.handle(Event::ToolFinished {
                         tool_call_id: done.call.id.clone(),
                         run: done.run(),
@@ -474,10 +440,7 @@ impl Runtime {
                     })
                 }
                 Wake::Progress((tool_call_id, tail)) => {
-                    out(ChatOutput::ToolProgress {
-                        tool_call_id: &tool_call_id,
-                        tail: &tail,
-                    });
+                    host.emit(ServiceEvent::Tool(ToolEvent::Progress { tool_call_id, tail }));
                     Vec::new()
                 }
                 Wake::Approval(answer) => {

@@ -4,9 +4,12 @@
 //! as it goes (the context of the request in flight included).
 
 use super::SessionService;
+use crate::compress::CompressionPlan;
+use crate::conversation::Conversation;
+use crate::domain::Compaction;
 use crate::domain::{Message, Role, SessionId};
-use crate::runtime::service::{AttachQuestion, ServiceEvent, ToolEvent};
-use crate::runtime::{AttachConsent, ChatOutput, NewSession, title_from};
+use crate::runtime::service::{AttachQuestion, ServiceEvent};
+use crate::runtime::{AttachConsent, NewSession, TurnHost, title_from};
 use std::future::Future;
 use std::sync::Arc;
 
@@ -205,129 +208,17 @@ impl SessionService {
         });
         // For the context of the request in flight (the pane follows the
         // turn, not only its end).
-        let choice = self.choice.clone();
-        let threshold = self.runtime.threshold_settings();
-        let blocked = self
-            .runtime
-            .blocked_reason(conversation.engine().status().locked.as_ref());
-        let last_usage = self.rows.as_ref().and_then(|r| r.usage.last().cloned());
-        let last_compaction = self.rows.as_ref().and_then(|r| r.last_compaction.clone());
-        let requests = self.rows.as_ref().map(super::Rows::requests).unwrap_or_default();
-        let rows = &mut self.rows;
-        let tool_env = self.tool_env.clone();
-        let mcp_now = self.mcp.clone();
-        let mut compacted = false;
-        let mut stated = None;
-        // Said once a turn: older messages left out of a request.
-        let mut said_left_out = false;
-        let client = self.runtime.client();
-        let mut out = |o: ChatOutput<'_>| {
-            let e = match o {
-                ChatOutput::Sent(conversation) => {
-                    let (Some(choice), Some(sent)) = (&choice, conversation.sent()) else {
-                        return;
-                    };
-                    let dropped = sent
-                        .report
-                        .iter()
-                        .filter(|r| r.action == crate::pipeline::Action::Dropped);
-                    let (count, tokens) =
-                        dropped.fold((0, 0), |(n, t), r| (n + 1, t + u64::from(r.tokens_before)));
-                    if count > 0 && !said_left_out {
-                        said_left_out = true;
-                        sink(ServiceEvent::Notice(client.left_out(
-                            count,
-                            tokens,
-                            choice.context_window,
-                        )));
-                    }
-                    let stored: Vec<u32> = conversation
-                        .messages()
-                        .iter()
-                        .map(|m| m.tokens.as_ref().map_or(0, |t| t.tokens))
-                        .collect();
-                    let next = Ok(crate::runtime::context::NextRequest {
-                        report: &sent.report,
-                        prepared_tokens: sent.prepared_tokens,
-                        prelimit_tokens: sent.prelimit_tokens,
-                    });
-                    let mut context = crate::runtime::context::context_of(
-                        conversation,
-                        &stored,
-                        next,
-                        choice,
-                        threshold,
-                        blocked.clone(),
-                    );
-                    context.last_usage.clone_from(&last_usage);
-                    context.last_compaction.clone_from(&last_compaction);
-                    context.requests.clone_from(&requests);
-                    ServiceEvent::Context(Box::new(context))
-                }
-                ChatOutput::Stored(m) => {
-                    if let Some(rows) = rows.as_mut() {
-                        rows.upsert(m);
-                    }
-                    ServiceEvent::Message(Box::new(m.clone()))
-                }
-                ChatOutput::Delta(t) => ServiceEvent::Delta {
-                    text: t.to_owned(),
-                    now_ms: crate::runtime::now_ms(),
-                },
-                ChatOutput::Usage(u) => {
-                    if let Some(rows) = rows.as_mut() {
-                        rows.usage.push(u.clone());
-                    }
-                    ServiceEvent::Usage(u.clone())
-                }
-                ChatOutput::Error(m) => ServiceEvent::Error(m.to_owned()),
-                ChatOutput::Notice(m) => ServiceEvent::Notice(m.to_owned()),
-                ChatOutput::WindowStated(window) => {
-                    stated = Some(window);
-                    return;
-                }
-                ChatOutput::Compressed(c) => ServiceEvent::Compressed(Box::new(c.clone())),
-                ChatOutput::Compacted { compaction, plan } => {
-                    compacted = true;
-                    if let Some(rows) = rows.as_mut() {
-                        rows.compact(compaction, plan);
-                    }
-                    return;
-                }
-                ChatOutput::Phase(phase) => ServiceEvent::Phase(phase),
-                ChatOutput::Counted(counts) => ServiceEvent::Tokens(counts.to_vec()),
-                ChatOutput::ToolStarted(call) => {
-                    let arguments = serde_json::from_str(&call.arguments).unwrap_or(serde_json::Value::Null);
-                    ServiceEvent::Tool(ToolEvent::Started {
-                        call: call.clone(),
-                        summary: crate::tooling::schema::summary(&call.name, &arguments),
-                        now_ms: crate::runtime::now_ms(),
-                    })
-                }
-                ChatOutput::ToolProgress { tool_call_id, tail } => ServiceEvent::Tool(ToolEvent::Progress {
-                    tool_call_id: tool_call_id.to_owned(),
-                    tail: tail.to_owned(),
-                }),
-                ChatOutput::ToolFinished { call, diff } => ServiceEvent::Tool(ToolEvent::Finished {
-                    tool_call_id: call.id.clone(),
-                    diff: diff.map(str::to_owned),
-                    now_ms: crate::runtime::now_ms(),
-                }),
-                ChatOutput::ApprovalNeeded {
-                    call,
-                    arguments,
-                    access,
-                } => ServiceEvent::Tool(ToolEvent::ApprovalNeeded(Box::new(
-                    SessionService::approval_request(
-                        tool_env.as_deref(),
-                        mcp_now.as_deref(),
-                        call,
-                        arguments,
-                        access,
-                    ),
-                ))),
-            };
-            sink(e);
+        let mut host = Host {
+            sink: Arc::clone(&self.sink),
+            choice: self.choice.clone(),
+            threshold: self.runtime.threshold_settings(),
+            blocked: self
+                .runtime
+                .blocked_reason(conversation.engine().status().locked.as_ref()),
+            client: self.runtime.client(),
+            rows: &mut self.rows,
+            compacted: false,
+            said_left_out: false,
         };
         let outcome = self
             .runtime
@@ -340,12 +231,89 @@ impl SessionService {
                 },
                 cancel,
                 tools,
-                &mut out,
+                &mut host,
             )
             .await;
-        if let Some(window) = stated {
+        let compacted = host.compacted;
+        let outcome = outcome?;
+        if let Some(window) = outcome.stated_window {
             self.keep_stated_window(window);
         }
-        Ok((outcome?.status, compacted))
+        Ok((outcome.status, compacted))
+    }
+}
+
+/// The service as a turn's host: the turn's events go to the client, the
+/// rows it holds follow what the turn stored, and each request sent gives
+/// the pane the context it was made from.
+struct Host<'a> {
+    sink: crate::runtime::service::Sink,
+    choice: Option<crate::config::ModelChoice>,
+    threshold: crate::tokens::ThresholdSettings,
+    blocked: Option<String>,
+    client: crate::runtime::Client,
+    rows: &'a mut Option<super::Rows>,
+    /// A compaction was stored during the turn.
+    compacted: bool,
+    /// Older messages left out of a request: said once a turn.
+    said_left_out: bool,
+}
+
+impl TurnHost for Host<'_> {
+    fn emit(&mut self, event: ServiceEvent) {
+        if let Some(rows) = self.rows.as_mut() {
+            match &event {
+                ServiceEvent::Message(m) => rows.upsert(m),
+                ServiceEvent::Usage(u) => rows.usage.push(u.clone()),
+                _ => {}
+            }
+        }
+        (self.sink)(event);
+    }
+
+    fn sent(&mut self, conversation: &Conversation) {
+        let (Some(choice), Some(sent)) = (&self.choice, conversation.sent()) else {
+            return;
+        };
+        let dropped = sent
+            .report
+            .iter()
+            .filter(|r| r.action == crate::pipeline::Action::Dropped);
+        let (count, tokens) = dropped.fold((0, 0), |(n, t), r| (n + 1, t + u64::from(r.tokens_before)));
+        if count > 0 && !self.said_left_out {
+            self.said_left_out = true;
+            let line = self.client.left_out(count, tokens, choice.context_window);
+            (self.sink)(ServiceEvent::Notice(line));
+        }
+        let stored: Vec<u32> = conversation
+            .messages()
+            .iter()
+            .map(|m| m.tokens.as_ref().map_or(0, |t| t.tokens))
+            .collect();
+        let next = Ok(crate::runtime::context::NextRequest {
+            report: &sent.report,
+            prepared_tokens: sent.prepared_tokens,
+            prelimit_tokens: sent.prelimit_tokens,
+        });
+        let mut context = crate::runtime::context::context_of(
+            conversation,
+            &stored,
+            next,
+            choice,
+            self.threshold,
+            self.blocked.clone(),
+        );
+        let rows = self.rows.as_ref();
+        context.last_usage = rows.and_then(|r| r.usage.last().cloned());
+        context.last_compaction = rows.and_then(|r| r.last_compaction.clone());
+        context.requests = rows.map(super::Rows::requests).unwrap_or_default();
+        (self.sink)(ServiceEvent::Context(Box::new(context)));
+    }
+
+    fn compacted(&mut self, compaction: &Compaction, plan: &CompressionPlan) {
+        self.compacted = true;
+        if let Some(rows) = self.rows.as_mut() {
+            rows.compact(compaction, plan);
+        }
     }
 }
