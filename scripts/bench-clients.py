@@ -100,6 +100,9 @@ def main():
     root = tempfile.mkdtemp(prefix="strata-bench-")
     socket = f"strata-bench-{os.getpid()}"
     try:
+        # A session kept open for the whole run: the server does not exit
+        # (and race the next launch) when a measured session ends.
+        subprocess.run(["tmux", "-L", socket, "new-session", "-d", "-s", "keep", "sleep 100000"], check=True)
         clients = [Client(*b.split("=", 1), root) for b in args.binaries]
         for _ in range(args.rounds):
             for client in clients:
