@@ -393,6 +393,14 @@ fn the_short_id_is_listed_shown_and_accepted_where_an_id_is() {
         err.contains("matches 2 sessions") && err.contains(&sa) && err.contains(&sb_),
         "{err}"
     );
+    // `import` prints the short id too.
+    let c = sb.import_short(SMALL);
+    assert_eq!(c.len(), 8, "{c}");
+    let full = sb.json(&["show", &c, "--json"])["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    assert!(full.ends_with(&c), "{full} {c}");
 }
 
 #[test]

@@ -80,8 +80,18 @@ impl Sandbox {
         )
     }
 
-    /// Writes `text` to a file in the home and imports it; returns the session id.
+    /// Writes `text` to a file in the home and imports it; returns the
+    /// session's full id (`import` prints the short one).
     pub fn import(&self, text: &str) -> String {
+        let short = self.import_short(text);
+        self.json(&["show", &short, "--json"])["session"]["id"]
+            .as_str()
+            .unwrap()
+            .to_owned()
+    }
+
+    /// Imports `text`; returns what `import` printed (the short id).
+    pub fn import_short(&self, text: &str) -> String {
         let file = self.home.path().join(format!("import-{}.json", uuid_like()));
         std::fs::write(&file, text).unwrap();
         self.ok(&["import", file.to_str().unwrap()]).trim().to_owned()

@@ -54,7 +54,12 @@ pub fn import_openai(sb: &Sandbox, text: &str) -> String {
         .output()
         .unwrap();
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap().trim().to_owned()
+    // `import` prints the short id; the tests read the store by the full one.
+    let short = String::from_utf8(out.stdout).unwrap().trim().to_owned();
+    sb.json(&["show", &short, "--json"])["session"]["id"]
+        .as_str()
+        .unwrap()
+        .to_owned()
 }
 
 pub async fn run(mut cmd: Command) -> Output {

@@ -26,6 +26,7 @@ pub fn import(env: &Env, args: &ImportArgs) -> anyhow::Result<()> {
         eprintln!("strata: warning: {w}");
     }
     let mut out = std::io::stdout().lock();
-    writeln!(out, "{}", imported.session.id)?;
+    // The short id, as every other command prints it (any command takes it).
+    writeln!(out, "{}", imported.session.id.short())?;
     Ok(())
 }
