@@ -314,6 +314,20 @@ impl Store {
             .execute(params![session.to_string(), title, now_ms()])?;
         found(n, session)
     }
+
+    /// Removes a session and everything stored with it (its prompts,
+    /// messages, usage, compactions and settings go with it). Only for a
+    /// session that holds nothing worth keeping: a first message that
+    /// failed.
+    ///
+    /// # Errors
+    /// [`StoreError::SessionNotFound`], or the database's error.
+    pub fn delete_session(&mut self, session: SessionId) -> Result<(), StoreError> {
+        let tx = self.conn.transaction()?;
+        let n = tx.execute("DELETE FROM sessions WHERE id = ?1", params![session.to_string()])?;
+        tx.commit()?;
+        found(n, session)
+    }
 }
 
 /// `Ok` when one row changed, [`StoreError::SessionNotFound`] when none did.

@@ -273,6 +273,51 @@ async fn an_empty_reply_is_an_error_and_the_message_is_kept() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_first_message_refused_or_unpreparable_leaves_no_session() {
+    // The provider refuses the key.
+    let server = Server::start(vec![Reply::json(
+        401,
+        r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#,
+    )])
+    .await;
+    let sb = Sandbox::new();
+    let out = run(chat_cmd(&sb, &server, &["chat", "anyone there?"])).await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = common::one_line_error(&out);
+    assert!(err.ends_with("; no session was kept"), "{err}");
+    assert_eq!(sb.json(&["sessions", "--json"]), serde_json::json!([]));
+
+    // The request cannot be prepared: the message alone is over the window.
+    std::fs::write(
+        sb.home.path().join("config.toml"),
+        "[model]\nname = \"tiny-window\"\ncontext_window = 400\nmax_tokens = 100\n",
+    )
+    .unwrap();
+    let long = "words that will not fit ".repeat(200);
+    let out = run(chat_cmd(&sb, &server, &["chat", &long])).await;
+    assert_eq!(out.status.code(), Some(1));
+    let err = common::one_line_error(&out);
+    assert!(err.ends_with("; no session was kept"), "{err}");
+    assert_eq!(sb.json(&["sessions", "--json"]), serde_json::json!([]));
+    assert_eq!(server.requests().len(), 1, "the second was never sent");
+
+    // A session that exists keeps its failed turn.
+    std::fs::remove_file(sb.home.path().join("config.toml")).unwrap();
+    let ok = Server::start(vec![Reply::sse(sse(&["hello"], None))]).await;
+    let first = run(chat_cmd(&sb, &ok, &["chat", "hi"])).await;
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let out = run(chat_cmd(&sb, &server, &["chat", "-c", "again?"])).await;
+    assert_eq!(out.status.code(), Some(1));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("no session was kept"));
+    let list = sb.json(&["sessions", "--json"]);
+    assert_eq!(list[0]["messages"], 4, "{list}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reply_stopped_at_the_output_limit_says_so_on_stderr() {
     let body = sse(&["Once upon a time there was a"], Some((40, 20, 0)))
         .replace("\"finish_reason\":\"stop\"", "\"finish_reason\":\"length\"");

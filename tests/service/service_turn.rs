@@ -163,3 +163,42 @@ async fn a_compaction_inside_a_turn_is_applied_to_the_rows_the_service_holds() {
     assert_eq!(ids(&view.messages), ids(&stored));
     assert_eq!(server.requests().len(), 1);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_first_message_in_the_app_leaves_no_session_and_gives_the_text_back() {
+    let server = Server::start(vec![Reply::json(
+        401,
+        r#"{"error":{"message":"Incorrect API key provided"}}"#,
+    )])
+    .await;
+    let dirs = Dirs::new();
+    let config = Config::parse(&format!(
+        "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n",
+        server.base_url()
+    ))
+    .unwrap()
+    .config;
+    let (sink, events) = recorder();
+    let mut service = service_support::open_new(&dirs, config, true, sink);
+    service
+        .send("is anyone there?".into(), std::future::pending())
+        .await
+        .unwrap();
+    let events = events.lock().unwrap();
+    assert!(
+        events
+            .iter()
+            .any(|e| matches!(e, ServiceEvent::Unsent(t) if t == "is anyone there?")),
+        "the text goes back to the composer"
+    );
+    let last_loaded = events.iter().rev().find_map(|e| match e {
+        ServiceEvent::Loaded(view) => Some(view.session.is_none()),
+        _ => None,
+    });
+    assert_eq!(last_loaded, Some(true), "the app is back on a new session");
+    let store = strata::store::Store::open(dirs.paths().database()).unwrap();
+    let all = store
+        .list_sessions(&strata::store::SessionQuery::default())
+        .unwrap();
+    assert!(all.is_empty(), "{all:?}");
+}

@@ -56,6 +56,7 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
         status: None,
         error: None,
         edited: None,
+        unsent: false,
         continuing: opening != Opening::New,
         before_session: Vec::new(),
         closed: Arc::new(tokio::sync::Notify::new()),
@@ -161,6 +162,10 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
             return Ok(());
         }
         (MessageStatus::Complete, None) => return Ok(()),
+        // A new session whose first message failed was not kept.
+        (_, Some(message)) if p.unsent && !p.continuing => {
+            return Err(TurnFailed(format!("{message}; no session was kept")).into());
+        }
         (_, Some(message)) => return Err(TurnFailed(message).into()),
         (MessageStatus::Interrupted, None) => {
             "the reply was interrupted; the partial reply is kept in the session"
@@ -268,6 +273,8 @@ struct Printer {
     /// The edit the turn resends from: its `edited` event and its line,
     /// said once the session is known.
     edited: Option<(serde_json::Value, String)>,
+    /// The service gave the text back: nothing was stored.
+    unsent: bool,
     /// The turn continues a session (`-c`, `--session`) rather than
     /// starting one.
     continuing: bool,
@@ -410,8 +417,9 @@ impl Printer {
                 }
             }
             ServiceEvent::TurnDone { status } => self.status = Some(status),
-            // The edit, if any, was undone; the failure is said.
-            ServiceEvent::Unsent(_) => {}
+            // Nothing was stored (an edit was undone, or a new session's
+            // first message failed and no session was kept).
+            ServiceEvent::Unsent(_) => self.unsent = true,
             ServiceEvent::Message(m) => self.show_tool_message(&m),
             ServiceEvent::Tool(ToolEvent::Started { call, summary, .. }) if !self.json => {
                 eprintln!("strata: running {} {summary}", call.name);

@@ -71,6 +71,7 @@ impl SessionService {
         }
         // A local server's served window sizes the first request.
         self.discover_window().await;
+        let created = self.session.is_none();
         if let Err(e) = self.ready_for_turn(&text) {
             // Nothing was stored: the text goes back to the composer.
             self.emit(ServiceEvent::Unsent(text));
@@ -80,6 +81,7 @@ impl SessionService {
             return Err(e);
         }
         self.say_provider_notice();
+        let kept_text = created.then(|| text.clone());
         let result = self.turn(text, &consent, cancel).await;
         self.say_provider_notice();
         if let Err(e) = self.keep_tool_prefs() {
@@ -88,14 +90,25 @@ impl SessionService {
             )));
         }
         let status = match &result {
-            Ok((s, _)) => *s,
+            Ok(end) => end.status,
             Err(_) => crate::domain::MessageStatus::Error,
         };
+        let unanswered = matches!(&result, Ok(end) if !end.answered) || result.is_err();
+        if let Some(text) = kept_text
+            && status == crate::domain::MessageStatus::Error
+            && unanswered
+            && self.unmake_failed_session()
+        {
+            // The session made for this message is gone; the text comes back.
+            self.emit(ServiceEvent::Unsent(text));
+            self.emit(ServiceEvent::TurnDone { status });
+            return result.map(|_| ());
+        }
         // The turn's messages went out as they were stored; a compaction
         // rewrote the history the service holds, which goes out whole (from
         // memory); a failed turn is read back from the store.
         let reread = result.is_err();
-        let compacted = matches!(result, Ok((_, true)));
+        let compacted = matches!(result, Ok(TurnEnd { compacted: true, .. }));
         if reread {
             self.rows = None;
         }
@@ -150,6 +163,44 @@ impl SessionService {
 
     /// Connects, creates the session (titled after `text`) when there is
     /// none, and opens its conversation.
+    /// Removes the session the failed turn just made when its request
+    /// could not be prepared or the provider refused or could not be
+    /// reached, and nothing came back (no reply text, no tool call, no
+    /// usage): a failed first message leaves no session behind. Returns
+    /// whether it was removed.
+    fn unmake_failed_session(&mut self) -> bool {
+        let Some(session) = self.session.clone() else {
+            return false;
+        };
+        let store = &mut self.runtime.store;
+        let answered = store.messages(session.id, true).map(|messages| {
+            messages
+                .iter()
+                .any(|m| m.role != Role::User && (!m.content.is_empty() || !m.tool_calls.is_empty()))
+        });
+        let used = store.usage(session.id).map(|u| !u.is_empty());
+        if !matches!((answered, used), (Ok(false), Ok(false))) {
+            return false;
+        }
+        if let Err(e) = store.delete_session(session.id) {
+            tracing::warn!(error = %e, "the failed first message's session could not be removed");
+            return false;
+        }
+        self.session = None;
+        self.forget_history();
+        // A headless client says so with its error (it has no composer).
+        if self.interactive {
+            self.emit(ServiceEvent::Notice(
+                "no session was kept, since its first message failed; the text is back in the composer"
+                    .to_owned(),
+            ));
+        }
+        if let Err(e) = self.refresh() {
+            self.emit(ServiceEvent::Error(e.to_string()));
+        }
+        true
+    }
+
     fn ready_for_turn(&mut self, text: &str) -> anyhow::Result<()> {
         let choice = self.choice()?;
         if self.connected.is_none() {
@@ -186,7 +237,7 @@ impl SessionService {
         text: String,
         consent: &AttachConsent,
         cancel: impl Future<Output = ()>,
-    ) -> anyhow::Result<(crate::domain::MessageStatus, bool)> {
+    ) -> anyhow::Result<TurnEnd> {
         let cancel = std::pin::pin!(cancel);
         self.start_mcp();
         let mcp = self.mcp.clone();
@@ -218,6 +269,7 @@ impl SessionService {
             client: self.runtime.client(),
             rows: &mut self.rows,
             compacted: false,
+            sent: false,
             said_left_out: false,
         };
         let outcome = self
@@ -234,13 +286,37 @@ impl SessionService {
                 &mut host,
             )
             .await;
-        let compacted = host.compacted;
+        let (compacted, sent) = (host.compacted, host.sent);
         let outcome = outcome?;
         if let Some(window) = outcome.stated_window {
             self.keep_stated_window(window);
         }
-        Ok((outcome.status, compacted))
+        Ok(TurnEnd {
+            status: outcome.status,
+            compacted,
+            // A request went out and no provider error came back.
+            answered: sent
+                && matches!(
+                    outcome.error,
+                    None | Some(
+                        crate::provider::ProviderError::EmptyResponse
+                            | crate::provider::ProviderError::Protocol { .. }
+                            | crate::provider::ProviderError::Broken { .. }
+                    )
+                ),
+        })
     }
+}
+
+/// How a turn ended, for the service.
+struct TurnEnd {
+    status: crate::domain::MessageStatus,
+    /// A compaction was stored during it.
+    compacted: bool,
+    /// The provider answered a request (a reply, even an empty one, or an
+    /// error of the reply itself); false when no request could be
+    /// prepared or the provider refused or could not be reached.
+    answered: bool,
 }
 
 /// The service as a turn's host: the turn's events go to the client, the
@@ -255,6 +331,8 @@ struct Host<'a> {
     rows: &'a mut Option<super::Rows>,
     /// A compaction was stored during the turn.
     compacted: bool,
+    /// A request went to the provider.
+    sent: bool,
     /// Older messages left out of a request: said once a turn.
     said_left_out: bool,
 }
@@ -272,6 +350,7 @@ impl TurnHost for Host<'_> {
     }
 
     fn sent(&mut self, conversation: &Conversation) {
+        self.sent = true;
         let (Some(choice), Some(sent)) = (&self.choice, conversation.sent()) else {
             return;
         };
