@@ -52,6 +52,8 @@ fn strata(dirs: &Dirs, args: &[&str]) -> Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pane_strata_context_and_compression_read_the_same_figures() {
+    // Its model's counter is built by no other test.
+    let _quiet = crate::support::service::counters_quiet().await;
     let server = Server::with(|_| Reply::sse(tool_sse::openai_text("ok"))).await;
     let dirs = Dirs::new();
     let text = config_text(&server);

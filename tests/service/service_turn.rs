@@ -63,6 +63,7 @@ async fn open(model_section: &str) -> Opened {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_turn_on_a_10000_message_session_reads_no_row_the_service_holds() {
+    let _quiet = service_support::counters_quiet().await;
     // A window that holds the whole history: no compaction.
     let Opened {
         mut service,

@@ -113,3 +113,11 @@ pub fn open_new(dirs: &Dirs, config: Config, interactive: bool, sink: Sink) -> S
     service.start(Opening::New).unwrap();
     service
 }
+
+/// Held by the tests that build a token counter no other test builds and
+/// by those that count the counters built (a process-wide figure), so
+/// that neither sees the other's.
+pub async fn counters_quiet() -> tokio::sync::MutexGuard<'static, ()> {
+    static QUIET: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+    QUIET.lock().await
+}
