@@ -266,6 +266,15 @@ pub enum Effect {
         /// What it does.
         access: crate::tooling::Access,
     },
+    /// A call was answered without running (refused by the policy or a
+    /// rule, denied by the user, or found to fail before it was asked):
+    /// its block can say so before the round's results are stored.
+    ToolAnswered {
+        /// The call.
+        tool_call_id: String,
+        /// How it was answered (`denied` or `error`).
+        status: crate::domain::ToolStatus,
+    },
     /// Write a tool's whole output to its spill file (mode 0600) before the
     /// result that names it is stored.
     WriteSpill {

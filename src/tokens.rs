@@ -42,6 +42,6 @@ pub use overhead::{
 pub use parallel::{MAX_THREADS, PARALLEL_MIN_BYTES, map_each};
 pub use server_counter::ServerCounter;
 pub use threshold::{
-    DEFAULT_THRESHOLD_CAP, DEFAULT_THRESHOLD_RATIO, SMALL_WINDOW_PERCENT, THRESHOLD_FLOOR, Threshold,
-    ThresholdSettings,
+    Adjustment, DEFAULT_THRESHOLD_CAP, DEFAULT_THRESHOLD_RATIO, SMALL_WINDOW_PERCENT, THRESHOLD_FLOOR,
+    Threshold, ThresholdSettings,
 };

@@ -22,6 +22,7 @@ mod editor;
 mod event;
 mod fmt;
 mod keymap;
+mod legend;
 mod menu;
 mod overlay;
 mod pager;
@@ -45,7 +46,7 @@ pub use keymap::{Action, Key, KeyMap};
 pub use overlay::{Accept, ApprovalPrompt, ContextList, Overlay, Picker, Preview};
 pub use pager::Pager;
 pub use slash::{SlashCommand, SlashError};
-pub use terminal::{MAX_FPS, open_session, run, translate};
+pub use terminal::{Ended, MAX_FPS, open_session, run, translate};
 pub use view::draw;
 
 impl App {

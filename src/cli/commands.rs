@@ -161,7 +161,7 @@ pub fn app(env: &Env, resume: Option<String>, continue_latest: bool) -> anyhow::
         (None, false) => Opening::New,
     };
     let cwd = workspace_dir(None)?;
-    let open = strata::tui::run(strata::tui::Launch {
+    let ended = strata::tui::run(strata::tui::Launch {
         paths: env.paths.clone(),
         config: env.config.clone(),
         provider: env.provider.clone(),
@@ -172,8 +172,12 @@ pub fn app(env: &Env, resume: Option<String>, continue_latest: bool) -> anyhow::
         env: std::sync::Arc::new(|name: &str| std::env::var(name).ok()),
         interactive: true,
     })?;
-    if let Some(id) = open {
-        writeln!(std::io::stdout(), "strata --resume {}", resume_id(env, id))?;
+    if let Some(id) = ended.session {
+        // The terminal may be gone (a hang-up): nothing to report then.
+        let _ = writeln!(std::io::stdout(), "strata --resume {}", resume_id(env, id));
+    }
+    if let Some(signal) = ended.signal {
+        std::process::exit(128 + signal);
     }
     Ok(())
 }

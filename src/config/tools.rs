@@ -29,6 +29,9 @@ pub struct ToolsConfig {
     pub allow_paths: Vec<PathBuf>,
     /// `[tools.sandbox]`: how `shell` commands are confined.
     pub sandbox: SandboxConfig,
+    /// Megabytes (10^6 bytes) of spill files kept in the data directory's
+    /// `spill/`; the oldest are removed past it (default 256).
+    pub spill_max_mb: u64,
 }
 
 /// `[tools.sandbox]`.
@@ -60,6 +63,10 @@ impl Default for SandboxConfig {
     }
 }
 
+/// Default cap of the spill directory (`[tools] spill_max_mb`), megabytes
+/// (10^6 bytes).
+pub const DEFAULT_SPILL_MAX_MB: u64 = 256;
+
 impl Default for ToolsConfig {
     fn default() -> Self {
         Self {
@@ -70,6 +77,7 @@ impl Default for ToolsConfig {
             max_rounds: 50,
             allow_paths: Vec::new(),
             sandbox: SandboxConfig::default(),
+            spill_max_mb: DEFAULT_SPILL_MAX_MB,
         }
     }
 }

@@ -75,6 +75,13 @@ pub enum Approval {
         /// The user's reason.
         reason: Option<String>,
     },
+    /// Not asked: the runtime's dry run of the call (the diff of an edit,
+    /// the line of a note) found that it would fail, so it is answered
+    /// with that error instead of being offered for approval.
+    WouldFail {
+        /// The sentence the call would fail with.
+        error: String,
+    },
 }
 
 /// How a call the runtime ran ended.
@@ -338,6 +345,10 @@ impl Conversation {
                         None => approval::denied_text(&c.runs.name, Some(&reason), DeniedBy::ReadOnly),
                     };
                     c.state = answer(ToolStatus::Denied, text);
+                    effects.push(Effect::ToolAnswered {
+                        tool_call_id: c.call.id.clone(),
+                        status: ToolStatus::Denied,
+                    });
                     round.next += 1;
                 }
                 Verdict::Run if !alone => {
@@ -419,6 +430,17 @@ impl Conversation {
                     ToolStatus::Denied,
                     approval::denied_text(&c.runs.name, reason.as_deref(), DeniedBy::User),
                 );
+                effects.push(Effect::ToolAnswered {
+                    tool_call_id: c.call.id.clone(),
+                    status: ToolStatus::Denied,
+                });
+            }
+            Approval::WouldFail { error } => {
+                c.state = answer(ToolStatus::Error, error);
+                effects.push(Effect::ToolAnswered {
+                    tool_call_id: c.call.id.clone(),
+                    status: ToolStatus::Error,
+                });
             }
             Approval::Once | Approval::UntilExit => {
                 // Leaving the sandbox is allowed once, never granted.

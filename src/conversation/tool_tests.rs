@@ -303,6 +303,81 @@ fn read_only_policy_denies_writes_with_a_sentence_saying_how_to_allow_them() {
     );
 }
 
+fn answered(effects: &[Effect]) -> Vec<(String, ToolStatus)> {
+    effects
+        .iter()
+        .filter_map(|e| match e {
+            Effect::ToolAnswered { tool_call_id, status } => Some((tool_call_id.clone(), *status)),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn a_call_answered_without_running_is_said_before_the_round_ends() {
+    // Refused by the policy, while a read runs beside it.
+    let mut c = conversation(Policy::ReadOnly, 128_000);
+    submit(&mut c);
+    let effects = reply_with_calls(
+        &mut c,
+        &[
+            ("r", "list_dir", "{}"),
+            (
+                "w",
+                "edit_file",
+                r#"{"path":"a","old_string":"x","new_string":"y"}"#,
+            ),
+        ],
+    );
+    assert_eq!(runs(&effects), ["r"]);
+    assert_eq!(answered(&effects), [("w".to_owned(), ToolStatus::Denied)]);
+    assert!(saved_results(&effects).is_empty(), "the round still runs");
+
+    // Denied by the user.
+    let mut c = conversation(Policy::Ask, 128_000);
+    submit(&mut c);
+    reply_with_calls(&mut c, &[("s", "shell", r#"{"command":"make"}"#)]);
+    let effects = c.handle(Event::Approved {
+        tool_call_id: "s".into(),
+        approval: Approval::Deny { reason: None },
+        now_ms: 40,
+    });
+    assert_eq!(answered(&effects), [("s".to_owned(), ToolStatus::Denied)]);
+}
+
+#[test]
+fn a_call_found_to_fail_is_answered_with_its_error_and_never_runs() {
+    let mut c = conversation(Policy::Ask, 128_000);
+    submit(&mut c);
+    reply_with_calls(
+        &mut c,
+        &[(
+            "e",
+            "edit_file",
+            r#"{"path":"a","old_string":"x","new_string":"y"}"#,
+        )],
+    );
+    let effects = c.handle(Event::Approved {
+        tool_call_id: "e".into(),
+        approval: Approval::WouldFail {
+            error: "`old_string` was not found in `a`.".into(),
+        },
+        now_ms: 40,
+    });
+    assert!(runs(&effects).is_empty());
+    assert_eq!(answered(&effects), [("e".to_owned(), ToolStatus::Error)]);
+    let results = saved_results(&effects);
+    assert_eq!(
+        results,
+        [(
+            "e".to_owned(),
+            ToolStatus::Error,
+            "`old_string` was not found in `a`.".to_owned()
+        )]
+    );
+    assert!(request(&effects).is_some(), "the model gets its error");
+}
+
 #[test]
 fn the_round_limit_answers_the_last_calls_not_run_and_ends_the_turn() {
     let mut c = conversation(Policy::Ask, 128_000);

@@ -8,6 +8,21 @@ use crate::domain::ToolCall;
 use crate::tooling::{Access, approval, schema};
 use crate::tools::ToolEnv;
 
+/// The sentence `call` would fail with, found by a dry run, for the calls
+/// that can be tried without effect: an edit or a write (the diff is
+/// computed without writing) and a note to memory (checked without
+/// appending). Such a call is answered with the error instead of being
+/// offered for approval; `None` when it would run, or cannot be tried.
+#[must_use]
+pub fn would_fail(env: Option<&ToolEnv>, call: &ToolCall, arguments: &serde_json::Value) -> Option<String> {
+    let env = env?;
+    match call.name.as_str() {
+        name @ ("edit_file" | "write_file") => crate::tools::edit::preview(env, name, arguments).err(),
+        "memory" => crate::tools::files::memory_line(env, &call.id, arguments).err(),
+        _ => None,
+    }
+}
+
 /// The approval request shown to the user for a call: the command, or
 /// the diff the change would make (computed without writing; when the
 /// call would fail, the sentence it would fail with).

@@ -59,6 +59,10 @@ pub struct RequestPoint {
     /// Where and why the prefix broke.
     #[serde(rename = "break")]
     pub cache_break: Option<CacheBreak>,
+    /// The assistant message it produced.
+    pub message_id: Option<crate::domain::MessageId>,
+    /// Its output tokens as the provider counted them, when it said.
+    pub completion_tokens: Option<u64>,
 }
 
 /// The series of `usage` (oldest first), with `compactions` marked on the
@@ -81,6 +85,8 @@ pub fn request_points(usage: &[Usage], compactions: &[Compaction]) -> Vec<Reques
                 predicted_cached_tokens: u.cache.as_ref().map(|c| c.predicted_cached_tokens),
                 compaction,
                 cache_break: u.cache.as_ref().and_then(|c| c.cache_break.clone()),
+                message_id: u.message_id,
+                completion_tokens: u.completion_tokens,
             }
         })
         .collect()

@@ -313,7 +313,16 @@ impl Runtime {
                         arguments,
                         access,
                     } => {
-                        if let Some(t) = tools.as_ref().filter(|t| t.approvals.is_some()) {
+                        // A call that would fail is not offered: its error
+                        // is its answer.
+                        let env = tools.as_ref().map(|t| t.env.as_ref());
+                        if let Some(error) = super::approval_request::would_fail(env, &call, &arguments) {
+                            pending.extend(conversation.handle(Event::Approved {
+                                tool_call_id: call.id,
+                                approval: crate::conversation::Approval::WouldFail { error },
+                                now_ms: super::now_ms(),
+                            }));
+                        } else if let Some(t) = tools.as_ref().filter(|t| t.approvals.is_some()) {
                             let request = super::approval_request::approval_request(
                                 Some(&t.env),
                                 t.mcp.as_deref(),
@@ -333,6 +342,9 @@ impl Runtime {
                                 now_ms: super::now_ms(),
                             }));
                         }
+                    }
+                    Effect::ToolAnswered { tool_call_id, status } => {
+                        host.emit(ServiceEvent::Tool(ToolEvent::Answered { tool_call_id, status }));
                     }
                     Effect::WriteSpill { path, text } => {
                         if let Err(e) = crate::tools::write_spill(std::path::Path::new(&path), &text) {
@@ -430,6 +442,7 @@ impl Runtime {
                     }
                     host.emit(ServiceEvent::Tool(ToolEvent::Finished {
                         tool_call_id: done.call.id.clone(),
+                        status: done.output.status,
                         diff: done.output.diff.clone(),
                         now_ms,
                     }));

@@ -59,6 +59,8 @@ pub enum Op {
         ticket: u64,
         /// What to look for; empty for every session.
         search: String,
+        /// Every workspace's sessions, not only the current workspace's.
+        all: bool,
     },
     /// The tokens of a draft (answered as `ServiceEvent::DraftTokens`).
     CountDraft {
@@ -103,7 +105,7 @@ pub struct SessionHandle {
 
 /// The query, counting and input-history threads of an interactive client.
 struct Side {
-    queries: std_mpsc::Sender<(u64, String)>,
+    queries: std_mpsc::Sender<super::service::queries::PickerQuery>,
     counts: std_mpsc::Sender<CountJob>,
     history: InputHistory,
 }
@@ -138,7 +140,10 @@ impl SessionHandle {
     /// included, go to `sink`, the input history's to `history`.
     #[must_use]
     pub fn spawn(launch: Launch, sink: Sink, history: impl Fn(HistoryEvent) + Send + 'static) -> Self {
-        let queries = spawn_queries(launch.paths.database(), Arc::clone(&sink));
+        let workspace = crate::workspace::workspace_root(&launch.cwd)
+            .to_string_lossy()
+            .into_owned();
+        let queries = spawn_queries(launch.paths.database(), workspace, Arc::clone(&sink));
         let history = spawn_input_history(launch.paths.database(), &launch.cwd, history);
         let counts = spawn_counter(Arc::clone(&sink));
         let side = Side {
@@ -266,9 +271,9 @@ impl SessionHandle {
             Op::Cancel => self.cancel(),
             Op::Approve(answer) => self.approve(answer),
             Op::SkipServers => self.skip.notify_waiters(),
-            Op::ListSessions { ticket, search } => {
+            Op::ListSessions { ticket, search, all } => {
                 if let Some(side) = &self.side {
-                    let _ = side.queries.send((ticket, search));
+                    let _ = side.queries.send((ticket, search, all));
                 }
             }
             Op::CountDraft { ticket, text } => {

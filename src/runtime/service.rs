@@ -168,6 +168,8 @@ pub enum ToolEvent {
     Finished {
         /// The call.
         tool_call_id: String,
+        /// How it ended.
+        status: crate::domain::ToolStatus,
         /// The diff of the file it changed, if any.
         diff: Option<String>,
         /// When, unix ms.
@@ -176,6 +178,14 @@ pub enum ToolEvent {
     /// The call waits for the user's approval; answer it through
     /// [`SessionService::approvals`].
     ApprovalNeeded(Box<ApprovalRequest>),
+    /// The call was answered without running: refused, denied, or found
+    /// to fail before it was offered for approval.
+    Answered {
+        /// The call.
+        tool_call_id: String,
+        /// `denied` or `error`.
+        status: crate::domain::ToolStatus,
+    },
 }
 
 /// A tool call waiting for the user's approval.

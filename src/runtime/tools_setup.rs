@@ -289,7 +289,7 @@ impl Runtime {
     /// supervisor), and spill files and the sessions' shell temporary
     /// directories older than seven days are removed.
     /// Failures are logged, never fatal.
-    pub fn tidy_tools(&self) {
+    pub fn tidy_tools(&self) -> Option<String> {
         let killed = crate::tools::sweep::sweep(&self.paths.shell_registry());
         if killed > 0 {
             tracing::warn!(
@@ -320,6 +320,27 @@ impl Runtime {
                 "old spill files removed"
             );
         }
+        self.trim_spill()
+    }
+
+    /// Keeps the spill files under `[tools] spill_max_mb` by removing the
+    /// oldest; returns the sentence saying what was removed, if anything.
+    #[must_use]
+    pub fn trim_spill(&self) -> Option<String> {
+        let cap_mb = self.config.tools.spill_max_mb;
+        let removed =
+            crate::tools::spill::remove_over_cap(&self.paths.spill_dir(), cap_mb.saturating_mul(1_000_000));
+        (removed.files > 0).then(|| {
+            let what = if removed.files == 1 {
+                "the oldest spill file was".to_owned()
+            } else {
+                format!("the {} oldest spill files were", removed.files)
+            };
+            format!(
+                "{what} removed ({:.1} MB of whole tool outputs) to keep spill files under {cap_mb} MB; raise [tools] spill_max_mb to keep more",
+                removed.bytes as f64 / 1_000_000.0
+            )
+        })
     }
 
     /// Undoes the latest file change of `session` not undone yet

@@ -44,6 +44,19 @@ impl Default for ThresholdSettings {
     }
 }
 
+/// Why a threshold's value in force differs from what the settings ask.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Adjustment {
+    /// It is what the settings ask.
+    None,
+    /// Raised to [`THRESHOLD_FLOOR`].
+    Floor,
+    /// The floor reached the window: [`SMALL_WINDOW_PERCENT`] of it.
+    SmallWindow,
+    /// Lowered to the cap (`compress.threshold_tokens`).
+    Capped,
+}
+
 /// A computed threshold, in tokens of request input. Serialises as
 /// `{requested, effective}` (the `strata context --json` contract); `ratio`
 /// is kept for display only.
@@ -89,6 +102,31 @@ impl Threshold {
             requested,
             effective: t.min(cap_tokens),
         }
+    }
+
+    /// Why the value in force differs from the requested one, given the
+    /// effective window it was computed for (`window − reserved_output`).
+    #[must_use]
+    pub fn adjustment(&self, effective_window: u64) -> Adjustment {
+        use std::cmp::Ordering;
+        match self.effective.cmp(&self.requested) {
+            Ordering::Equal => Adjustment::None,
+            Ordering::Less => Adjustment::Capped,
+            Ordering::Greater if self.effective == THRESHOLD_FLOOR && THRESHOLD_FLOOR < effective_window => {
+                Adjustment::Floor
+            }
+            Ordering::Greater => Adjustment::SmallWindow,
+        }
+    }
+
+    /// The value in force as a whole percentage of the effective window
+    /// (0 for an empty window).
+    #[must_use]
+    pub fn percent_of(&self, effective_window: u64) -> u64 {
+        if effective_window == 0 {
+            return 0;
+        }
+        (self.effective * 100 + effective_window / 2) / effective_window
     }
 
     /// [`Threshold::compute`] with [`ThresholdSettings`].
@@ -142,6 +180,21 @@ mod tests {
         let t = Threshold::compute(128_000, 8_192, 0.3, DEFAULT_THRESHOLD_CAP);
         assert_eq!(t.requested, 35_942);
         assert_eq!(t.effective, 64_000);
+    }
+
+    #[test]
+    fn each_adjustment_is_named() {
+        let t = default(8_192, 2_048);
+        assert_eq!(t.adjustment(6_144), Adjustment::SmallWindow);
+        assert_eq!(t.percent_of(6_144), 85);
+        let t = Threshold::compute(128_000, 8_192, 0.3, DEFAULT_THRESHOLD_CAP);
+        assert_eq!(t.adjustment(119_808), Adjustment::Floor);
+        let t = default(1_000_000, 8_192);
+        assert_eq!(t.adjustment(991_808), Adjustment::Capped);
+        let t = default(128_000, 8_192);
+        assert_eq!(t.adjustment(119_808), Adjustment::None);
+        assert_eq!(t.percent_of(119_808), 75);
+        assert_eq!(default(4_000, 8_192).percent_of(0), 0);
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Spill files: whole tool outputs too large for the context, written to
 //! `DATA/spill/<session>/<tool_call_id>.txt` (mode 0600, directories 0700)
 //! so the model can page them with `read_file`; removed after
-//! [`SPILL_MAX_AGE`].
+//! [`SPILL_MAX_AGE`], and the oldest first when they pass their cap
+//! (`[tools] spill_max_mb`, default 256 MB).
 
 use std::io::Write;
 use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
@@ -68,13 +69,42 @@ pub fn remove_older_than(spill_dir: &Path, max_age: Duration, now: SystemTime) -
             removed.bytes += meta.len();
         }
     }
+    remove_empty_dirs(spill_dir);
+    removed
+}
+
+/// Removes the oldest spill files (by modification time) until the rest
+/// take at most `cap_bytes`, and session directories left empty; returns
+/// what was removed. Errors are skipped.
+pub fn remove_over_cap(spill_dir: &Path, cap_bytes: u64) -> SpillUsage {
+    let mut all = files(spill_dir);
+    let mut total: u64 = all.iter().map(|(_, m)| m.len()).sum();
+    let mut removed = SpillUsage::default();
+    if total <= cap_bytes {
+        return removed;
+    }
+    all.sort_by_key(|(_, m)| m.modified().unwrap_or(SystemTime::UNIX_EPOCH));
+    for (path, meta) in all {
+        if total <= cap_bytes {
+            break;
+        }
+        if std::fs::remove_file(&path).is_ok() {
+            removed.files += 1;
+            removed.bytes += meta.len();
+            total -= meta.len();
+        }
+    }
+    remove_empty_dirs(spill_dir);
+    removed
+}
+
+fn remove_empty_dirs(spill_dir: &Path) {
     if let Ok(dirs) = std::fs::read_dir(spill_dir) {
         for dir in dirs.flatten() {
             // Only empty directories go; `remove_dir` refuses the others.
             let _ = std::fs::remove_dir(dir.path());
         }
     }
-    removed
 }
 
 /// Every file one level below the session directories of `spill_dir`.
@@ -135,5 +165,34 @@ mod tests {
             !dir.path().join("s2").exists(),
             "the empty session directory goes too"
         );
+    }
+
+    #[test]
+    fn past_the_cap_the_oldest_spill_files_go_first() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = SystemTime::now();
+        let paths: Vec<_> = (0..4)
+            .map(|i| {
+                let path = dir.path().join(format!("s{}/call_{i}.txt", i % 2));
+                write_spill(&path, &"x".repeat(100)).unwrap();
+                let at = now - Duration::from_secs(60 * (4 - i));
+                std::fs::File::options()
+                    .write(true)
+                    .open(&path)
+                    .unwrap()
+                    .set_modified(at)
+                    .unwrap();
+                path
+            })
+            .collect();
+        assert_eq!(
+            remove_over_cap(dir.path(), 400),
+            SpillUsage::default(),
+            "at the cap"
+        );
+        let removed = remove_over_cap(dir.path(), 250);
+        assert_eq!(removed, SpillUsage { files: 2, bytes: 200 });
+        assert!(!paths[0].exists() && !paths[1].exists());
+        assert!(paths[2].exists() && paths[3].exists(), "the newest stay");
     }
 }

@@ -338,6 +338,9 @@ impl App {
                 if other_session || stored.is_some() {
                     self.last_usage = stored;
                 }
+                if let Some(c) = &view.context {
+                    self.chat.set_completions(completions(c));
+                }
                 self.context = view.context;
                 Vec::new()
             }
@@ -366,6 +369,7 @@ impl App {
                 if c.last_usage.is_some() {
                     self.last_usage.clone_from(&c.last_usage);
                 }
+                self.chat.set_completions(completions(&c));
                 self.context = Some(*c);
                 Vec::new()
             }
@@ -393,6 +397,9 @@ impl App {
                 Vec::new()
             }
             AppEvent::Service(ServiceEvent::Usage(u)) => {
+                if let (Some(id), Some(n)) = (u.message_id, u.completion_tokens) {
+                    self.chat.set_completions([(id, n)]);
+                }
                 self.last_usage = Some(u);
                 Vec::new()
             }
@@ -666,6 +673,15 @@ impl App {
                 }
                 Vec::new()
             }
+            None if key.code == KeyCode::Char('?')
+                && !key
+                    .modifiers
+                    .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT)
+                && self.draft().is_empty() =>
+            {
+                self.overlay = Some(Overlay::legend());
+                Vec::new()
+            }
             Some(Action::HistoryPrev | Action::HistoryNext) | None => {
                 if key.code == KeyCode::Backspace
                     && key.modifiers.is_empty()
@@ -759,6 +775,11 @@ impl App {
                     return vec![Effect::Op(Op::Run(Command::Resume(id)))];
                 }
             }
+            (Overlay::Picker(p), KeyCode::Tab | KeyCode::BackTab) => {
+                p.all = !p.all;
+                p.selected = 0;
+                return self.search();
+            }
             (Overlay::Picker(p), KeyCode::Backspace) => {
                 p.query.pop();
                 return self.search();
@@ -787,6 +808,15 @@ impl App {
         vec![Effect::Op(Op::ListSessions {
             ticket,
             search: p.query.clone(),
+            all: p.all,
         })]
     }
+}
+
+/// Replies' output tokens as the provider counted them, from the
+/// session's requests.
+fn completions(c: &ContextSnapshot) -> impl Iterator<Item = (crate::domain::MessageId, u64)> + '_ {
+    c.requests
+        .iter()
+        .filter_map(|r| Some((r.message_id?, r.completion_tokens?)))
 }

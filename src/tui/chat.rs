@@ -153,7 +153,7 @@ struct CacheKey {
     badges: Vec<String>,
     calls: usize,
     /// The header's token count.
-    tokens: Option<u32>,
+    tokens: Option<u64>,
 }
 
 /// A block of the pane, as drawn by `render`.
@@ -214,6 +214,9 @@ pub struct ChatPane {
     results: HashMap<String, usize>,
     /// Width and height of the pane at the last frame.
     size: Cell<(u16, u16)>,
+    /// Output tokens of replies as the provider counted them: a reply's
+    /// header shows these rather than strata's estimate.
+    completions: HashMap<MessageId, u64>,
 }
 
 #[derive(Debug)]
@@ -285,6 +288,22 @@ impl ChatPane {
             && self.requested.insert(id)
         {
             h.request_markdown(&m.content);
+        }
+    }
+
+    /// Records replies' output tokens as the provider counted them (from
+    /// the session's usage rows); headers follow at the next frame.
+    pub fn set_completions(&mut self, completions: impl IntoIterator<Item = (MessageId, u64)>) {
+        self.completions.extend(completions);
+    }
+
+    /// The tokens a message's header shows: a reply's output tokens as the
+    /// provider counted them, else strata's count of the message.
+    fn header_tokens(&self, msg: &Message) -> Option<u64> {
+        let counted = || msg.tokens.as_ref().map(|t| u64::from(t.tokens));
+        match msg.role {
+            Role::Assistant => self.completions.get(&msg.id).copied().or_else(counted),
+            _ => counted(),
         }
     }
 
@@ -428,7 +447,7 @@ impl ChatPane {
             status: msg.status,
             badges,
             calls: msg.tool_calls.len(),
-            tokens: msg.tokens.as_ref().map(|t| t.tokens),
+            tokens: self.header_tokens(msg),
         };
         if let Some(c) = self.cache.borrow().get(&msg.id)
             && c.key == key
@@ -440,6 +459,7 @@ impl ChatPane {
             shown.as_ref().unwrap_or(msg),
             &key.badges,
             collapsed.then_some(self.expand_key.as_str()),
+            key.tokens,
             width,
             self.lookup(),
         );
@@ -543,7 +563,16 @@ impl ChatPane {
         self.pending_user.as_ref().map(|text| {
             let m = Message::new(crate::domain::SessionId::default(), Role::User, text.clone(), 0);
             let shown = self.folded(&m, !self.summaries_expanded);
-            layout_block(shown.as_ref().unwrap_or(&m), &[], None, width, &NoHighlights).lines
+            let tokens = self.header_tokens(&m);
+            layout_block(
+                shown.as_ref().unwrap_or(&m),
+                &[],
+                None,
+                tokens,
+                width,
+                &NoHighlights,
+            )
+            .lines
         })
     }
 
@@ -641,10 +670,11 @@ pub(super) fn layout_block(
     msg: &Message,
     badges: &[String],
     collapsed: Option<&str>,
+    tokens: Option<u64>,
     width: u16,
     highlights: &dyn HighlightLookup,
 ) -> Rendered {
-    let mut lines = vec![block_header(msg, badges)];
+    let mut lines = vec![block_header(msg, badges, tokens)];
     let mut pending = Vec::new();
     let body_width = width.saturating_sub(2).max(1);
     if let Some(expand_key) = collapsed {
@@ -666,8 +696,8 @@ pub(super) fn layout_block(
     Rendered { lines, pending }
 }
 
-/// The first line of a block: role, badges and tokens.
-pub(super) fn block_header(msg: &Message, badges: &[String]) -> Line<'static> {
+/// The first line of a block: role, badges and `tokens`.
+pub(super) fn block_header(msg: &Message, badges: &[String], tokens: Option<u64>) -> Line<'static> {
     let label = match msg.role {
         Role::User => "you",
         Role::Assistant => "assistant",
@@ -679,11 +709,8 @@ pub(super) fn block_header(msg: &Message, badges: &[String]) -> Line<'static> {
         header.push(Span::raw(" "));
         header.push(Span::styled(format!(" {b} "), theme::badge()));
     }
-    if let Some(t) = &msg.tokens {
-        header.push(Span::styled(
-            format!("  {} tok", fmt::tokens(u64::from(t.tokens))),
-            theme::dim(),
-        ));
+    if let Some(t) = tokens {
+        header.push(Span::styled(format!("  {} tok", fmt::tokens(t)), theme::dim()));
     }
     Line::from(header)
 }

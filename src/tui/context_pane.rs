@@ -32,7 +32,8 @@ pub struct Live<'a> {
 pub fn render(snapshot: Option<&ContextSnapshot>, live: Live<'_>, area: Rect, buf: &mut Buffer) {
     let block = Block::default()
         .borders(Borders::LEFT)
-        .title(Span::styled(" Context ", theme::title()));
+        .title(Span::styled(" Context ", theme::title()))
+        .title(Span::styled("? explains ", theme::dim()));
     let inner = block.inner(area);
     block.render(area, buf);
     let lines = match snapshot {
@@ -120,15 +121,20 @@ pub fn lines(s: &ContextSnapshot, live: Live<'_>, width: u16) -> Vec<Line<'stati
     let a = approx(b.exact);
     let extra = live.draft_tokens + live.streaming_tokens;
     let c = &b.categories;
-    let cats: [(&str, &Category); 7] = [
-        ("stable", &c.stable),
-        ("context", &c.context),
-        ("volatile", &c.volatile),
-        ("tools", &c.tools),
-        ("history", &c.history),
-        ("reserved", &c.reserved_output),
-        ("free", &c.free),
+    let totals_of = [
+        &c.stable,
+        &c.context,
+        &c.volatile,
+        &c.tools,
+        &c.history,
+        &c.reserved_output,
+        &c.free,
     ];
+    let cats: Vec<(&str, &Category)> = super::legend::CATEGORIES
+        .iter()
+        .zip(totals_of)
+        .map(|((label, _), cat)| (*label, cat))
+        .collect();
     let mut totals: Vec<u64> = cats.iter().map(|(_, c)| c.tokens).collect();
     totals[4] += extra;
     totals[6] = totals[6].saturating_sub(extra);
@@ -148,13 +154,20 @@ pub fn lines(s: &ContextSnapshot, live: Live<'_>, width: u16) -> Vec<Line<'stati
     for (i, (name, cat)) in cats.iter().enumerate() {
         // Tools that are off say why instead of showing 0.
         let off = (i == 3).then_some(s.tools_off.as_deref()).flatten();
+        // The history's figure is its messages alone: the framing is in
+        // the input total and, expanded, a row of its own.
+        let shown = if i == 4 {
+            totals[i].saturating_sub(framing(cat))
+        } else {
+            totals[i]
+        };
         let figure = match off {
             Some(_) => format!("{:>7}", "off"),
-            None => format!("{a}{:>6}", fmt::tokens(totals[i])),
+            None => format!("{a}{:>6}", fmt::tokens(shown)),
         };
         out.push(Line::from(vec![
             Span::styled("■ ", theme::category(i)),
-            Span::raw(format!("{name:<9}{figure}")),
+            Span::raw(format!("{name:<10}{figure}")),
         ]));
         if let Some(why) = off {
             let why = fmt::cut(why, usize::from(width).saturating_sub(3));
@@ -178,7 +191,12 @@ pub fn lines(s: &ContextSnapshot, live: Live<'_>, width: u16) -> Vec<Line<'stati
                     .stale
                     .iter()
                     .any(|l| item.name == l.as_str() || item.name.starts_with(&format!("{}:", l.as_str())));
-                let name = fmt::cut(&item.name, usize::from(width).saturating_sub(12));
+                let name = if i == 4 && item.name == "overhead" {
+                    "framing"
+                } else {
+                    &item.name
+                };
+                let name = fmt::cut(name, usize::from(width).saturating_sub(12));
                 let mut spans = vec![Span::styled(
                     format!("   {name} {}", fmt::tokens(item.tokens)),
                     theme::dim(),
@@ -208,11 +226,7 @@ pub fn lines(s: &ContextSnapshot, live: Live<'_>, width: u16) -> Vec<Line<'stati
             ));
         }
     }
-    out.push(Line::raw(format!(
-        "threshold {} req / {} eff",
-        fmt::tokens(b.threshold.requested),
-        fmt::tokens(b.threshold.effective)
-    )));
+    out.extend(threshold_lines(b));
     if let Some(p) = s.prepared_tokens {
         out.push(Line::raw(format!("next request {a}{}", fmt::tokens(p))));
     }
@@ -230,7 +244,7 @@ pub fn lines(s: &ContextSnapshot, live: Live<'_>, width: u16) -> Vec<Line<'stati
         let show = |v: Option<u64>| v.map_or_else(|| "–".to_owned(), |t| format!("{a}{}", fmt::tokens(t)));
         out.push(Line::styled(
             format!(
-                "pre-limit {} · stored {}",
+                "before fitting {} · stored {}",
                 show(prelimit.or(s.prelimit_tokens)),
                 show(Some(s.stored_tokens))
             ),
@@ -273,6 +287,52 @@ pub fn lines(s: &ContextSnapshot, live: Live<'_>, width: u16) -> Vec<Line<'stati
     if let Some(e) = &s.prepare_error {
         out.push(Line::styled(e.clone(), theme::error()));
     }
+    out
+}
+
+/// The history category's framing row (`overhead`): the tokens every
+/// request spends on roles and reply priming.
+fn framing(history: &Category) -> u64 {
+    history
+        .items
+        .iter()
+        .filter(|i| i.name == "overhead")
+        .map(|i| i.tokens)
+        .sum()
+}
+
+/// `threshold 5.2k (85 % of usable)`, and, when the value in
+/// force is not what the config asks, what it asks and why it differs.
+fn threshold_lines(b: &crate::tokens::Budget) -> Vec<Line<'static>> {
+    use crate::tokens::Adjustment;
+    let t = &b.threshold;
+    let mut out = vec![Line::raw(format!(
+        "threshold {} ({} % of usable)",
+        fmt::tokens(t.effective),
+        t.percent_of(b.effective_window)
+    ))];
+    let why = match t.adjustment(b.effective_window) {
+        Adjustment::None => return out,
+        Adjustment::Floor => format!(
+            "raised to the {} floor",
+            fmt::tokens(crate::tokens::THRESHOLD_FLOOR)
+        ),
+        Adjustment::SmallWindow => format!(
+            "{} % on a window under the {} floor",
+            crate::tokens::SMALL_WINDOW_PERCENT,
+            fmt::tokens(crate::tokens::THRESHOLD_FLOOR)
+        ),
+        Adjustment::Capped => "lowered to the cap".to_owned(),
+    };
+    let asked = crate::tokens::Threshold {
+        effective: t.requested,
+        ..*t
+    }
+    .percent_of(b.effective_window);
+    out.push(Line::styled(
+        format!("  asked {} ({asked} %); {why}", fmt::tokens(t.requested)),
+        theme::dim(),
+    ));
     out
 }
 

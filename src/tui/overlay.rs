@@ -44,6 +44,8 @@ pub struct Picker {
     pub ticket: u64,
     /// Whether an answer arrived for the current ticket.
     pub loaded: bool,
+    /// Every workspace's sessions (Tab), not only the current one's.
+    pub all: bool,
 }
 
 /// Which list [`Overlay::Tools`] shows.
@@ -75,10 +77,13 @@ pub enum Overlay {
         /// Scroll position and layout.
         pager: Pager,
     },
-    /// Keys and commands.
+    /// Keys and commands, with the context pane's legend; or the legend
+    /// alone.
     Help {
         /// Scroll position and layout.
         pager: Pager,
+        /// Only the context pane's legend (`?` on an empty composer).
+        legend: bool,
     },
     /// A list: the session's tools (`/tools`), its MCP servers (`/mcp`)
     /// or the notices log.
@@ -137,6 +142,16 @@ impl Overlay {
     pub fn help() -> Self {
         Self::Help {
             pager: Pager::default(),
+            legend: false,
+        }
+    }
+
+    /// What each row and figure of the context pane means.
+    #[must_use]
+    pub fn legend() -> Self {
+        Self::Help {
+            pager: Pager::default(),
+            legend: true,
         }
     }
 
@@ -236,7 +251,7 @@ impl Overlay {
             }
             Self::Prompt { pager }
             | Self::Request { pager, .. }
-            | Self::Help { pager }
+            | Self::Help { pager, .. }
             | Self::Tools { pager, .. }
             | Self::Message { pager, .. } => {
                 pager.scroll_by(i64::from(delta));
@@ -261,7 +276,7 @@ impl Overlay {
             Self::Picker(p) => p.selected = 0,
             Self::Prompt { pager }
             | Self::Request { pager, .. }
-            | Self::Help { pager }
+            | Self::Help { pager, .. }
             | Self::Tools { pager, .. }
             | Self::Message { pager, .. } => {
                 pager.to_top();
@@ -279,7 +294,7 @@ impl Overlay {
             Self::Picker(p) => p.selected = p.rows.len().saturating_sub(1),
             Self::Prompt { pager }
             | Self::Request { pager, .. }
-            | Self::Help { pager }
+            | Self::Help { pager, .. }
             | Self::Tools { pager, .. }
             | Self::Message { pager, .. } => {
                 pager.to_end();
@@ -345,6 +360,7 @@ pub fn render(
         Overlay::Picker(_) => " Sessions ".to_owned(),
         Overlay::Prompt { .. } => " Prompt inspector ".to_owned(),
         Overlay::Request { .. } => " Request inspector ".to_owned(),
+        Overlay::Help { legend: true, .. } => " Context pane ".to_owned(),
         Overlay::Help { .. } => " Help ".to_owned(),
         Overlay::Tools { kind, .. } => match kind {
             ListKind::Tools => " Tools ",
@@ -406,7 +422,14 @@ pub fn render(
                 buf,
             ),
         },
-        Overlay::Help { pager } => pager.render(2, "", || help_doc(keymap), inner, buf),
+        Overlay::Help { pager, legend } => {
+            let text = super::legend::text();
+            if *legend {
+                pager.render(3, &text, || legend_doc(&text), inner, buf);
+            } else {
+                pager.render(2, &text, || help_doc(keymap, &text), inner, buf);
+            }
+        }
         Overlay::Tools {
             kind,
             head,
@@ -555,11 +578,26 @@ fn request_doc(v: &RequestView) -> Vec<Item> {
     out
 }
 
-fn help_doc(keymap: &KeyMap) -> Vec<Item> {
-    help_lines(keymap).into_iter().map(Item::line).collect()
+/// The context pane's legend over its `text` ([`super::legend::text`]).
+fn legend_doc(text: &str) -> Vec<Item> {
+    let mut out = vec![Item::line(super::legend::heading())];
+    Item::lines_of(text, 0, text.len(), &mut out);
+    out
 }
 
-fn help_lines(keymap: &KeyMap) -> Vec<Line<'static>> {
+/// Help: keys, the composer, the overlays, the context pane's legend
+/// (over its `legend` text) and the commands.
+fn help_doc(keymap: &KeyMap, legend: &str) -> Vec<Item> {
+    let mut out: Vec<Item> = key_lines(keymap).into_iter().map(Item::line).collect();
+    out.push(Item::line(Line::default()));
+    out.extend(legend_doc(legend));
+    out.push(Item::line(Line::default()));
+    out.extend(command_lines().into_iter().map(Item::line));
+    out
+}
+
+/// Help's keys: the key map, the composer's and each overlay's.
+fn key_lines(keymap: &KeyMap) -> Vec<Line<'static>> {
     let mut out = vec![Line::styled("Keys", theme::title())];
     for (label, action) in keymap.bindings() {
         out.push(Line::raw(format!("  {label:<12} {}", action.description())));
@@ -594,8 +632,12 @@ fn help_lines(keymap: &KeyMap) -> Vec<Line<'static>> {
             out.push(Line::raw(format!("  {keys:<16} {what}")));
         }
     }
-    out.push(Line::default());
-    out.push(Line::styled("Commands", theme::title()));
+    out
+}
+
+/// Help's slash commands.
+fn command_lines() -> Vec<Line<'static>> {
+    let mut out = vec![Line::styled("Commands", theme::title())];
     for c in slash::ALL {
         let name = format!("/{} {}", c.name(), c.args());
         out.push(Line::raw(format!("  {name:<24} {}", c.description())));

@@ -106,7 +106,7 @@ impl Layout {
 fn header() -> Line<'static> {
     let mut m = Message::new(SessionId::default(), Role::Assistant, String::new(), 0);
     m.status = MessageStatus::Streaming;
-    block_header(&m, &badges(&m, None))
+    block_header(&m, &badges(&m, None), None)
 }
 
 #[cfg(test)]
@@ -119,7 +119,7 @@ mod tests {
         let mut m = Message::new(SessionId::default(), Role::Assistant, text, 0);
         m.status = MessageStatus::Streaming;
         let b = badges(&m, None);
-        super::super::chat::layout_block(&m, &b, None, width, &NoHighlights).lines
+        super::super::chat::layout_block(&m, &b, None, None, width, &NoHighlights).lines
     }
 
     fn lines(s: &Streaming, width: u16) -> Vec<Line<'static>> {

@@ -29,13 +29,23 @@ pub const MAX_FPS: u64 = 120;
 /// Rows scrolled per wheel notch.
 const WHEEL_ROWS: i32 = 3;
 
-/// Runs the app until the user quits; returns the session that was open
-/// then (`None` for a new session nothing was sent in), once the terminal
-/// is restored, so the caller can say how to come back to it.
+/// How the app ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Ended {
+    /// The session open then (`None` for a new session nothing was sent
+    /// in), so the caller can say how to come back to it.
+    pub session: Option<SessionId>,
+    /// The signal that ended it (`SIGTERM`, `SIGHUP`, `SIGINT` or
+    /// `SIGQUIT` sent to the process), if one did.
+    pub signal: Option<i32>,
+}
+
+/// Runs the app until the user quits or a signal ends it; returns how it
+/// ended once the terminal is restored.
 ///
 /// # Errors
 /// When the terminal cannot be set up or drawn to.
-pub fn run(launch: Launch) -> anyhow::Result<Option<SessionId>> {
+pub fn run(launch: Launch) -> anyhow::Result<Ended> {
     use std::io::IsTerminal as _;
     if !std::io::stdin().is_terminal() || !std::io::stdout().is_terminal() {
         anyhow::bail!(
@@ -145,7 +155,9 @@ async fn event_loop(
     keymap: KeyMap,
     warnings: Vec<String>,
     enhanced: bool,
-) -> anyhow::Result<Option<SessionId>> {
+) -> anyhow::Result<Ended> {
+    // Signals end the loop like a quit, so the terminal is restored.
+    let mut signals = Signals::new()?;
     let size = terminal.size()?;
     let mut app = App::new(keymap, size.width, size.height);
     app.set_compress_preview(launch.config.compression.preview);
@@ -182,7 +194,7 @@ async fn event_loop(
             match effect {
                 Effect::Op(op) => handle.send(op),
                 // Dropping the handle cancels the turn in progress.
-                Effect::Quit => return Ok(app.session().map(|s| s.id)),
+                Effect::Quit => return Ok(ended(&app, None)),
                 // Handled above.
                 Effect::EditInEditor(_) => {}
             }
@@ -214,14 +226,53 @@ async fn event_loop(
                     translate(e)
                 }
                 Some(Err(e)) => return Err(e.into()),
-                None => return Ok(app.session().map(|s| s.id)),
+                None => return Ok(ended(&app, None)),
             },
+            signal = signals.next() => return Ok(ended(&app, Some(signal))),
             e = rx.recv() => e,
             _ = tick.tick() => Some(AppEvent::Tick { now_ms: crate::runtime::now_ms() }),
         };
         if let Some(e) = event {
             pending.extend(app.handle(e));
         }
+    }
+}
+
+fn ended(app: &App, signal: Option<i32>) -> Ended {
+    Ended {
+        session: app.session().map(|s| s.id),
+        signal,
+    }
+}
+
+/// The signals that end the app with the terminal restored.
+struct Signals(Vec<(i32, tokio::signal::unix::Signal)>);
+
+impl Signals {
+    fn new() -> std::io::Result<Self> {
+        use tokio::signal::unix::{SignalKind, signal};
+        [
+            SignalKind::terminate(),
+            SignalKind::hangup(),
+            SignalKind::interrupt(),
+            SignalKind::quit(),
+        ]
+        .into_iter()
+        .map(|kind| Ok((kind.as_raw_value(), signal(kind)?)))
+        .collect::<std::io::Result<_>>()
+        .map(Self)
+    }
+
+    /// The next signal received.
+    async fn next(&mut self) -> i32 {
+        let waits = self.0.iter_mut().map(|(n, s)| {
+            let n = *n;
+            Box::pin(async move {
+                s.recv().await;
+                n
+            })
+        });
+        futures::future::select_all(waits).await.0
     }
 }
 

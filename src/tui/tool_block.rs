@@ -38,8 +38,12 @@ pub struct LiveCall {
     pub summary: Option<String>,
     /// An approval was asked and not answered yet.
     pub asked: bool,
-    /// The user denied it (its result follows with the round).
-    pub denied: bool,
+    /// It was answered without running — refused, denied by the user, or
+    /// found to fail — with this status (its result follows with the
+    /// round).
+    pub answered: Option<ToolStatus>,
+    /// How it ended, once it ran.
+    pub status: Option<ToolStatus>,
     /// When it started running, unix ms.
     pub started_ms: Option<i64>,
     /// When it finished running, unix ms.
@@ -61,8 +65,9 @@ pub enum CallState {
     Asking,
     /// It runs, for this many seconds so far.
     Running(i64),
-    /// It ran for this many ms; its result is stored with the round.
-    Finished(u64),
+    /// It ran for this many ms and ended so; its result is stored with
+    /// the round.
+    Finished(u64, ToolStatus),
     /// Its result is stored: how it ended (`None` for a result without
     /// strata's record, as in imported histories) and how long it ran, ms.
     Done(Option<ToolStatus>, Option<u64>),
@@ -76,7 +81,8 @@ impl CallState {
             Self::Queued => ("queued".into(), ToolTone::Quiet),
             Self::Asking => ("? waiting for approval".into(), ToolTone::Attention),
             Self::Running(secs) => (format!("● running {secs}s"), ToolTone::Running),
-            Self::Finished(_) => ("✓ finished".into(), ToolTone::Ok),
+            Self::Finished(_, ToolStatus::Ok) => ("✓ finished".into(), ToolTone::Ok),
+            Self::Finished(_, status) => Self::Done(Some(status), None).label(),
             Self::Done(status, _) => match status {
                 Some(ToolStatus::Ok) => ("✓ ok".into(), ToolTone::Ok),
                 Some(ToolStatus::Error) => ("✗ error".into(), ToolTone::Failed),
@@ -91,7 +97,7 @@ impl CallState {
 
     fn duration_ms(self) -> Option<u64> {
         match self {
-            Self::Finished(ms) | Self::Done(_, Some(ms)) => Some(ms),
+            Self::Finished(ms, _) | Self::Done(_, Some(ms)) => Some(ms),
             _ => None,
         }
     }
@@ -193,8 +199,8 @@ impl ToolBlocks {
                 None => CallState::Done(None, None),
             };
         }
-        if live.is_some_and(|l| l.denied) {
-            return CallState::Done(Some(ToolStatus::Denied), None);
+        if let Some(status) = live.and_then(|l| l.answered) {
+            return CallState::Done(Some(status), None);
         }
         if !self.turn_running {
             return CallState::NoResult;
@@ -203,8 +209,12 @@ impl ToolBlocks {
             Some(LiveCall {
                 started_ms: Some(s),
                 finished_ms: Some(f),
+                status,
                 ..
-            }) => CallState::Finished(u64::try_from(f - s).unwrap_or(0)),
+            }) => CallState::Finished(
+                u64::try_from(f - s).unwrap_or(0),
+                status.unwrap_or(ToolStatus::Ok),
+            ),
             Some(LiveCall {
                 started_ms: Some(s), ..
             }) => CallState::Running((self.now_ms - s).max(0) / 1_000),
@@ -429,7 +439,7 @@ fn layout(inputs: &Inputs<'_>, live: Option<&LiveCall>, key: &Key, hint: Option<
                 .map(str::to_owned)
         };
         let line = match (key.state, inputs.result) {
-            (CallState::Running(_) | CallState::Finished(_), _) => last(tail),
+            (CallState::Running(_) | CallState::Finished(..), _) => last(tail),
             (state, Some(r)) if state.tells_why() => first(&r.content),
             _ => None,
         };

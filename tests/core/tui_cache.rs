@@ -52,6 +52,8 @@ fn point(i: i64, prompt: u64, cached: u64, brk: Option<CacheBreak>, compaction: 
         predicted_cached_tokens: Some(cached),
         compaction,
         cache_break: brk,
+        message_id: None,
+        completion_tokens: None,
     }
 }
 

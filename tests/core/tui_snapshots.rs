@@ -127,7 +127,9 @@ fn picker_with_search_results() {
         };
         let effects = type_text(&mut app, "pars");
         let ticket = match effects.last() {
-            Some(strata::tui::Effect::Op(Op::ListSessions { ticket: t, search })) => {
+            Some(strata::tui::Effect::Op(Op::ListSessions {
+                ticket: t, search, ..
+            })) => {
                 assert_eq!(search, "pars");
                 assert!(*t > ticket);
                 *t
@@ -198,6 +200,51 @@ fn help() {
         )));
         insta::assert_snapshot!(format!("help_{w}x{h}"), draw(&app, w, h));
     }
+}
+
+#[test]
+fn the_pane_in_words_and_its_legend() {
+    for (w, h) in [(120, 36), (80, 24)] {
+        // An 8k window: the threshold in force is not what the config asks.
+        let messages = conversation();
+        let ctx = context_in(&messages, 8_192, 2_048);
+        let mut app = app_with(w, h, messages, Some(ctx));
+        if !app.context_visible() {
+            app.handle(key(KeyCode::F(2)));
+        }
+        let screen = draw(&app, w, h);
+        for label in [
+            "system",
+            "workspace",
+            "session",
+            "messages",
+            "reply",
+            "asked 4.6k (75 %)",
+        ] {
+            assert!(screen.contains(label), "{label}: {screen}");
+        }
+        let pane: String = screen
+            .lines()
+            .filter_map(|l| l.rsplit_once('│').map(|(_, p)| format!("{p}\n")))
+            .collect();
+        for insider in ["stable", "volatile", "history", "reserved", " req ", " eff"] {
+            assert!(!pane.contains(insider), "{insider}: {pane}");
+        }
+        insta::assert_snapshot!(format!("pane_words_{w}x{h}"), screen);
+        app.handle(key(KeyCode::Char('?')));
+        assert!(matches!(
+            app.overlay(),
+            Some(strata::tui::Overlay::Help { legend: true, .. })
+        ));
+        insta::assert_snapshot!(format!("pane_legend_{w}x{h}"), draw(&app, w, h));
+        app.handle(key(KeyCode::Esc));
+        assert!(app.overlay().is_none());
+    }
+    // With text in the composer, `?` is text.
+    let mut app = app_with(120, 36, conversation(), None);
+    type_text(&mut app, "why?");
+    assert!(app.overlay().is_none());
+    assert_eq!(app.draft(), "why?");
 }
 
 #[test]

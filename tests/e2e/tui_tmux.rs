@@ -45,8 +45,8 @@ async fn the_app_chats_starts_a_new_session_quits_and_continues() {
     tmux.keys("one", &["say bonjour", "Enter"]);
     let screen = tmux.wait_for("one", "Bonjour from the mock").await;
     assert!(screen.contains("cache boundary"), "{screen}");
-    assert!(screen.contains("stable"), "{screen}");
-    assert!(screen.contains("history"), "{screen}");
+    assert!(screen.contains("system"), "{screen}");
+    assert!(screen.contains("messages"), "{screen}");
     let screen = tmux.wait_for("one", "cached 256").await;
     assert!(screen.contains("strata · say bonjour"), "{screen}");
 
@@ -75,4 +75,61 @@ async fn the_app_chats_starts_a_new_session_quits_and_continues() {
         .to_owned();
     let screen = tmux.wait_for("two", &format!("strata --resume {short}")).await;
     assert!(!screen.contains("Enter send"), "{screen}");
+}
+
+/// A tmux format value of the pane `name` (`alternate_on`, ...).
+fn pane_flag(tmux: &Tmux, name: &str, flag: &str) -> String {
+    let out = tmux.cmd(&["display-message", "-p", "-t", name, &format!("#{{{flag}}}")]);
+    String::from_utf8_lossy(&out.stdout).trim().to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(strata_missing_tmux, ignore = "needs tmux: apt-get install tmux")]
+async fn a_terminate_signal_restores_the_terminal_and_exits_with_its_code() {
+    let server = Server::start(vec![Reply::sse(sse("unused"))]).await;
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.home.path().join("config.toml"),
+        format!(
+            "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n",
+            server.base_url()
+        ),
+    )
+    .unwrap();
+    let tmux = Tmux::private("signal");
+    tmux.start(
+        "one",
+        &sb.tmux_line("")
+            .replace("; sleep 30", "; echo \"exit=$?\"; sleep 30"),
+    );
+    tmux.wait_for("one", "gpt-4o-mini · openai").await;
+    assert_eq!(pane_flag(&tmux, "one", "alternate_on"), "1");
+    assert_eq!(pane_flag(&tmux, "one", "mouse_any_flag"), "1");
+    let shell = pane_flag(&tmux, "one", "pane_pid");
+    let children = std::process::Command::new("pgrep")
+        .args(["-P", &shell])
+        .output()
+        .unwrap();
+    let strata = String::from_utf8_lossy(&children.stdout).trim().to_owned();
+    assert!(
+        !strata.is_empty() && !strata.contains('\n'),
+        "one child: {strata:?}"
+    );
+    let sent = std::process::Command::new("kill")
+        .args(["-TERM", &strata])
+        .status()
+        .unwrap();
+    assert!(sent.success());
+    let screen = tmux.wait_for("one", "exit=143").await;
+    assert!(!screen.contains("Enter send"), "{screen}");
+    assert_eq!(
+        pane_flag(&tmux, "one", "alternate_on"),
+        "0",
+        "the alternate screen was left"
+    );
+    assert_eq!(
+        pane_flag(&tmux, "one", "mouse_any_flag"),
+        "0",
+        "mouse capture was undone"
+    );
 }

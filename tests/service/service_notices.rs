@@ -107,3 +107,39 @@ async fn export_writes_into_the_data_directory_and_says_the_path() {
         .collect();
     assert!(in_workspace.is_empty(), "{in_workspace:?}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn spill_files_past_their_cap_are_trimmed_oldest_first_and_said_when_the_app_opens() {
+    let dirs = Dirs::new();
+    let spill = dirs.paths().spill_dir();
+    let old = spill.join("s1/call_old.txt");
+    let new = spill.join("s2/call_new.txt");
+    strata::tools::write_spill(&old, &"o".repeat(700_000)).unwrap();
+    strata::tools::write_spill(&new, &"n".repeat(700_000)).unwrap();
+    let hour_ago = std::time::SystemTime::now() - std::time::Duration::from_secs(3_600);
+    std::fs::File::options()
+        .write(true)
+        .open(&old)
+        .unwrap()
+        .set_modified(hour_ago)
+        .unwrap();
+    let text = "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"http://127.0.0.1:9/v1\"\n[tools]\nspill_max_mb = 1\n";
+    let config = Config::parse(text).unwrap().config;
+    let (sink, events) = recorder();
+    let _service = service_support::open_new(&dirs, config, true, sink);
+    assert!(!old.exists() && new.exists(), "the oldest went");
+    let events = events.lock().unwrap();
+    let said: Vec<&String> = events
+        .iter()
+        .filter_map(|e| match e {
+            ServiceEvent::Notice(n) if n.contains("spill") => Some(n),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        said,
+        [
+            "the oldest spill file was removed (0.7 MB of whole tool outputs) to keep spill files under 1 MB; raise [tools] spill_max_mb to keep more"
+        ]
+    );
+}

@@ -11,7 +11,8 @@ use crate::support::service as service_support;
 use server::{Reply, Server};
 use service_support::{Dirs, history, recorder};
 use strata::config::Config;
-use strata::runtime::service::Command;
+use strata::domain::ToolStatus;
+use strata::runtime::service::{Command, ServiceEvent, ToolEvent};
 use tool_sse::{openai_calls, openai_text};
 
 fn tool_names(body: &serde_json::Value) -> Vec<String> {
@@ -234,5 +235,64 @@ async fn a_cancel_while_mcp_servers_start_stops_the_wait_and_sends_nothing() {
         events
             .iter()
             .any(|e| matches!(e, strata::runtime::service::ServiceEvent::Unsent(t) if t == "hello?"))
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edit_that_would_fail_is_answered_with_its_error_not_offered_for_approval() {
+    let server = Server::with(|n| match n {
+        0 => Reply::sse(openai_calls(&[("r", "read_file", r#"{"path":"a.txt"}"#)])),
+        1 => Reply::sse(openai_calls(&[(
+            "e",
+            "edit_file",
+            r#"{"path":"a.txt","old_string":"three","new_string":"four"}"#,
+        )])),
+        _ => Reply::sse(openai_text("ok")),
+    })
+    .await;
+    let dirs = Dirs::new();
+    std::fs::write(dirs.ws.path().join("a.txt"), "one\n").unwrap();
+    let config = config(&server);
+    let id = service_support::import(&dirs, &config, &history(2, "hello"));
+    let (sink, events) = recorder();
+    let mut service = service_support::open(&dirs, config, id, true, sink);
+    // Nobody answers approvals here: a call offered for one would wait.
+    tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        service.send("change it".into(), std::future::pending()),
+    )
+    .await
+    .expect("the turn went on without asking")
+    .unwrap();
+    let events = events.lock().unwrap();
+    assert!(
+        !events
+            .iter()
+            .any(|e| matches!(e, ServiceEvent::Tool(ToolEvent::ApprovalNeeded(_)))),
+        "a call that would fail is not offered"
+    );
+    assert!(
+        events.iter().any(|e| matches!(
+            e,
+            ServiceEvent::Tool(ToolEvent::Answered { tool_call_id, status: ToolStatus::Error })
+                if tool_call_id == "e"
+        )),
+        "its block says it failed before the round ends"
+    );
+    let body = server.requests().last().unwrap().json();
+    let result = body["messages"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["tool_call_id"] == "e")
+        .unwrap()["content"]
+        .to_string();
+    assert!(
+        result.contains("`old_string` does not occur in `a.txt`"),
+        "the model gets the error: {result}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(dirs.ws.path().join("a.txt")).unwrap(),
+        "one\n"
     );
 }

@@ -164,3 +164,68 @@ fn the_history_thread_loads_first_and_keeps_inputs_up_to_the_size_limit() {
         "the long input was not stored"
     );
 }
+
+/// Sessions of `ws` imported into the store under `home`, one per title.
+fn sessions_in(home: &Path, ws: &Path, titles: &[&str]) {
+    let config = Config::parse("[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n")
+        .unwrap()
+        .config;
+    let choice = strata::config::select_model(&strata::config::SelectionRequest {
+        provider: None,
+        model: None,
+        config: &config,
+        env: &|_: &str| None,
+    })
+    .unwrap();
+    let mut runtime = strata::runtime::Runtime::open(Paths::under(home), config).unwrap();
+    for title in titles {
+        let messages = serde_json::json!([{"role": "user", "content": title}]).to_string();
+        runtime
+            .import(&messages, Some((*title).to_owned()), ws, &choice, None)
+            .unwrap();
+    }
+}
+
+/// The titles the open picker lists.
+fn listed(app: &App) -> Vec<String> {
+    match app.overlay() {
+        Some(strata::tui::Overlay::Picker(p)) => p.rows.iter().map(|r| r.title.clone()).collect(),
+        other => panic!("the picker is not open: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_picker_lists_this_workspaces_sessions_until_tab_asks_for_every_one() {
+    let _quiet = crate::support::service::counters_quiet().await;
+    let server = Server::with(|_| Reply::sse(sse("hi"))).await;
+    let home = tempfile::tempdir().unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join(".git")).unwrap();
+    let other = tempfile::tempdir().unwrap();
+    std::fs::create_dir(other.path().join(".git")).unwrap();
+    sessions_in(home.path(), ws.path(), &["parser refactor"]);
+    sessions_in(
+        home.path(),
+        other.path(),
+        &["unrelated cjk test", "another elsewhere"],
+    );
+
+    let mut run = Run::start(&server, home.path(), ws.path());
+    run.act(tui_support::ctrl('o'));
+    let loaded = |a: &App| matches!(a.overlay(), Some(strata::tui::Overlay::Picker(p)) if p.loaded);
+    run.until("this workspace's sessions", loaded).await;
+    assert_eq!(listed(&run.app), ["parser refactor"]);
+
+    run.act(key(KeyCode::Tab));
+    run.until("every workspace's sessions", loaded).await;
+    let mut all = listed(&run.app);
+    all.sort();
+    assert_eq!(
+        all,
+        ["another elsewhere", "parser refactor", "unrelated cjk test"]
+    );
+
+    run.act(key(KeyCode::Tab));
+    run.until("this workspace's sessions again", loaded).await;
+    assert_eq!(listed(&run.app), ["parser refactor"]);
+}

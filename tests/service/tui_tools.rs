@@ -764,6 +764,7 @@ fn an_expanded_edit_shows_its_diff_once() {
     summaries(&mut app, &[(&edit, "src/parser.rs")]);
     app.handle(ServiceEvent::Tool(ToolEvent::Finished {
         tool_call_id: "call_9".into(),
+        status: ToolStatus::Ok,
         diff: Some(diff.into()),
         now_ms: 0,
     }));
@@ -773,4 +774,28 @@ fn an_expanded_edit_shows_its_diff_once() {
     let screen = draw(&app, 120, 36);
     assert_eq!(screen.matches("+loop_once()").count(), 1, "{screen}");
     assert_eq!(screen.matches("Edited `src/parser.rs`").count(), 1, "{screen}");
+}
+
+#[test]
+fn a_call_answered_without_running_or_that_failed_says_so_before_the_round_ends() {
+    let (mut app, _) = running_app(120, 36);
+    let screen = draw(&app, 120, 36);
+    assert!(screen.contains("edit_file src/parser.rs  queued"), "{screen}");
+    assert!(screen.contains("read_file Cargo.toml  ✓ finished"), "{screen}");
+    // Refused by the policy (or found to fail): no result stored yet.
+    app.handle(ServiceEvent::Tool(ToolEvent::Answered {
+        tool_call_id: "run_3".into(),
+        status: ToolStatus::Denied,
+    }));
+    // The shell command ran and failed.
+    app.handle(ServiceEvent::Tool(ToolEvent::Finished {
+        tool_call_id: "run_1".into(),
+        status: ToolStatus::Error,
+        diff: None,
+        now_ms: 112_000,
+    }));
+    let screen = draw(&app, 120, 36);
+    assert!(screen.contains("edit_file src/parser.rs  ⊘ denied"), "{screen}");
+    assert!(screen.contains("shell cargo test --locked  ✗ error"), "{screen}");
+    assert!(screen.contains("read_file Cargo.toml  ✓ finished"), "{screen}");
 }

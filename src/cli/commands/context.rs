@@ -145,7 +145,7 @@ pub fn context(env: &Env, args: &ContextArgs) -> anyhow::Result<()> {
         .map_or_else(|| "–".to_owned(), |t| format!("{approx}{}", thousands(t)));
     writeln!(
         out,
-        "before the limit: {prelimit} (what the compression threshold is compared with) · stored history: {approx}{}",
+        "before the limit: {prelimit} (what the compression threshold is compared with) · stored history with the system prompt: {approx}{}",
         thousands(report.stored_tokens)
     )?;
     if let Some(why) = &report.prepare_error {

@@ -24,11 +24,15 @@ pub enum CountJob {
 /// Most picker rows asked of the store at once.
 const PICKER_ROWS: usize = 500;
 
+/// A picker search: echoed ticket, search text, and whether every
+/// workspace's sessions are listed (otherwise the current one's).
+pub type PickerQuery = (u64, String, bool);
+
 /// Starts the query thread (its own store connection, opened on first
-/// use); send it `(ticket, search text)`.
+/// use) for the workspace rooted at `workspace`; send it a [`PickerQuery`].
 #[must_use]
-pub fn spawn_queries(db: PathBuf, events: Sink) -> std_mpsc::Sender<(u64, String)> {
-    let (tx, rx) = std_mpsc::channel::<(u64, String)>();
+pub fn spawn_queries(db: PathBuf, workspace: String, events: Sink) -> std_mpsc::Sender<PickerQuery> {
+    let (tx, rx) = std_mpsc::channel::<PickerQuery>();
     std::thread::Builder::new()
         .name("strata-queries".into())
         .spawn(move || {
@@ -49,7 +53,7 @@ pub fn spawn_queries(db: PathBuf, events: Sink) -> std_mpsc::Sender<(u64, String
                 let Some(s) = &store else { continue };
                 let query = SessionQuery {
                     search: Some(job.1.clone()).filter(|t| !t.trim().is_empty()),
-                    workspace: None,
+                    workspace: (!job.2).then(|| workspace.clone()),
                     limit: Some(PICKER_ROWS),
                 };
                 match s.list_sessions(&query) {

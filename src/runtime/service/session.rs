@@ -182,7 +182,9 @@ impl SessionService {
                 .spawn(|| crate::tokens::Encoding::O200kBase.warm());
         }
         let runtime = Runtime::open(launch.paths, launch.config)?.for_client(client);
-        runtime.tidy_tools();
+        if let Some(notice) = runtime.tidy_tools() {
+            sink(ServiceEvent::Notice(notice));
+        }
         let watch = PromptWatch::new(Arc::clone(&sink), runtime.paths.config_dir.clone());
         Ok(Self {
             watch,

@@ -49,12 +49,19 @@ impl App {
             }
             ToolEvent::Finished {
                 tool_call_id,
+                status,
                 diff,
                 now_ms,
             } => {
                 let live = self.chat.tools.live_mut(&tool_call_id);
                 live.finished_ms = Some(now_ms);
+                live.status = Some(status);
                 live.diff = diff;
+            }
+            ToolEvent::Answered { tool_call_id, status } => {
+                let live = self.chat.tools.live_mut(&tool_call_id);
+                live.asked = false;
+                live.answered = Some(status);
             }
             ToolEvent::ApprovalNeeded(request) => {
                 let live = self.chat.tools.live_mut(&request.call.id);
@@ -209,7 +216,9 @@ impl App {
         }
         let live = self.chat.tools.live_mut(&tool_call_id);
         live.asked = false;
-        live.denied = matches!(approval, Approval::Deny { .. });
+        if matches!(approval, Approval::Deny { .. }) {
+            live.answered = Some(crate::domain::ToolStatus::Denied);
+        }
         self.overlay = self.approvals.pop_front().map(Overlay::approval);
         if self.overlay.is_some() {
             self.question_appeared();

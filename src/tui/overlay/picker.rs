@@ -1,9 +1,11 @@
 //! The session picker's lines: a search line, then a table of sessions
 //! (short id, title, workspace, messages, tokens, model, last update)
 //! whose columns are laid out by display width, so CJK and emoji titles
-//! keep every column in place. When the overlay is narrow the workspace,
-//! then the model, then the counts are left out before the title gets
-//! short; the time column is never cut.
+//! keep every column in place. It lists the current workspace's sessions
+//! (without the workspace column) until Tab asks for every workspace's.
+//! When the overlay is narrow the model, then the counts, then the id are
+//! left out before the title gets short, and the workspace last; the time
+//! column is never cut.
 
 use super::Picker;
 use crate::domain::SessionSummary;
@@ -104,7 +106,7 @@ fn date(ms: i64) -> String {
 /// column as wide as its widest cell (workspace and model capped), the
 /// title taking what is left, and columns left out while the title would
 /// get fewer than [`TITLE_MIN`] cells.
-fn layout(rows: &[Cells], width: usize) -> Vec<(Column, usize)> {
+fn layout(rows: &[Cells], width: usize, all: bool) -> Vec<(Column, usize)> {
     let widest = |c: Column, cap: usize| {
         rows.iter()
             .map(|r| fmt::width(r.get(c)))
@@ -123,6 +125,9 @@ fn layout(rows: &[Cells], width: usize) -> Vec<(Column, usize)> {
         (Column::Updated, widest(Column::Updated, usize::MAX)),
     ]
     .into();
+    if !all {
+        columns.retain(|(c, _)| *c != Column::Workspace);
+    }
     let others = |cols: &[(Column, usize)]| -> usize {
         cols.iter()
             .filter(|(c, _)| *c != Column::Title)
@@ -130,11 +135,11 @@ fn layout(rows: &[Cells], width: usize) -> Vec<(Column, usize)> {
             .sum()
     };
     for drop in [
-        Column::Workspace,
         Column::Model,
         Column::Messages,
         Column::Tokens,
         Column::Id,
+        Column::Workspace,
     ] {
         if width.saturating_sub(others(&columns)) >= TITLE_MIN {
             break;
@@ -172,12 +177,18 @@ fn line(columns: &[(Column, usize)], cell: impl Fn(Column) -> String) -> String 
 pub(super) fn picker_lines(p: &Picker, width: u16) -> Vec<Line<'static>> {
     let width = usize::from(width);
     let rows: Vec<Cells> = p.rows.iter().map(Cells::of).collect();
-    let columns = layout(&rows, width);
+    let columns = layout(&rows, width, p.all);
+    let scope = if p.all {
+        "  every workspace · Tab: this one"
+    } else {
+        "  this workspace · Tab: every one"
+    };
     let mut out = vec![
         Line::from(vec![
             Span::styled("search: ", theme::dim()),
             Span::raw(p.query.clone()),
             Span::styled("▏", theme::dim()),
+            Span::styled(scope, theme::dim()),
         ]),
         Line::styled(
             fmt::cut(&line(&columns, |c| c.head().to_owned()), width),
@@ -278,17 +289,36 @@ mod tests {
     }
 
     #[test]
-    fn narrow_pickers_leave_columns_out_before_the_title_and_time() {
-        let wide = text(&picker(), 140);
+    fn the_workspace_column_shows_with_every_workspace_and_is_left_out_last() {
+        let all = Picker {
+            all: true,
+            ..picker()
+        };
+        let wide = text(&all, 140);
         assert!(
             wide[1].contains("workspace") && wide[1].contains("model"),
             "{wide:#?}"
         );
-        let narrow = text(&picker(), 50);
+        assert!(wide[0].ends_with("every workspace · Tab: this one"), "{wide:#?}");
+        let mid = text(&all, 70);
         assert!(
-            !narrow[1].contains("workspace") && !narrow[1].contains("model"),
-            "{narrow:#?}"
+            mid[1].contains("workspace") && !mid[1].contains("model") && !mid[1].contains("msgs"),
+            "{mid:#?}"
         );
+        let narrow = text(&all, 50);
+        assert!(!narrow[1].contains("workspace"), "{narrow:#?}");
+        let this = text(&picker(), 140);
+        assert!(
+            !this[1].contains("workspace") && this[1].contains("model"),
+            "{this:#?}"
+        );
+        assert!(this[0].ends_with("this workspace · Tab: every one"), "{this:#?}");
+    }
+
+    #[test]
+    fn narrow_pickers_leave_columns_out_before_the_title_and_time() {
+        let narrow = text(&picker(), 50);
+        assert!(!narrow[1].contains("model"), "{narrow:#?}");
         assert!(
             narrow[3].contains("日本語のタイトル") && narrow[3].ends_with("2025-11-29 07:06"),
             "{narrow:#?}"

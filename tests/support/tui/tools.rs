@@ -97,6 +97,7 @@ pub fn running_app(w: u16, h: u16) -> (App, Vec<ToolCall>) {
     }));
     app.handle(ServiceEvent::Tool(ToolEvent::Finished {
         tool_call_id: "run_2".into(),
+        status: strata::domain::ToolStatus::Ok,
         diff: None,
         now_ms: 100_030,
     }));

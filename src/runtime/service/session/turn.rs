@@ -159,6 +159,9 @@ impl SessionService {
         if let Some(notice) = self.connected.as_ref().and_then(|c| c.provider.take_notice()) {
             self.emit(ServiceEvent::Notice(notice));
         }
+        if let Some(notice) = self.runtime.trim_spill() {
+            self.emit(ServiceEvent::Notice(notice));
+        }
     }
 
     /// Connects, creates the session (titled after `text`) when there is
