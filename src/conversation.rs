@@ -76,7 +76,8 @@ pub enum FailureKind {
 
 /// Where a turn is, for the status bar (DESIGN §9), from the core's own
 /// decisions and the provider's progress events
-/// ([`StreamEvent::Connected`], [`StreamEvent::Retrying`]).
+/// ([`StreamEvent::Connected`], [`StreamEvent::Retrying`],
+/// [`StreamEvent::Prefill`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Phase {
     /// The request is being prepared (the pipeline, the preflight check).
@@ -88,6 +89,14 @@ pub enum Phase {
     /// The server answered and the reply stream is open; the model is
     /// reading the prompt (nothing of the reply yet).
     WaitingForFirstToken,
+    /// The model is reading the prompt and says how far it got (the
+    /// embedded model's prefill).
+    ReadingPrompt {
+        /// Prompt tokens read so far.
+        done: u64,
+        /// Prompt tokens in all.
+        total: u64,
+    },
     /// The attempt failed with a retryable error; the request goes again
     /// after a wait.
     Retrying {

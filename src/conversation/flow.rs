@@ -276,6 +276,9 @@ impl Conversation {
         match event {
             // Progress of the request, before any of the reply.
             StreamEvent::Connected => return vec![Effect::Phase(Phase::WaitingForFirstToken)],
+            StreamEvent::Prefill { done, total } => {
+                return vec![Effect::Phase(Phase::ReadingPrompt { done, total })];
+            }
             StreamEvent::Retrying {
                 attempt, max, reason, ..
             } => {

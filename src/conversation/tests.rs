@@ -436,6 +436,20 @@ fn the_providers_progress_moves_the_phase_and_is_not_reply_text() {
         now_ms: 2,
     });
     assert_eq!(e, vec![Effect::Phase(Phase::WaitingForFirstToken)]);
+    let e = c.handle(Event::Stream {
+        event: StreamEvent::Prefill {
+            done: 512,
+            total: 5_600,
+        },
+        now_ms: 3,
+    });
+    assert_eq!(
+        e,
+        vec![Effect::Phase(Phase::ReadingPrompt {
+            done: 512,
+            total: 5_600
+        })]
+    );
     assert!(
         !c.has_output(),
         "progress is not output: an overflow could still retry"

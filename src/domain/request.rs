@@ -116,14 +116,28 @@ pub enum StreamEvent {
         /// The wait before it, milliseconds.
         wait_ms: u64,
     },
+    /// How far the model has read the prompt, where the provider says (the
+    /// embedded model, after each batch of its prefill). Progress, not
+    /// reply content.
+    Prefill {
+        /// Prompt tokens read so far (those re-used from the cache
+        /// included).
+        done: u64,
+        /// Prompt tokens in all.
+        total: u64,
+    },
 }
 
 impl StreamEvent {
     /// Whether the event reports the request's progress rather than reply
-    /// content ([`StreamEvent::Connected`], [`StreamEvent::Retrying`]).
+    /// content ([`StreamEvent::Connected`], [`StreamEvent::Retrying`],
+    /// [`StreamEvent::Prefill`]).
     #[must_use]
     pub fn is_progress(&self) -> bool {
-        matches!(self, Self::Connected | Self::Retrying { .. })
+        matches!(
+            self,
+            Self::Connected | Self::Retrying { .. } | Self::Prefill { .. }
+        )
     }
 }
 

@@ -207,7 +207,7 @@ impl RequestLog {
             }
             StreamEvent::Usage(usage) => self.usage = Some(*usage),
             // Logged where they happen (connected, retrying).
-            StreamEvent::Connected | StreamEvent::Retrying { .. } => {}
+            StreamEvent::Connected | StreamEvent::Retrying { .. } | StreamEvent::Prefill { .. } => {}
             StreamEvent::Done { finish_reason } => {
                 self.ended = true;
                 let usage = self.usage.unwrap_or_default();

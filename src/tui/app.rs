@@ -377,6 +377,12 @@ impl App {
                 // Counting servers up keeps the wait's start.
                 let since = match (&self.phase, &phase) {
                     (Some((Phase::StartingServers { .. }, since)), Phase::StartingServers { .. }) => *since,
+                    // So does the prompt being read, from the first token
+                    // wait on.
+                    (
+                        Some((Phase::WaitingForFirstToken | Phase::ReadingPrompt { .. }, since)),
+                        Phase::ReadingPrompt { .. },
+                    ) => *since,
                     _ => self.now_ms,
                 };
                 self.phase = Some((phase, since));

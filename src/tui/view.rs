@@ -234,6 +234,12 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
             Some((Phase::WaitingForFirstToken, since)) => {
                 format!("waiting for the first token {}", elapsed(app.now_ms, *since))
             }
+            Some((Phase::ReadingPrompt { done, total }, since)) => format!(
+                "reading the prompt {} of {} tokens {}",
+                fmt::tokens(*done),
+                fmt::tokens(*total),
+                elapsed(app.now_ms, *since)
+            ),
             Some((Phase::Retrying { attempt, max, reason }, since)) => {
                 format!(
                     "retry {attempt}/{max} {} · {}",

@@ -276,6 +276,17 @@ fn the_status_bar_follows_the_turns_phases() {
         "{}",
         status(&app)
     );
+    // A provider that says how far it read: the wait keeps its start.
+    app.handle(ServiceEvent::Phase(Phase::ReadingPrompt {
+        done: 2_048,
+        total: 5_600,
+    }));
+    app.handle(AppEvent::Tick { now_ms: 12_000 });
+    assert!(
+        status(&app).contains("reading the prompt 2k of 5.6k tokens 8s"),
+        "{}",
+        status(&app)
+    );
     app.handle(ServiceEvent::Phase(Phase::Streaming));
     app.handle(ServiceEvent::Delta {
         text: "Hi".into(),
@@ -312,6 +323,54 @@ fn the_pre_limit_and_stored_figures_show_only_when_the_pipeline_reduced_somethin
     ctx.stored_tokens = 40_000;
     let app = app_with(140, 30, messages, Some(ctx));
     assert!(draw(&app, 140, 30).contains("stored"));
+}
+
+/// A reply's header gives the provider's completion tokens once they are
+/// known, live and from the session's requests; a user message keeps its
+/// count.
+#[test]
+fn a_replys_header_shows_the_providers_completion_tokens() {
+    use strata::domain::{Role, Usage};
+    let messages = vec![msg(Role::User, "hello", 7), msg(Role::Assistant, "hi there", 75)];
+    let reply = messages[1].id;
+    let mut app = app_with(120, 36, messages.clone(), Some(context(&messages)));
+    let screen = draw(&app, 120, 36);
+    assert!(
+        screen.contains("assistant  75 tok") && screen.contains("you  7 tok"),
+        "{screen}"
+    );
+    let usage = Usage {
+        session_id: session_id(1),
+        message_id: Some(reply),
+        model: "gpt-4o".into(),
+        prompt_tokens: Some(300),
+        completion_tokens: Some(71),
+        cache_read_tokens: None,
+        cache_write_tokens: None,
+        reasoning_tokens: None,
+        estimated_prompt_tokens: 290,
+        ttft_ms: None,
+        duration_ms: None,
+        created_at: 0,
+        tools_sha256: None,
+        cache: None,
+    };
+    app.handle(ServiceEvent::Usage(usage.clone()));
+    let screen = draw(&app, 120, 36);
+    assert!(
+        screen.contains("assistant  71 tok") && screen.contains("you  7 tok"),
+        "{screen}"
+    );
+    assert!(
+        screen.contains("completion 71"),
+        "the status bar agrees: {screen}"
+    );
+
+    // Opened again: from the session's requests.
+    let mut ctx = context(&messages);
+    ctx.requests = strata::runtime::cache_report::request_points(&[usage], &[]);
+    let app = app_with(120, 36, messages, Some(ctx));
+    assert!(draw(&app, 120, 36).contains("assistant  71 tok"));
 }
 
 /// The status bar cuts a long notice; the notices log (F6, `/log`) shows

@@ -50,11 +50,13 @@ fn request(messages: Vec<RequestMessage>, max_tokens: u64) -> ChatRequest {
     }
 }
 
-/// A finished reply: its text, usage and finish reason.
+/// A finished reply: its text, usage and finish reason, and the prefill's
+/// progress as reported (`done`, `total`).
 struct Reply {
     text: String,
     usage: ProviderUsage,
     finish_reason: Option<FinishReason>,
+    prefill: Vec<(u64, u64)>,
 }
 
 fn complete(provider: &LocalProvider, request: ChatRequest) -> Result<Reply, ProviderError> {
@@ -62,12 +64,21 @@ fn complete(provider: &LocalProvider, request: ChatRequest) -> Result<Reply, Pro
     let mut usage = None;
     let mut finish_reason = None;
     let mut connected = false;
+    let mut prefill = Vec::new();
     for event in block_on_stream(provider.stream(request)) {
         match event? {
             // The prefill starts: before any reply text, once.
             StreamEvent::Connected => {
                 assert!(!connected && text.is_empty(), "connected once, before the reply");
                 connected = true;
+            }
+            // Its progress, after that and before the reply.
+            StreamEvent::Prefill { done, total } => {
+                assert!(
+                    connected && text.is_empty(),
+                    "prefill progress comes before the reply"
+                );
+                prefill.push((done, total));
             }
             StreamEvent::TextDelta { text: delta } => text.push_str(&delta),
             StreamEvent::Usage(reported) => usage = Some(reported),
@@ -82,6 +93,7 @@ fn complete(provider: &LocalProvider, request: ChatRequest) -> Result<Reply, Pro
         text,
         usage: usage.expect("a usage event"),
         finish_reason,
+        prefill,
     })
 }
 
@@ -103,6 +115,28 @@ fn greedy_generation_streams_a_non_empty_answer() {
     assert_eq!(stats.prompt_tokens as u64, reply.usage.prompt_tokens.unwrap());
     assert_eq!(stats.prefilled_tokens, stats.prompt_tokens);
     assert_eq!(reply.finish_reason, Some(FinishReason::Length));
+    let prompt = reply.usage.prompt_tokens.unwrap();
+    assert_eq!(reply.prefill.first(), Some(&(0, prompt)), "{:?}", reply.prefill);
+    assert_eq!(
+        reply.prefill.last(),
+        Some(&(prompt, prompt)),
+        "{:?}",
+        reply.prefill
+    );
+}
+
+#[test]
+fn a_long_prefill_reports_its_progress_batch_by_batch() {
+    let provider = provider(4096);
+    let long = "The context window holds the prompt and the reply. ".repeat(60);
+    let reply = complete(&provider, request(vec![message(Role::User, &long)], 4)).unwrap();
+    let prompt = reply.usage.prompt_tokens.unwrap();
+    assert!(prompt > 512, "a prompt of several batches: {prompt}");
+    let done: Vec<u64> = reply.prefill.iter().map(|&(done, _)| done).collect();
+    assert!(done.len() >= 3, "{done:?}");
+    assert!(done.windows(2).all(|w| w[0] < w[1]), "it only moves on: {done:?}");
+    assert!(reply.prefill.iter().all(|&(_, total)| total == prompt));
+    assert_eq!(done.last(), Some(&prompt));
 }
 
 #[test]
@@ -164,6 +198,11 @@ fn a_follow_up_turn_reuses_the_cached_prefix() {
     assert_eq!(stats.prefilled_tokens as u64, prompt - reused);
     assert!((stats.prefilled_tokens as u64) < prompt);
     assert!(!second.text.trim().is_empty());
+    assert_eq!(
+        second.prefill.first(),
+        Some(&(reused, prompt)),
+        "the re-used prefix counts as read"
+    );
 }
 
 #[test]
@@ -178,7 +217,7 @@ fn dropping_the_stream_stops_generation_and_the_next_request_is_answered() {
     while deltas < 3 {
         match events.next().expect("an event").unwrap() {
             StreamEvent::TextDelta { .. } => deltas += 1,
-            StreamEvent::Connected => {}
+            StreamEvent::Connected | StreamEvent::Prefill { .. } => {}
             other => panic!("the reply ended early with {other:?}"),
         }
     }

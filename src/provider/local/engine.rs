@@ -234,6 +234,14 @@ impl<'m> Engine<'m> {
         // The model thread took the job: what follows is the prefill.
         let _ = job.events.unbounded_send(Ok(StreamEvent::Connected));
         let prefill_started = Instant::now();
+        let total = tokens.len() as u64;
+        let progress = |done: usize| {
+            let _ = job.events.unbounded_send(Ok(StreamEvent::Prefill {
+                done: done as u64,
+                total,
+            }));
+        };
+        progress(reused);
         for chunk in tokens[reused..].chunks(self.chunk) {
             if self.cancelled(job) {
                 stats.prefill = prefill_started.elapsed();
@@ -245,6 +253,7 @@ impl<'m> Engine<'m> {
             let last_chunk = self.cached.len() + chunk.len() == tokens.len();
             self.decode(chunk, last_chunk)?;
             stats.prefilled_tokens += chunk.len();
+            progress(self.cached.len());
         }
         stats.prefill = prefill_started.elapsed();
 
