@@ -43,6 +43,7 @@ pub use changes::{SessionTools, StoredChange};
 pub use compaction::CompactionWrite;
 pub use edits::EditWrite;
 pub use error::{AMBIGUOUS_CANDIDATES, Candidate, StoreError};
+pub use files::check_writable_dir;
 pub use handle::StoreHandle;
 pub use mcp_names::McpToolName;
 pub use mcp_trust::{McpDecision, McpTrust};

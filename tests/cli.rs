@@ -18,6 +18,8 @@ mod cli_compress_guard;
 mod cli_compress_preview;
 #[path = "cli/cli_control.rs"]
 mod cli_control;
+#[path = "cli/cli_data_dir.rs"]
+mod cli_data_dir;
 #[path = "cli/cli_doctor.rs"]
 mod cli_doctor;
 #[path = "cli/cli_edit_resend.rs"]

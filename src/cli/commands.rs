@@ -139,6 +139,9 @@ impl Env {
         if self.paths.database().exists() {
             self.runtime().map(Some)
         } else {
+            // No store yet: none is made, but a data directory that could
+            // never hold one is said now, not taken for "no sessions".
+            strata::store::check_writable_dir(&self.paths.data_dir)?;
             Ok(None)
         }
     }
@@ -154,6 +157,8 @@ impl Env {
 pub fn app(env: &Env, resume: Option<String>, continue_latest: bool) -> anyhow::Result<()> {
     use strata::tui::Opening;
     env.choice()?;
+    // Nothing typed in the app could be kept: refuse before the screen opens.
+    strata::store::check_writable_dir(&env.paths.data_dir)?;
     let opening = match (resume, continue_latest) {
         (Some(id), _) if id.trim().is_empty() => Opening::Picker,
         (Some(id), _) => Opening::Resume(resume_target(env, &id)?.to_string()),

@@ -210,40 +210,53 @@ pub fn config_check(
 /// The data directory and the database: opens it, runs `PRAGMA integrity_check`.
 #[must_use]
 pub fn database_checks(paths: &Paths) -> Vec<Check> {
+    let data = match crate::store::check_writable_dir(&paths.data_dir) {
+        Ok(()) => check(
+            "data",
+            CheckStatus::Ok,
+            format!("{} is writable", paths.data_dir.display()),
+        ),
+        Err(e) => check("data", CheckStatus::Fail, e.to_string()),
+    };
     let db = paths.database();
-    match Store::open(&db) {
-        Err(e) => vec![check("database", CheckStatus::Fail, e.to_string())],
-        Ok(store) => {
-            let integrity = match store.integrity_check() {
-                Ok(s) if s == "ok" => check(
-                    "database",
-                    CheckStatus::Ok,
-                    format!(
-                        "{} (schema {}) passes the integrity check",
-                        db.display(),
-                        store.schema_version().unwrap_or(0)
-                    ),
+    let database = match Store::open(&db) {
+        Err(e) => check("database", CheckStatus::Fail, e.to_string()),
+        Ok(store) => match store.integrity_check() {
+            Ok(s) if s == "ok" => check(
+                "database",
+                CheckStatus::Ok,
+                format!(
+                    "{} (schema {}) passes the integrity check",
+                    db.display(),
+                    store.schema_version().unwrap_or(0)
                 ),
-                Ok(s) => check(
-                    "database",
-                    CheckStatus::Fail,
-                    format!(
-                        "{} fails the integrity check ({s}); restore a backup or move it away",
-                        db.display()
-                    ),
+            ),
+            Ok(s) => check(
+                "database",
+                CheckStatus::Fail,
+                format!(
+                    "{} fails the integrity check ({s}); restore a backup or move it away",
+                    db.display()
                 ),
-                Err(e) => check("database", CheckStatus::Fail, e.to_string()),
-            };
-            vec![
-                check(
-                    "data",
-                    CheckStatus::Ok,
-                    format!("{} is writable", paths.data_dir.display()),
-                ),
-                integrity,
-            ]
-        }
+            ),
+            Err(e) => check("database", CheckStatus::Fail, e.to_string()),
+        },
+    };
+    vec![data, database]
+}
+
+/// `check` failed when the data directory cannot be written (`data_ok`
+/// false): what lives in it cannot be kept either.
+#[must_use]
+pub fn needs_data_dir(mut check: Check, data_ok: bool) -> Check {
+    if !data_ok {
+        check.status = CheckStatus::Fail;
+        check.detail = format!(
+            "{}; nothing can be kept there while the data directory cannot be written",
+            check.detail
+        );
     }
+    check
 }
 
 /// The log directory, the filter in use (`level`, from `STRATA_LOG`) and,

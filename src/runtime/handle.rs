@@ -318,6 +318,24 @@ impl Drop for SessionHandle {
     }
 }
 
+/// Answers every job of a service that could not open, so a client never
+/// waits for it: a message's text goes back (`Unsent`) and its turn ends
+/// at once, with the reason said again.
+async fn refuse_all(mut jobs: mpsc::UnboundedReceiver<Job>, sink: &Sink, why: &str) {
+    while let Some(job) = jobs.recv().await {
+        sink(ServiceEvent::Error(format!("nothing was sent: {why}")));
+        match job {
+            Job::Send(text, ..) | Job::EditSend(_, text, _) => {
+                sink(ServiceEvent::Unsent(text));
+                sink(ServiceEvent::TurnDone {
+                    status: crate::domain::MessageStatus::Error,
+                });
+            }
+            Job::Run(_) => {}
+        }
+    }
+}
+
 async fn run_service(
     launch: Launch,
     mut jobs: mpsc::UnboundedReceiver<Job>,
@@ -346,7 +364,9 @@ async fn run_service(
             service
         }
         (Err(e), Opened::AsEvents) => {
-            sink(ServiceEvent::Error(e.to_string()));
+            let why = e.to_string();
+            sink(ServiceEvent::Error(why.clone()));
+            refuse_all(jobs, &sink, &why).await;
             return;
         }
         (Ok((service, Ok(()))), Opened::Results(tx)) => {

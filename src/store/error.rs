@@ -71,6 +71,19 @@ pub enum StoreError {
         reason: String,
     },
 
+    /// The data directory exists but no file can be created in it. Not
+    /// retryable until the permissions or `STRATA_HOME` change.
+    #[error(
+        "cannot write to the data directory {} ({reason}); make it writable, or set STRATA_HOME to a directory you can write",
+        path.display()
+    )]
+    NotWritable {
+        /// The directory.
+        path: PathBuf,
+        /// What the operating system said.
+        reason: String,
+    },
+
     /// SQLite could not open or create the database file. Not retryable until
     /// the permissions or `STRATA_HOME` change.
     #[error(

@@ -28,6 +28,33 @@ pub(crate) fn create_private_dir(dir: &Path) -> Result<(), StoreError> {
     })
 }
 
+/// Creates `dir` (mode 0700) when missing and checks that a file can be
+/// created in it, with a probe file removed at once: what every command
+/// that stores something needs before it starts.
+///
+/// # Errors
+/// [`StoreError::CreateDir`], or [`StoreError::NotWritable`] when the
+/// directory exists and a file cannot be created in it.
+pub fn check_writable_dir(dir: &Path) -> Result<(), StoreError> {
+    create_private_dir(dir)?;
+    let probe = dir.join(format!(".strata-write-check-{}", std::process::id()));
+    let created = fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .open(&probe);
+    match created {
+        Ok(_) => {
+            let _ = fs::remove_file(&probe);
+            Ok(())
+        }
+        Err(e) => Err(StoreError::NotWritable {
+            path: dir.to_path_buf(),
+            reason: e.to_string(),
+        }),
+    }
+}
+
 /// Creates an empty database file with mode 0600 when none exists, so that
 /// SQLite (which gives `-wal` and `-shm` the main file's mode) never makes a
 /// world-readable file. An existing file is not touched.

@@ -729,6 +729,11 @@ impl App {
     }
 
     fn interrupt(&mut self) -> Vec<Effect> {
+        // A cancel that has not ended the turn yet: the second Ctrl-C
+        // quits (closing the session's handle cancels what still runs).
+        if self.busy && self.cancelling {
+            return vec![Effect::Quit];
+        }
         if self.busy {
             self.cancelling = true;
             self.notify(CANCELLING, false);

@@ -228,6 +228,17 @@ fn a_cancelled_reply_says_it_was_kept_not_that_it_is_cancelling() {
     assert!(app.notice().unwrap().text.contains("partial reply is kept"));
 }
 
+/// A cancel the service does not answer (a turn stuck, a service gone)
+/// never holds the app: the second Ctrl-C quits.
+#[test]
+fn ctrl_c_twice_quits_even_while_a_cancel_is_unanswered() {
+    let mut app = app_with(80, 24, Vec::new(), None);
+    type_text(&mut app, "hello");
+    app.handle(key(KeyCode::Enter));
+    assert_eq!(app.handle(ctrl('c')), vec![Effect::Op(Op::Cancel)]);
+    assert_eq!(app.handle(ctrl('c')), vec![Effect::Quit]);
+}
+
 /// The status bar names the turn's phase and how long it has lasted, from
 /// the first frame after Enter to the reply.
 #[test]

@@ -229,3 +229,31 @@ async fn the_picker_lists_this_workspaces_sessions_until_tab_asks_for_every_one(
     run.until("this workspace's sessions again", loaded).await;
     assert_eq!(listed(&run.app), ["parser refactor"]);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_that_cannot_open_gives_a_message_back_at_once() {
+    let server = Server::with(|_| Reply::sse(sse("hi"))).await;
+    let home = tempfile::tempdir().unwrap();
+    // The data directory's place is taken: the store cannot be opened.
+    std::fs::write(home.path().join("data"), "not a directory").unwrap();
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join(".git")).unwrap();
+    let mut run = Run::start(&server, home.path(), ws.path());
+    run.until("the opening's error", |a| {
+        a.notices_log().iter().any(|(n, _)| n.contains("data directory"))
+    })
+    .await;
+    run.enter("hello?");
+    assert!(run.app.is_busy());
+    run.until("the turn to end", |a| !a.is_busy()).await;
+    assert_eq!(run.app.draft(), "hello?", "the text came back");
+    assert!(
+        run.app
+            .notices_log()
+            .iter()
+            .any(|(n, _)| n.contains("nothing was sent: ") && n.contains("data directory")),
+        "{:?}",
+        run.app.notices_log()
+    );
+    assert!(server.requests().is_empty());
+}

@@ -22,11 +22,17 @@ pub fn doctor(env: &Env, args: &DoctorArgs, logging: Option<&Logging>) -> anyhow
         ),
     }];
     checks.extend(doctor::database_checks(&env.paths));
+    let data_ok = checks
+        .iter()
+        .any(|c| c.name == "data" && c.status == CheckStatus::Ok);
     checks.push(match logging {
         Some(l) => doctor::log_check(&l.dir, &l.level, l.error.as_deref()),
         None => doctor::log_check(&env.paths.logs_dir(), "info", Some("it was not set up")),
     });
-    checks.push(doctor::spill_check(&env.paths.spill_dir()));
+    checks.push(doctor::needs_data_dir(
+        doctor::spill_check(&env.paths.spill_dir()),
+        data_ok,
+    ));
     checks.push(doctor::sandbox_check(&env.config));
     let lookup = |name: &str| std::env::var(name).ok();
     if env.config_error.is_some() {
@@ -49,13 +55,20 @@ pub fn doctor(env: &Env, args: &DoctorArgs, logging: Option<&Logging>) -> anyhow
         Ok(choice) => {
             checks.push(doctor::provider_check(&choice, &lookup));
             if choice.provider == strata::config::ProviderKind::Local {
-                checks.push(doctor::model_check(
+                let model = doctor::model_check(
                     strata::runtime::local_model_file(&env.paths, &env.config),
                     &env.paths.models_dir(),
-                ));
-                checks.push(doctor::kv_state_check(
-                    &env.paths.kv_state_dir(),
-                    strata::runtime::kv_state_cap_bytes(&env.config),
+                );
+                // A model on disk is only read; one still to fetch needs
+                // the data directory.
+                let fetched = model.status == CheckStatus::Ok;
+                checks.push(doctor::needs_data_dir(model, data_ok || fetched));
+                checks.push(doctor::needs_data_dir(
+                    doctor::kv_state_check(
+                        &env.paths.kv_state_dir(),
+                        strata::runtime::kv_state_cap_bytes(&env.config),
+                    ),
+                    data_ok,
                 ));
             }
         }
