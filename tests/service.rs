@@ -28,6 +28,8 @@ mod service_turn;
 mod trust_app;
 #[path = "service/tui_behaviour.rs"]
 mod tui_behaviour;
+#[path = "service/tui_failures.rs"]
+mod tui_failures;
 #[path = "service/tui_history.rs"]
 mod tui_history;
 #[path = "service/tui_prompt_watch.rs"]

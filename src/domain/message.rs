@@ -168,6 +168,10 @@ pub struct Message {
     /// before strata kept it).
     #[serde(default)]
     pub interruption: Option<Interruption>,
+    /// For a failed reply, what it failed with (one sentence, shown with it,
+    /// never sent to the model).
+    #[serde(default)]
+    pub error: Option<String>,
     /// Creation time, unix milliseconds.
     pub created_at: i64,
     /// Cached token count, if computed.
@@ -215,6 +219,7 @@ impl Message {
             archived_by: None,
             status: MessageStatus::Complete,
             interruption: None,
+            error: None,
             created_at,
             tokens: None,
             tool: None,

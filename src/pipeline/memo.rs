@@ -147,6 +147,7 @@ fn with_content(m: &Message, content: &str) -> Message {
         archived_by: m.archived_by,
         status: m.status,
         interruption: m.interruption,
+        error: None,
         created_at: m.created_at,
         tokens: None,
         tool: None,

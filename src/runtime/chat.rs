@@ -263,11 +263,23 @@ impl Runtime {
                         message = Some(text);
                     }
                     Effect::TurnFinished {
+                        message_id,
                         status,
                         usage,
                         estimated_prompt_tokens,
-                        ..
                     } => {
+                        // A failed reply keeps what it failed with, shown
+                        // with it in the transcript.
+                        if let (Some(id), Some(text)) = (message_id, message.as_deref())
+                            && status != MessageStatus::Complete
+                        {
+                            self.store.set_message_error(id, Some(text))?;
+                            if let Some(m) = conversation.messages().iter().rev().find(|m| m.id == id) {
+                                let mut shown = m.clone();
+                                shown.error = Some(text.to_owned());
+                                host.emit(ServiceEvent::Message(Box::new(shown)));
+                            }
+                        }
                         tracing::info!(
                             ?status,
                             estimated_prompt_tokens,

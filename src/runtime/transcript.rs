@@ -162,6 +162,9 @@ fn markdown(session: &Session, prompt: Option<&SystemPrompt>, messages: &[Messag
             }
             out.push_str("\n\n");
         }
+        if let Some(error) = &m.error {
+            let _ = writeln!(out, "> Failed: {}\n", error.replace('\n', " "));
+        }
         for c in &m.tool_calls {
             let _ = writeln!(
                 out,
@@ -315,6 +318,7 @@ mod tests {
         let mut failed = counted(Role::Assistant, "half of it", 3);
         failed.status = crate::domain::MessageStatus::Interrupted;
         failed.interruption = Some(crate::domain::Interruption::Failed);
+        failed.error = Some("the connection broke during the reply".into());
         let mut cancelled = counted(Role::Assistant, "stopped", 1);
         cancelled.status = crate::domain::MessageStatus::Interrupted;
         let messages = [failed, cancelled];
@@ -326,6 +330,10 @@ mod tests {
         assert!(md.contains("## 2 · Assistant · interrupted · 1 token\n"), "{md}");
         let export = export_markdown(&session, None, &messages);
         assert!(export.contains("## Assistant · failed mid-reply\n"), "{export}");
+        assert!(
+            md.contains("half of it\n\n> Failed: the connection broke during the reply\n"),
+            "{md}"
+        );
     }
 
     #[test]

@@ -16,7 +16,7 @@ use rusqlite::{Connection, OptionalExtension, Row, params};
 
 const MESSAGE_COLUMNS: &str = "id, session_id, seq, role, content, tool_calls, tool_call_id, pinned,
      ephemeral_ttl, kind, archived_by, status, created_at, tokens, tokenizer, tool_meta, excluded,
-     interruption";
+     interruption, error";
 
 fn message_row(row: &Row<'_>) -> rusqlite::Result<Message> {
     let tool_calls: Option<String> = row.get(5)?;
@@ -63,6 +63,7 @@ fn message_row(row: &Row<'_>) -> rusqlite::Result<Message> {
                 )
             })?),
         },
+        error: row.get(18)?,
         ephemeral_ttl: row.get(8)?,
         kind: kind(row, 9)?,
         archived_by: opt_id(row, 10)?,
@@ -94,8 +95,8 @@ pub(crate) fn insert(conn: &Connection, session: SessionId, seq: i64, m: &Messag
     conn.prepare_cached(
         "INSERT INTO messages (id, session_id, seq, role, content, tool_calls, tool_call_id,
                                pinned, ephemeral_ttl, kind, archived_by, status, created_at,
-                               tokens, tokenizer, writer_pid, tool_meta, excluded, interruption)
-         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)",
+                               tokens, tokenizer, writer_pid, tool_meta, excluded, interruption, error)
+         VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)",
     )?
     .execute(params![
         m.id.to_string(),
@@ -117,6 +118,7 @@ pub(crate) fn insert(conn: &Connection, session: SessionId, seq: i64, m: &Messag
         tool_meta,
         m.excluded,
         m.interruption.map(crate::domain::Interruption::as_str),
+        m.error,
     ])?;
     Ok(())
 }
@@ -194,6 +196,18 @@ impl Store {
                 message.to_string(),
                 interruption.map(crate::domain::Interruption::as_str)
             ])?;
+        Ok(())
+    }
+
+    /// Records what a failed reply failed with, one sentence (`None`
+    /// clears it).
+    ///
+    /// # Errors
+    /// [`StoreError::Sqlite`].
+    pub fn set_message_error(&mut self, message: MessageId, error: Option<&str>) -> Result<(), StoreError> {
+        self.conn
+            .prepare_cached("UPDATE messages SET error = ?2 WHERE id = ?1")?
+            .execute(params![message.to_string(), error])?;
         Ok(())
     }
 

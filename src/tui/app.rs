@@ -112,6 +112,9 @@ pub struct App {
     /// `/tools` was sent: its answer (the next notice) opens the tools list.
     /// The user cancelled the turn in progress (Ctrl-C); it winds down.
     cancelling: bool,
+    /// The last error said while the turn runs: what broke a reply that
+    /// ends interrupted without the user cancelling it.
+    pub(super) turn_error: Option<String>,
     /// Every notice of this run, oldest first, with when (unix ms).
     notices_log: Vec<(String, i64)>,
     /// The selection mode, the edit being resent, the preview setting.
@@ -171,6 +174,7 @@ impl App {
             dirty: true,
             approvals: std::collections::VecDeque::new(),
             cancelling: false,
+            turn_error: None,
             notices_log: Vec::new(),
             control: select::Control::default(),
         }
@@ -431,10 +435,20 @@ impl App {
                 self.phase = None;
                 self.tools_turn_done();
                 let cancelling = std::mem::take(&mut self.cancelling);
-                if status == MessageStatus::Interrupted {
-                    self.notify("the reply was interrupted; the partial reply is kept", false);
-                } else if cancelling {
-                    self.notify("cancelled; the turn stopped", false);
+                let broke = self.turn_error.take();
+                match (status, broke) {
+                    // Only what the user did is a cancel.
+                    (MessageStatus::Interrupted, Some(why)) if !cancelling => {
+                        self.notify(
+                            &format!("the reply broke off: {why}; the partial reply is kept"),
+                            true,
+                        );
+                    }
+                    (MessageStatus::Interrupted, _) => {
+                        self.notify("the reply was interrupted; the partial reply is kept", false);
+                    }
+                    _ if cancelling => self.notify("cancelled; the turn stopped", false),
+                    _ => {}
                 }
                 Vec::new()
             }
@@ -514,7 +528,14 @@ impl App {
                 self.notify(&text, false);
                 Vec::new()
             }
-            AppEvent::Service(ServiceEvent::Error(text)) | AppEvent::Failed(text) => {
+            AppEvent::Service(ServiceEvent::Error(text)) => {
+                if self.busy {
+                    self.turn_error = Some(text.clone());
+                }
+                self.notify(&text, true);
+                Vec::new()
+            }
+            AppEvent::Failed(text) => {
                 self.notify(&text, true);
                 Vec::new()
             }

@@ -154,6 +154,8 @@ struct CacheKey {
     calls: usize,
     /// The header's token count.
     tokens: Option<u64>,
+    /// Bytes of what a failed reply failed with.
+    error: Option<usize>,
 }
 
 /// A block of the pane, as drawn by `render`.
@@ -448,6 +450,7 @@ impl ChatPane {
             badges,
             calls: msg.tool_calls.len(),
             tokens: self.header_tokens(msg),
+            error: msg.error.as_ref().map(String::len),
         };
         if let Some(c) = self.cache.borrow().get(&msg.id)
             && c.key == key
@@ -689,6 +692,15 @@ pub(super) fn layout_block(
         let body = message_lines(msg, body_width, highlights);
         pending = body.pending;
         lines.extend(body.lines.into_iter().map(indent));
+    }
+    if let Some(error) = &msg.error {
+        // What a failed reply failed with, under what it said.
+        let text = format!("✗ {}", crate::render::defuse(error));
+        lines.extend(
+            plain_lines(&text, body_width, theme::error())
+                .into_iter()
+                .map(indent),
+        );
     }
     if msg.tool_calls.is_empty() {
         lines.push(Line::default());

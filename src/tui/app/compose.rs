@@ -104,6 +104,7 @@ impl App {
         self.folds_sent();
         let mut effects = self.take_draft(&text);
         self.notice = None;
+        self.turn_error = None;
         self.busy = true;
         self.chat.tools.turn_running = true;
         self.chat.scroll = 0;

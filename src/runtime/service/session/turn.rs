@@ -357,10 +357,22 @@ impl TurnHost for Host<'_> {
         let (Some(choice), Some(sent)) = (&self.choice, conversation.sent()) else {
             return;
         };
+        // Left out to fit: a reply with nothing in it (failed before any
+        // text, or empty) is dropped whatever the window, so it is not.
+        let empty: std::collections::HashSet<_> = conversation
+            .messages()
+            .iter()
+            .filter(|m| {
+                m.role == crate::domain::Role::Assistant
+                    && m.tool_calls.is_empty()
+                    && m.content.trim().is_empty()
+            })
+            .map(|m| m.id)
+            .collect();
         let dropped = sent
             .report
             .iter()
-            .filter(|r| r.action == crate::pipeline::Action::Dropped);
+            .filter(|r| r.action == crate::pipeline::Action::Dropped && !empty.contains(&r.message_id));
         let (count, tokens) = dropped.fold((0, 0), |(n, t), r| (n + 1, t + u64::from(r.tokens_before)));
         if count > 0 && !self.said_left_out {
             self.said_left_out = true;

@@ -1,0 +1,95 @@
+//! Failures said as failures, in the app with its real session handle
+//! against the loopback server: a stream that breaks is not a cancel, a
+//! failed turn shows its error in the transcript, and a failed or empty
+//! reply is never counted as history left out to fit.
+
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use crate::support::server;
+use crate::support::tui::harness;
+
+use harness::Harness;
+use server::{Reply, Server};
+use strata::domain::{MessageStatus, Role};
+
+fn first_chunk(text: &str) -> String {
+    let chunk =
+        serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}, "finish_reason": null}]});
+    format!("data: {chunk}\n\n")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_breaks_is_said_as_a_failure_not_a_cancel() {
+    let server = Server::start(vec![Reply::sse_cut(first_chunk("half a rep"))]).await;
+    let mut h = Harness::start(&server);
+    h.until("the connection", |a| a.context().is_some()).await;
+    h.send("tell me a story").await;
+    let last = h.app.messages().last().unwrap();
+    assert_eq!(last.role, Role::Assistant);
+    assert_eq!(last.status, MessageStatus::Interrupted);
+    assert_eq!(last.content, "half a rep");
+    let badges = strata::tui::badges(last, None);
+    assert_eq!(badges, ["failed mid-reply"], "the badge");
+    let notice = h.app.notice().unwrap();
+    assert!(notice.error, "{notice:?}");
+    assert!(
+        notice.text.starts_with("the reply broke off: ") && notice.text.contains("broke during the reply"),
+        "the status line says what broke: {}",
+        notice.text
+    );
+    assert!(
+        !h.app
+            .notices_log()
+            .iter()
+            .any(|(n, _)| n.contains("the reply was interrupted")),
+        "never called a cancel: {:?}",
+        h.app.notices_log()
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_turn_shows_its_error_in_the_transcript_and_is_not_counted_as_left_out() {
+    let server = Server::start(vec![
+        Reply::sse(harness::sse(&["Hi"])),
+        Reply::json(
+            401,
+            r#"{"error":{"message":"Incorrect API key provided","type":"invalid_request_error"}}"#,
+        ),
+        Reply::sse(harness::sse(&["Hello again"])),
+    ])
+    .await;
+    let mut h = Harness::start(&server);
+    h.until("the connection", |a| a.context().is_some()).await;
+    // (A first message refused is not kept at all: the session starts
+    // with a reply.)
+    h.send("hi").await;
+    h.send("hello").await;
+    let failed = h.app.messages().last().unwrap().clone();
+    assert_eq!(
+        (failed.role, failed.status),
+        (Role::Assistant, MessageStatus::Error)
+    );
+    let error = failed.error.clone().expect("the reply keeps its error");
+    assert!(error.contains("401") || error.contains("key"), "{error}");
+    let screen = crate::support::tui::draw(&h.app, 120, 36);
+    assert!(screen.contains("✗ "), "the transcript shows it: {screen}");
+    assert!(
+        screen.contains(&error[..error.len().min(30)]),
+        "{error}: {screen}"
+    );
+
+    h.send("hello?").await;
+    assert_eq!(h.app.messages().last().unwrap().content, "Hello again");
+    assert!(
+        !h.app.notices_log().iter().any(|(n, _)| n.contains("left out")),
+        "an empty failed reply is not history left out to fit: {:?}",
+        h.app.notices_log()
+    );
+    // Kept in the store, for the next time the session is opened.
+    let store = strata::store::Store::open(strata::config::Paths::under(h._home.path()).database()).unwrap();
+    let stored = store.message(failed.id).unwrap().unwrap();
+    assert_eq!(stored.error.as_deref(), Some(error.as_str()));
+    // Never sent to the model.
+    let body = server.requests().last().unwrap().json().to_string();
+    assert!(!body.contains(&error[..error.len().min(30)]), "{body}");
+}
