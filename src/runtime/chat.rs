@@ -69,6 +69,31 @@ enum Wake {
     Cancel,
 }
 
+/// How far an overflow error's stated request size may be from strata's
+/// estimate of the same request, either way, before its numbers are
+/// disbelieved.
+const PLAUSIBLE_FACTOR: u64 = 10;
+
+/// Whether an overflow error's numbers can be believed: the request size it
+/// states (`counted`) is within [`PLAUSIBLE_FACTOR`] of strata's
+/// `estimate`, either way. An error that states no size, or a request with
+/// no estimate, is believed.
+fn plausible(counted: Option<u64>, estimate: Option<u64>) -> bool {
+    match (counted, estimate) {
+        (Some(counted), Some(estimate)) if estimate > 0 => {
+            counted <= estimate.saturating_mul(PLAUSIBLE_FACTOR)
+                && counted.saturating_mul(PLAUSIBLE_FACTOR) >= estimate
+        }
+        _ => true,
+    }
+}
+
+/// strata's estimate of the request sent last, tools included.
+fn sent_estimate(conversation: &Conversation) -> Option<u64> {
+    let tools: u64 = conversation.tool_items().iter().map(|t| t.tokens).sum();
+    conversation.sent().map(|s| s.prepared_tokens + tools)
+}
+
 /// After an overflow, the window to plan the retry with, in the units of
 /// strata's estimate: the window the error states (or the one assumed),
 /// scaled by how much more the provider counted than strata estimated for
@@ -78,8 +103,7 @@ enum Wake {
 fn planning_window(e: &ProviderError, conversation: &Conversation) -> Option<u64> {
     let window = conversation.window();
     let base = e.stated_window().unwrap_or(window).min(window);
-    let tools: u64 = conversation.tool_items().iter().map(|t| t.tokens).sum();
-    let estimate = conversation.sent().map(|s| s.prepared_tokens + tools);
+    let estimate = sent_estimate(conversation);
     let planned = match (e.stated_prompt_tokens(), estimate) {
         (Some(counted), Some(estimate)) if counted > estimate && estimate > 0 => {
             let scaled = u128::from(base) * u128::from(estimate) * 97 / (u128::from(counted) * 100);
@@ -414,8 +438,21 @@ impl Runtime {
                 Wake::Stream(Some(Ok(event))) => conversation.handle(Event::Stream { event, now_ms }),
                 Wake::Stream(Some(Err(e))) => {
                     stream = None;
-                    let smaller = e.stated_window().filter(|&w| w < conversation.window());
-                    if let Some(planned) = planning_window(&e, conversation) {
+                    // Numbers that contradict strata's estimate tenfold are
+                    // not believed: an overflow without numbers (compress
+                    // and retry once), never a new window.
+                    let believed = plausible(e.stated_prompt_tokens(), sent_estimate(conversation));
+                    if !believed {
+                        tracing::warn!(
+                            stated = ?e.stated_prompt_tokens(),
+                            estimate = ?sent_estimate(conversation),
+                            "an overflow error's request size is not plausible; its numbers are ignored"
+                        );
+                    }
+                    let smaller = e
+                        .stated_window()
+                        .filter(|&w| believed && w < conversation.window());
+                    if believed && let Some(planned) = planning_window(&e, conversation) {
                         self.fit_to_window(conversation, planned)?;
                     }
                     if smaller.is_some() {
@@ -509,5 +546,22 @@ async fn recv(
     match approvals {
         Some(rx) => rx.recv().await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::plausible;
+
+    #[test]
+    fn an_overflow_count_tenfold_off_the_estimate_is_not_believed() {
+        assert!(!plausible(Some(250_000), Some(2_000)), "125 times the estimate");
+        assert!(!plausible(Some(150), Some(2_000)), "a 13th of it");
+        assert!(plausible(Some(20_000), Some(2_000)), "ten times is the limit");
+        assert!(plausible(Some(200), Some(2_000)));
+        assert!(plausible(Some(5_031), Some(4_900)));
+        assert!(plausible(None, Some(2_000)), "no count: nothing to doubt");
+        assert!(plausible(Some(250_000), None));
+        assert!(plausible(Some(250_000), Some(0)));
     }
 }

@@ -93,3 +93,40 @@ async fn a_failed_turn_shows_its_error_in_the_transcript_and_is_not_counted_as_l
     let body = server.requests().last().unwrap().json().to_string();
     assert!(!body.contains(&error[..error.len().min(30)]), "{body}");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_overflow_error_whose_count_is_implausible_never_shrinks_the_window() {
+    // The second request is refused as 250,000 tokens long (it is about
+    // 2k); every other request is answered.
+    let overflow = r#"{"error":{"message":"This model's maximum context length is 128000 tokens. However, your messages resulted in 250000 tokens.","type":"invalid_request_error","param":"messages","code":"context_length_exceeded"}}"#;
+    let server = Server::with(move |n| match n {
+        1 => Reply::json(400, overflow),
+        _ => Reply::sse(harness::sse(&["Fine."])),
+    })
+    .await;
+    let mut h = Harness::start(&server);
+    h.until("the connection", |a| a.context().is_some()).await;
+    h.send(&"a question of some length ".repeat(80)).await;
+    h.send("and another").await;
+    h.send("and a normal turn after it").await;
+    let last = h.app.messages().last().unwrap();
+    assert_eq!(
+        (last.role, last.status),
+        (Role::Assistant, MessageStatus::Complete)
+    );
+    assert_eq!(last.content, "Fine.");
+    let log = h.app.notices_log();
+    assert!(
+        !log.iter()
+            .any(|(n, _)| n.contains("too small") || n.contains("context window is")),
+        "no window was taken from the error: {log:?}"
+    );
+    let window = h.app.context().unwrap().budget.window;
+    assert_eq!(window, 128_000, "the pane's window");
+    // Every request after the error was planned for the same window: none
+    // was cut to a few hundred tokens.
+    for r in &server.requests()[2..] {
+        let body = r.json();
+        assert!(body.to_string().len() > 1_000, "{body}");
+    }
+}
