@@ -77,7 +77,7 @@ pub enum Op {
 enum Job {
     Send(String, AttachConsent, oneshot::Receiver<()>),
     EditSend(MessageId, String, oneshot::Receiver<()>),
-    Run(Command),
+    Run(Command, Option<oneshot::Receiver<()>>),
 }
 
 type CancelSlot = Arc<Mutex<Option<oneshot::Sender<()>>>>;
@@ -267,7 +267,10 @@ impl SessionHandle {
         match op {
             Op::Send { text, consent } => queue(Job::Send(text, consent, self.arm_cancel())),
             Op::EditSend { message, text } => queue(Job::EditSend(message, text, self.arm_cancel())),
-            Op::Run(command) => queue(Job::Run(command)),
+            Op::Run(command) => {
+                let cancel = command.cancellable().then(|| self.arm_cancel());
+                queue(Job::Run(command, cancel));
+            }
             Op::Cancel => self.cancel(),
             Op::Approve(answer) => self.approve(answer),
             Op::SkipServers => self.skip.notify_waiters(),
@@ -331,7 +334,7 @@ async fn refuse_all(mut jobs: mpsc::UnboundedReceiver<Job>, sink: &Sink, why: &s
                     status: crate::domain::MessageStatus::Error,
                 });
             }
-            Job::Run(_) => {}
+            Job::Run(..) => sink(ServiceEvent::CommandDone),
         }
     }
 }
@@ -384,7 +387,22 @@ async fn run_service(
         let result = match job {
             Job::Send(text, consent, rx) => service.send_attaching(text, consent, cancelled(rx)).await,
             Job::EditSend(message, text, rx) => service.edit_and_send(message, text, cancelled(rx)).await,
-            Job::Run(command) => service.run(command).await,
+            Job::Run(command, cancel) => {
+                let result = match cancel {
+                    Some(rx) => tokio::select! {
+                        result = service.run(command) => result,
+                        () = cancelled(rx) => {
+                            // Dropped while the summary was being made:
+                            // nothing was stored.
+                            sink(ServiceEvent::Notice("compression cancelled; nothing was stored".to_owned()));
+                            Ok(())
+                        }
+                    },
+                    None => service.run(command).await,
+                };
+                sink(ServiceEvent::CommandDone);
+                result
+            }
         };
         match &results {
             Some(tx) => {

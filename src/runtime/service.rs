@@ -86,6 +86,9 @@ pub enum ServiceEvent {
     /// Edit and resend archived a user message and everything after it;
     /// its new text is sent next (undone again when nothing was sent).
     Edited(Box<crate::runtime::EditOutcome>),
+    /// A command ([`Command`]) ended, done, failed or cancelled: a client
+    /// showing it as work in progress stops.
+    CommandDone,
     /// The turn ended.
     TurnDone {
         /// Complete, interrupted or error.

@@ -112,6 +112,13 @@ pub struct App {
     /// `/tools` was sent: its answer (the next notice) opens the tools list.
     /// The user cancelled the turn in progress (Ctrl-C); it winds down.
     cancelling: bool,
+    /// A command that can take long (a compression, a model switch, a
+    /// reload) runs: what it is, when it started (unix ms), and whether Esc
+    /// or Ctrl-C stops it.
+    pub(super) working: Option<Working>,
+    /// A compression preview that arrived while the composer held text: it
+    /// opens once the composer is empty.
+    pub(super) deferred_preview: Option<crate::tui::event::CompressPreviewView>,
     /// The last error said while the turn runs: what broke a reply that
     /// ends interrupted without the user cancelling it.
     pub(super) turn_error: Option<String>,
@@ -175,6 +182,8 @@ impl App {
             approvals: std::collections::VecDeque::new(),
             cancelling: false,
             turn_error: None,
+            working: None,
+            deferred_preview: None,
             notices_log: Vec::new(),
             control: select::Control::default(),
         }
@@ -261,8 +270,29 @@ impl App {
 
     /// Applies one event; returns what its session and terminal must do, in order.
     pub fn handle(&mut self, event: impl Into<AppEvent>) -> Vec<Effect> {
-        let event = event.into();
-        if !matches!(event, AppEvent::Tick { .. } | AppEvent::Highlighted) || self.busy {
+        let effects = self.apply(event.into());
+        // A command that can take long shows as work in progress until
+        // the service says it ended.
+        for e in &effects {
+            if let Effect::Op(Op::Run(command)) = e
+                && let Some(label) = command.working_label()
+            {
+                self.working = Some(Working {
+                    label,
+                    since: self.now_ms,
+                    cancellable: command.cancellable(),
+                });
+            }
+        }
+        self.open_deferred_preview();
+        effects
+    }
+
+    fn apply(&mut self, event: AppEvent) -> Vec<Effect> {
+        if !matches!(event, AppEvent::Tick { .. } | AppEvent::Highlighted)
+            || self.busy
+            || self.working.is_some()
+        {
             self.dirty = true;
         }
         match event {
@@ -428,6 +458,10 @@ impl App {
                     edit.pos, edit.archived
                 );
                 self.notify(&line, false);
+                Vec::new()
+            }
+            AppEvent::Service(ServiceEvent::CommandDone) => {
+                self.working = None;
                 Vec::new()
             }
             AppEvent::Service(ServiceEvent::TurnDone { status }) => {
@@ -691,6 +725,9 @@ impl App {
                 if self.control.editing.is_some() {
                     return self.cancel_edit();
                 }
+                if let Some(effects) = self.stop_working() {
+                    return effects;
+                }
                 self.end_selection();
                 self.notice = None;
                 // While the first request waits for MCP servers, Esc sends it
@@ -749,7 +786,19 @@ impl App {
         }
     }
 
+    /// Stops the command in progress when it can be stopped (Esc or
+    /// Ctrl-C); `None` when none runs or it cannot be.
+    fn stop_working(&mut self) -> Option<Vec<Effect>> {
+        let working = self.working.as_ref().filter(|w| w.cancellable && !self.busy)?;
+        let line = format!("stopping: {}…", working.label);
+        self.notify(&line, false);
+        Some(vec![Effect::Op(Op::Cancel)])
+    }
+
     fn interrupt(&mut self) -> Vec<Effect> {
+        if let Some(effects) = self.stop_working() {
+            return effects;
+        }
         // A cancel that has not ended the turn yet: the second Ctrl-C
         // quits (closing the session's handle cancels what still runs).
         if self.busy && self.cancelling {
@@ -851,4 +900,15 @@ fn completions(c: &ContextSnapshot) -> impl Iterator<Item = (crate::domain::Mess
     c.requests
         .iter()
         .filter_map(|r| Some((r.message_id?, r.completion_tokens?)))
+}
+
+/// A command in progress, as the status bar shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(super) struct Working {
+    /// `compressing`, `switching to gpt-4o`, `reloading the prompt`.
+    pub label: String,
+    /// When it was asked for, unix ms.
+    pub since: i64,
+    /// Esc or Ctrl-C stops it.
+    pub cancellable: bool,
 }

@@ -266,6 +266,14 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
             None => "preparing".to_owned(),
         };
         spans.push(Span::raw(format!(" {spinner} {label} ")));
+    } else if let Some(w) = &app.working {
+        let spinner = SPINNER[app.spinner % SPINNER.len()];
+        let stop = if w.cancellable { " · Esc stops" } else { "" };
+        spans.push(Span::raw(format!(
+            " {spinner} {} {}{stop} ",
+            w.label,
+            elapsed(app.now_ms, w.since)
+        )));
     } else {
         spans.push(Span::raw(" idle "));
     }

@@ -213,10 +213,66 @@ fn previewing(w: u16, h: u16, grows: bool) -> App {
             ..CompressAsk::default()
         })))]
     );
-    assert_eq!(app.notice().unwrap().text, "compressing the history…");
+    let status = draw(&app, w, h);
+    assert!(
+        status
+            .lines()
+            .last()
+            .unwrap()
+            .contains("compressing 0s · Esc stops"),
+        "{status}"
+    );
     app.handle(ServiceEvent::CompressPreview(Box::new(preview(grows))));
+    app.handle(ServiceEvent::CommandDone);
     assert!(matches!(app.overlay(), Some(Overlay::Preview(_))));
     app
+}
+
+/// A compression in progress shows as work with its time and stops with
+/// Esc (or Ctrl-C); its preview, when the composer holds text, waits for
+/// the composer to empty instead of taking Enter.
+#[test]
+fn a_compression_runs_visibly_stops_on_esc_and_its_preview_never_takes_a_typed_line() {
+    let mut app = app(120, 36);
+    entered(&mut app, "/compress");
+    app.handle(AppEvent::Tick { now_ms: 3_000 });
+    let status = draw(&app, 120, 36).lines().last().unwrap().to_owned();
+    assert!(status.contains("compressing 3s · Esc stops"), "{status}");
+    assert_eq!(app.handle(key(KeyCode::Esc)), vec![Effect::Op(Op::Cancel)]);
+    app.handle(ServiceEvent::Notice(
+        "compression cancelled; nothing was stored".into(),
+    ));
+    app.handle(ServiceEvent::CommandDone);
+    let status = draw(&app, 120, 36).lines().last().unwrap().to_owned();
+    assert!(status.contains("idle · compression cancelled"), "{status}");
+
+    // Typing while it runs: the preview waits.
+    entered(&mut app, "/compress the lexer");
+    type_text(&mut app, "my next question");
+    app.handle(ServiceEvent::CompressPreview(Box::new(preview(false))));
+    app.handle(ServiceEvent::CommandDone);
+    assert!(
+        app.overlay().is_none(),
+        "the preview does not take the composer's keys"
+    );
+    assert!(
+        app.notice()
+            .unwrap()
+            .text
+            .contains("opens when the composer is empty")
+    );
+    app.handle(key(KeyCode::Enter));
+    assert!(
+        app.overlay().is_none(),
+        "Enter sent the line, it accepted nothing"
+    );
+    app.handle(ServiceEvent::TurnDone {
+        status: strata::domain::MessageStatus::Complete,
+    });
+    assert!(
+        matches!(app.overlay(), Some(Overlay::Preview(_))),
+        "then it opens"
+    );
 }
 
 #[test]

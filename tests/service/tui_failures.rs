@@ -130,3 +130,68 @@ async fn an_overflow_error_whose_count_is_implausible_never_shrinks_the_window()
         assert!(body.to_string().len() > 1_000, "{body}");
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_summariser_is_stopped_from_the_app_and_nothing_is_stored() {
+    // Six turns are answered; the seventh request (the summariser's)
+    // never ends; the one after it is answered.
+    let server = Server::with(|n| match n {
+        6 => Reply::sse_hold(first_chunk("The conversation so far")),
+        _ => Reply::sse(harness::sse(&["an answer about the parser and its tests"])),
+    })
+    .await;
+    let mut h = Harness::start_with(
+        &server,
+        "[compression]\nprotect_last_n = 2\nsummarizer = \"model\"\n",
+    );
+    h.until("the connection", |a| a.context().is_some()).await;
+    let context = " The parser keeps a table of states and a stack of pending tokens.".repeat(6);
+    for q in [
+        "how?",
+        "where?",
+        "and the lexer?",
+        "errors?",
+        "recovery?",
+        "speed?",
+    ] {
+        h.send(&format!("{q}{context}")).await;
+    }
+    let before = h.app.messages().len();
+    h.command("/compress");
+    // The summariser's request arrives and is held: no event follows it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    while server.requests().len() < 7 {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the summariser was never asked"
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+    }
+    let status = crate::support::tui::draw(&h.app, 120, 36);
+    assert!(
+        status.lines().last().unwrap().contains("compressing") && status.contains("Esc stops"),
+        "{status}"
+    );
+    h.act(crate::support::tui::key(crossterm::event::KeyCode::Esc));
+    h.until("the compression to stop", |a| {
+        a.notice()
+            .is_some_and(|n| n.text == "compression cancelled; nothing was stored")
+    })
+    .await;
+    h.until("idle", |a| {
+        crate::support::tui::draw(a, 120, 36)
+            .lines()
+            .last()
+            .unwrap()
+            .contains(" idle ")
+    })
+    .await;
+    assert!(h.app.overlay().is_none());
+    assert_eq!(h.app.messages().len(), before);
+    assert!(h.app.context().unwrap().last_compaction.is_none());
+    h.send("and now?").await;
+    assert_eq!(
+        h.app.messages().last().unwrap().content,
+        "an answer about the parser and its tests"
+    );
+}

@@ -431,6 +431,7 @@ impl Printer {
             | ServiceEvent::Tokens(_)
             | ServiceEvent::StreamStarted { .. }
             | ServiceEvent::Phase(_)
+            | ServiceEvent::CommandDone
             | ServiceEvent::DraftTokens { .. }
             | ServiceEvent::Sessions { .. }
             | ServiceEvent::Request(_)

@@ -252,7 +252,6 @@ impl App {
             }
             _ => ask.topic = Some(arg.to_owned()),
         }
-        self.notify("compressing the history…", false);
         vec![Effect::Op(Op::Run(Command::Compress(ask)))]
     }
 }

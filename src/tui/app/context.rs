@@ -113,8 +113,30 @@ impl App {
         if matches!(self.overlay, Some(Overlay::Approval(_))) {
             return;
         }
+        // Never over what the user is typing: Enter there would accept it.
+        if !self.draft().is_empty() || self.overlay.is_some() || self.busy {
+            self.deferred_preview = Some(view);
+            self.notify(
+                "the compression preview is ready; it opens when the composer is empty (Ctrl-C clears it)",
+                false,
+            );
+            return;
+        }
         self.notice = None;
         self.overlay = Some(Overlay::Preview(Box::new(Preview::new(view))));
+    }
+
+    /// Opens a preview that waited for the composer to empty, once it is
+    /// (and nothing else is on screen or running).
+    pub(super) fn open_deferred_preview(&mut self) {
+        if self.draft().is_empty()
+            && self.overlay.is_none()
+            && !self.busy
+            && let Some(view) = self.deferred_preview.take()
+        {
+            self.notice = None;
+            self.overlay = Some(Overlay::Preview(Box::new(Preview::new(view))));
+        }
     }
 
     /// The text written in `$EDITOR` replaces the preview's summary.

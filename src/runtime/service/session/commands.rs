@@ -87,6 +87,28 @@ pub enum Command {
     Mcp(super::McpAction),
 }
 
+impl Command {
+    /// Whether the client may stop it while it runs ([`crate::runtime::Op::Cancel`]):
+    /// a compression, which stores nothing until its summary is made.
+    #[must_use]
+    pub fn cancellable(&self) -> bool {
+        matches!(self, Self::Compress(_))
+    }
+
+    /// What a client shows while it runs, when it can take long: a
+    /// compression (the summariser call), a model switch (connecting), a
+    /// reload (the prompt rebuilt).
+    #[must_use]
+    pub fn working_label(&self) -> Option<String> {
+        match self {
+            Self::Compress(_) | Self::ApplyPreview { .. } => Some("compressing".to_owned()),
+            Self::Model(name) => Some(format!("switching to {name}")),
+            Self::Reload => Some("reloading the prompt".to_owned()),
+            _ => None,
+        }
+    }
+}
+
 /// Why `/model` could not switch to `choice`, as one sentence short enough
 /// for the status bar that says what would work (the session stays on its
 /// model).
