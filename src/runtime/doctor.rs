@@ -157,9 +157,15 @@ pub fn config_range_problems(
     }
     if !(c.threshold > 0.0 && c.threshold <= 1.0) {
         problems.push(format!(
-            "[compression] threshold = {} is a share of the effective window, from 0 to 1; for a count of tokens set threshold_tokens",
+            "[compression] threshold = {} is a share of the effective window, above 0 and at most 1; for a count of tokens set threshold_tokens",
             c.threshold
         ));
+    }
+    if config.tools.spill_max_mb == 0 {
+        problems.push(
+            "[tools] spill_max_mb = 0 removes every other session's spill files, so a cut tool output can be read whole only in the session that made it; give it a size in MB (the default is 256)"
+                .to_owned(),
+        );
     }
     Ok(problems)
 }

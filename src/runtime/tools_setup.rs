@@ -320,16 +320,21 @@ impl Runtime {
                 "old spill files removed"
             );
         }
-        self.trim_spill()
+        self.trim_spill(None)
     }
 
     /// Keeps the spill files under `[tools] spill_max_mb` by removing the
-    /// oldest; returns the sentence saying what was removed, if anything.
+    /// oldest, never those of the session `keep` (the one in use); returns
+    /// the sentence saying what was removed, if anything.
     #[must_use]
-    pub fn trim_spill(&self) -> Option<String> {
+    pub fn trim_spill(&self, keep: Option<crate::domain::SessionId>) -> Option<String> {
         let cap_mb = self.config.tools.spill_max_mb;
-        let removed =
-            crate::tools::spill::remove_over_cap(&self.paths.spill_dir(), cap_mb.saturating_mul(1_000_000));
+        let keep = keep.map(|id| id.to_string());
+        let removed = crate::tools::spill::remove_over_cap(
+            &self.paths.spill_dir(),
+            cap_mb.saturating_mul(1_000_000),
+            keep.as_deref(),
+        );
         (removed.files > 0).then(|| {
             let what = if removed.files == 1 {
                 "the oldest spill file was".to_owned()

@@ -51,7 +51,8 @@ pub enum Adjustment {
     None,
     /// Raised to [`THRESHOLD_FLOOR`].
     Floor,
-    /// The floor reached the window: [`SMALL_WINDOW_PERCENT`] of it.
+    /// The floor or the asked value reached the window:
+    /// [`SMALL_WINDOW_PERCENT`] of it.
     SmallWindow,
     /// Lowered to the cap (`compress.threshold_tokens`).
     Capped,
@@ -108,14 +109,16 @@ impl Threshold {
     /// effective window it was computed for (`window − reserved_output`).
     #[must_use]
     pub fn adjustment(&self, effective_window: u64) -> Adjustment {
-        use std::cmp::Ordering;
-        match self.effective.cmp(&self.requested) {
-            Ordering::Equal => Adjustment::None,
-            Ordering::Less => Adjustment::Capped,
-            Ordering::Greater if self.effective == THRESHOLD_FLOOR && THRESHOLD_FLOOR < effective_window => {
-                Adjustment::Floor
-            }
-            Ordering::Greater => Adjustment::SmallWindow,
+        let small = effective_window / 100 * SMALL_WINDOW_PERCENT
+            + effective_window % 100 * SMALL_WINDOW_PERCENT / 100;
+        if self.effective == self.requested {
+            Adjustment::None
+        } else if self.effective == small {
+            Adjustment::SmallWindow
+        } else if self.effective == THRESHOLD_FLOOR && self.effective > self.requested {
+            Adjustment::Floor
+        } else {
+            Adjustment::Capped
         }
     }
 
@@ -193,6 +196,9 @@ mod tests {
         assert_eq!(t.adjustment(991_808), Adjustment::Capped);
         let t = default(128_000, 8_192);
         assert_eq!(t.adjustment(119_808), Adjustment::None);
+        // Asking for more than the window is held at 85 % of it.
+        let t = Threshold::compute(128_000, 8_192, 1.5, DEFAULT_THRESHOLD_CAP);
+        assert_eq!(t.adjustment(119_808), Adjustment::SmallWindow);
         assert_eq!(t.percent_of(119_808), 75);
         assert_eq!(default(4_000, 8_192).percent_of(0), 0);
     }

@@ -75,16 +75,21 @@ pub fn remove_older_than(spill_dir: &Path, max_age: Duration, now: SystemTime) -
 
 /// Removes the oldest spill files (by modification time) until the rest
 /// take at most `cap_bytes`, and session directories left empty; returns
-/// what was removed. Errors are skipped.
-pub fn remove_over_cap(spill_dir: &Path, cap_bytes: u64) -> SpillUsage {
-    let mut all = files(spill_dir);
+/// what was removed. The files of the session directory named `keep` (the
+/// session in use, whose results point at them) are never removed, though
+/// they count. Errors are skipped.
+pub fn remove_over_cap(spill_dir: &Path, cap_bytes: u64, keep: Option<&str>) -> SpillUsage {
+    let all = files(spill_dir);
     let mut total: u64 = all.iter().map(|(_, m)| m.len()).sum();
     let mut removed = SpillUsage::default();
     if total <= cap_bytes {
         return removed;
     }
-    all.sort_by_key(|(_, m)| m.modified().unwrap_or(SystemTime::UNIX_EPOCH));
-    for (path, meta) in all {
+    let kept =
+        |path: &Path| keep.is_some_and(|k| path.parent().and_then(Path::file_name).is_some_and(|d| d == k));
+    let mut removable: Vec<_> = all.into_iter().filter(|(path, _)| !kept(path)).collect();
+    removable.sort_by_key(|(_, m)| m.modified().unwrap_or(SystemTime::UNIX_EPOCH));
+    for (path, meta) in removable {
         if total <= cap_bytes {
             break;
         }
@@ -186,13 +191,17 @@ mod tests {
             })
             .collect();
         assert_eq!(
-            remove_over_cap(dir.path(), 400),
+            remove_over_cap(dir.path(), 400, None),
             SpillUsage::default(),
             "at the cap"
         );
-        let removed = remove_over_cap(dir.path(), 250);
+        let removed = remove_over_cap(dir.path(), 250, None);
         assert_eq!(removed, SpillUsage { files: 2, bytes: 200 });
         assert!(!paths[0].exists() && !paths[1].exists());
         assert!(paths[2].exists() && paths[3].exists(), "the newest stay");
+        // The session in use keeps its files, even over the cap.
+        let removed = remove_over_cap(dir.path(), 0, Some("s1"));
+        assert_eq!(removed, SpillUsage { files: 1, bytes: 100 });
+        assert!(!paths[2].exists() && paths[3].exists(), "{paths:?}");
     }
 }

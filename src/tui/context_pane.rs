@@ -317,11 +317,7 @@ fn threshold_lines(b: &crate::tokens::Budget) -> Vec<Line<'static>> {
             "raised to the {} floor",
             fmt::tokens(crate::tokens::THRESHOLD_FLOOR)
         ),
-        Adjustment::SmallWindow => format!(
-            "{} % on a window under the {} floor",
-            crate::tokens::SMALL_WINDOW_PERCENT,
-            fmt::tokens(crate::tokens::THRESHOLD_FLOOR)
-        ),
+        Adjustment::SmallWindow => format!("held at {} % of usable", crate::tokens::SMALL_WINDOW_PERCENT),
         Adjustment::Capped => "lowered to the cap".to_owned(),
     };
     let asked = crate::tokens::Threshold {

@@ -22,7 +22,7 @@ pub const CATEGORIES: [(&str, &str); 7] = [
 const ROWS: &[(&str, &str)] = &[
     (
         "input N / W",
-        "the next request's input tokens over the model's context window; `~` marks an estimate (strata's tokenizer, not the provider's); (server), (config) or (overflow error) say where the window comes from when it is not strata's model table",
+        "the next request's input tokens over the model's context window, then the tokenizer that counts them; `~` marks an estimate (strata's tokenizer, not the provider's); (server), (config) or (overflow error) say where the window comes from when it is not strata's model table",
     ),
     (
         "system",
@@ -55,7 +55,7 @@ const ROWS: &[(&str, &str)] = &[
     ("free", "what is left of the window"),
     (
         "threshold",
-        "when the next request, with every message in it, reaches this many tokens, strata summarises older messages first; given as a share of the usable window (the window minus the reply); asked: what the config asks when the value in force differs (raised to 64k at least, 85 % on a window too small for that, or lowered to the cap)",
+        "when the next request, with every message in it, reaches this many tokens, strata summarises older messages first; given as a share of the usable window (the window minus the reply); asked: what the config asks when the value in force differs (raised to the 64k floor, held at 85 % of the usable window when the floor or the asked value would reach it, or lowered to threshold_tokens)",
     ),
     (
         "next request",
@@ -72,6 +72,22 @@ const ROWS: &[(&str, &str)] = &[
     (
         "cached C of P",
         "of the last request's P prompt tokens, C were read from the provider's cache; predicted: what strata expected",
+    ),
+    (
+        "⚠ auto-compress",
+        "the next request nears the threshold: the tokens left and, at this pace, the turns left before older messages are summarised",
+    ),
+    (
+        "⚠ warnings",
+        "something the prompt or the tools left out or could not do: an instruction file refused or left out, a shell that is not sandboxed, the cached prefix broken (where and why)",
+    ),
+    (
+        "compression blocked",
+        "why older messages are not summarised on their own (off in the config, paused, or stopped after compressions that saved too little) and how to resume it",
+    ),
+    (
+        "the chart",
+        "prompt · cached · threshold · N req: each request of the session, its prompt tokens and what was read from the cache, under the threshold line",
     ),
     (
         "compacted",

@@ -245,7 +245,7 @@ impl Overlay {
             Self::Picker(p) => {
                 let n = p.rows.len();
                 if n > 0 {
-                    let at = i64::try_from(p.selected).unwrap_or(0) + i64::from(delta.signum());
+                    let at = i64::try_from(p.selected).unwrap_or(0) + i64::from(delta);
                     p.selected = usize::try_from(at.clamp(0, i64::try_from(n - 1).unwrap_or(0))).unwrap_or(0);
                 }
             }
@@ -389,7 +389,7 @@ pub fn render(
         .title_bottom(Span::styled(bottom, theme::dim()));
     block.render(area, buf);
     match overlay {
-        Overlay::Picker(p) => Paragraph::new(picker_lines(p, inner.width)).render(inner, buf),
+        Overlay::Picker(p) => Paragraph::new(picker_lines(p, inner.width, inner.height)).render(inner, buf),
         Overlay::Prompt { pager } => match context {
             Some(c) => pager.render(
                 prompt_key(&c.prompt),

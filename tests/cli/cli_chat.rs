@@ -488,8 +488,18 @@ async fn chat_starts_a_new_session_and_c_continues_the_latest() {
         Reply::sse(sse(&["one"], None)),
         Reply::sse(sse(&["two"], None)),
         Reply::sse(sse(&["three"], None)),
+        Reply::sse(sse(&["four"], None)),
     ])
     .await;
+    // -c with nothing to continue starts a new session, and says so.
+    let empty = Sandbox::new();
+    let out = run(chat_cmd(&empty, &server, &["chat", "-c", "first via -c"])).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.lines().next().unwrap().starts_with("strata: new session "),
+        "{stderr}"
+    );
     let sb = Sandbox::new();
     let first = run(chat_cmd(&sb, &server, &["chat", "--json", "what is a monad"])).await;
     assert!(
@@ -516,7 +526,7 @@ async fn chat_starts_a_new_session_and_c_continues_the_latest() {
             .map(|m| m["role"].as_str().unwrap().to_owned())
             .collect()
     };
-    assert_eq!(roles(1), ["system", "user"]);
+    assert_eq!(roles(2), ["system", "user"]);
     let list = sb.json(&["sessions", "--json"]);
     assert_eq!(list.as_array().unwrap().len(), 2);
     let newest = list[0]["id"].as_str().unwrap().to_owned();
@@ -542,9 +552,9 @@ async fn chat_starts_a_new_session_and_c_continues_the_latest() {
         "{stderr}"
     );
     let requests = server.requests();
-    let body = requests[2].json();
+    let body = requests[3].json();
     assert_eq!(body["messages"][1]["content"], "an unrelated question");
-    assert_eq!(body["messages"][2]["content"], "two");
+    assert_eq!(body["messages"][2]["content"], "three");
     assert_eq!(sb.json(&["sessions", "--json"]).as_array().unwrap().len(), 2);
     // --new (the default) and -c contradict each other.
     let new = run(chat_cmd(&sb, &server, &["chat", "--new", "-c", "x"])).await;

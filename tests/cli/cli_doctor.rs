@@ -218,6 +218,9 @@ fn numbers_outside_their_range_fail_or_warn_the_config_check() {
     let c = check("[compression]\nthreshold = 2\n");
     assert_eq!(c["status"], "warn", "{c}");
     assert!(c["detail"].as_str().unwrap().contains("threshold_tokens"), "{c}");
+    let c = check("[tools]\nspill_max_mb = 0\n");
+    assert_eq!(c["status"], "warn", "{c}");
+    assert!(c["detail"].as_str().unwrap().contains("spill_max_mb = 0"), "{c}");
     let c = check(
         "[model]\nprovider = \"openai\"\nname = \"gpt-4o\"\nmax_tokens = 4096\n[compression]\nprotect_last_n = 6\nthreshold = 0.8\n",
     );

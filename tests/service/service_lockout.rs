@@ -63,3 +63,21 @@ fn a_headless_client_gets_the_lockout_in_subcommands() {
         "{blocked}"
     );
 }
+
+#[test]
+fn compression_off_in_the_config_is_said_before_the_first_message() {
+    let dirs = Dirs::new();
+    let text = "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"http://127.0.0.1:9/v1\"\n[compression]\nenabled = false\n";
+    let config = Config::parse(text).unwrap().config;
+    let (sink, events) = recorder();
+    let _service = service_support::open_new(&dirs, config, true, sink);
+    let events = events.lock().unwrap();
+    let blocked = events
+        .iter()
+        .find_map(|e| match e {
+            ServiceEvent::Loaded(view) => view.context.as_ref()?.blocked_reason.clone(),
+            _ => None,
+        })
+        .expect("a new session's pane says compression is off");
+    assert!(blocked.contains("enabled"), "{blocked}");
+}

@@ -360,6 +360,10 @@ impl Printer {
     fn show(&mut self, event: ServiceEvent) {
         match event {
             ServiceEvent::Loaded(view) => {
+                // `-c` with no session to continue starts a new one.
+                if self.session.is_none() && view.session.is_none() {
+                    self.continuing = false;
+                }
                 if let (None, Some(session)) = (self.session, view.session.as_ref()) {
                     self.session = Some(session.id);
                     self.json_line(json!({"type": "start", "session_id": session.id, "title": session.title}));

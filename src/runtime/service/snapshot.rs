@@ -58,7 +58,7 @@ pub fn pending_view(
             last_usage: None,
             last_compaction: None,
             requests: Vec::new(),
-            blocked_reason: None,
+            blocked_reason: runtime.blocked_reason(None),
             tools_off: crate::runtime::tools_state(&runtime.config, choice).why_off,
             sandbox_note: None,
             tool_servers: None,

@@ -171,10 +171,11 @@ fn line(columns: &[(Column, usize)], cell: impl Fn(Column) -> String) -> String 
     parts.join(&" ".repeat(GAP))
 }
 
-/// The picker's lines in `width` cells: the search line, the table's
-/// head, then one line per session (the selected one highlighted), or
-/// what the search is doing when there is none.
-pub(super) fn picker_lines(p: &Picker, width: u16) -> Vec<Line<'static>> {
+/// The picker's lines in `width` × `height` cells: the search line, the
+/// table's head, then one line per session (the selected one highlighted,
+/// the rows scrolled so it is on screen), or what the search is doing
+/// when there is none.
+pub(super) fn picker_lines(p: &Picker, width: u16, height: u16) -> Vec<Line<'static>> {
     let width = usize::from(width);
     let rows: Vec<Cells> = p.rows.iter().map(Cells::of).collect();
     let columns = layout(&rows, width, p.all);
@@ -205,7 +206,10 @@ pub(super) fn picker_lines(p: &Picker, width: u16) -> Vec<Line<'static>> {
             theme::dim(),
         ));
     }
-    for (i, r) in rows.iter().enumerate() {
+    // The rows below the two head lines; the selection stays on screen.
+    let shown = usize::from(height).saturating_sub(2).max(1);
+    let first = p.selected.saturating_sub(shown - 1);
+    for (i, r) in rows.iter().enumerate().skip(first).take(shown) {
         let style = if i == p.selected {
             theme::selected()
         } else {
@@ -221,6 +225,7 @@ pub(super) fn picker_lines(p: &Picker, width: u16) -> Vec<Line<'static>> {
 mod tests {
     use super::*;
     use crate::domain::ProviderKind;
+    use crate::tui::overlay::Overlay;
 
     fn row(id: &str, title: &str, model: &str) -> SessionSummary {
         SessionSummary {
@@ -237,7 +242,7 @@ mod tests {
     }
 
     fn text(p: &Picker, width: u16) -> Vec<String> {
-        picker_lines(p, width)
+        picker_lines(p, width, 40)
             .iter()
             .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
             .collect()
@@ -325,5 +330,39 @@ mod tests {
         );
         let tiny = text(&picker(), 34);
         assert!(tiny[2].ends_with("2025-11-29 07:06"), "{tiny:#?}");
+    }
+
+    #[test]
+    fn the_selected_row_is_always_on_screen() {
+        let base = picker();
+        let rows: Vec<SessionSummary> = (0..30)
+            .map(|i| {
+                let mut r = base.rows[0].clone();
+                r.id = format!("0193c3a0-0000-7000-8000-0000000000{i:02}")
+                    .parse()
+                    .unwrap();
+                r.title = format!("session number {i}");
+                r
+            })
+            .collect();
+        let mut p = Picker { rows, ..picker() };
+        let lines = |p: &Picker| -> Vec<String> {
+            picker_lines(p, 100, 12)
+                .iter()
+                .map(|l| l.spans.iter().map(|s| s.content.as_ref()).collect())
+                .collect()
+        };
+        let top = lines(&p);
+        assert_eq!(top.len(), 12);
+        assert!(top[2].contains("session number 0"), "{top:#?}");
+        p.selected = 25;
+        let down = lines(&p);
+        assert_eq!(down.len(), 12);
+        assert!(down[11].contains("session number 25"), "{down:#?}");
+        assert!(down[2].contains("session number 16"), "{down:#?}");
+        let mut o = Overlay::Picker(p);
+        o.scroll(10);
+        let Overlay::Picker(p) = &o else { unreachable!() };
+        assert_eq!(p.selected, 29, "a page down goes as far as it can");
     }
 }

@@ -159,7 +159,7 @@ impl SessionService {
         if let Some(notice) = self.connected.as_ref().and_then(|c| c.provider.take_notice()) {
             self.emit(ServiceEvent::Notice(notice));
         }
-        if let Some(notice) = self.runtime.trim_spill() {
+        if let Some(notice) = self.runtime.trim_spill(self.session.as_ref().map(|s| s.id)) {
             self.emit(ServiceEvent::Notice(notice));
         }
     }
