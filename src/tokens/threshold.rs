@@ -196,10 +196,11 @@ mod tests {
         assert_eq!(t.adjustment(991_808), Adjustment::Capped);
         let t = default(128_000, 8_192);
         assert_eq!(t.adjustment(119_808), Adjustment::None);
+        assert_eq!(t.percent_of(119_808), 75);
         // Asking for more than the window is held at 85 % of it.
         let t = Threshold::compute(128_000, 8_192, 1.5, DEFAULT_THRESHOLD_CAP);
         assert_eq!(t.adjustment(119_808), Adjustment::SmallWindow);
-        assert_eq!(t.percent_of(119_808), 75);
+        assert_eq!(t.percent_of(119_808), 85);
         assert_eq!(default(4_000, 8_192).percent_of(0), 0);
     }
 

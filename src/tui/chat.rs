@@ -210,10 +210,14 @@ pub struct ChatPane {
     pub tools: ToolBlocks,
     /// The message selected (see `selection`): its rows are marked.
     pub selected: Option<MessageId>,
-    /// Call id → index in `messages` of the message that made the call.
+    /// Call id → index in `messages` of the latest message that made a
+    /// call of that id (servers may use the same ids in every turn).
     calls: HashMap<String, usize>,
-    /// Call id → index in `messages` of its result.
-    results: HashMap<String, usize>,
+    /// (The calling message, call id) → index in `messages` of its result.
+    results: HashMap<(MessageId, String), usize>,
+    /// A result's message → index in `messages` of the message whose call
+    /// it answers: the nearest one before it with that call id.
+    callers: HashMap<MessageId, usize>,
     /// Width and height of the pane at the last frame.
     size: Cell<(u16, u16)>,
     /// Output tokens of replies as the provider counted them: a reply's
@@ -237,11 +241,7 @@ impl ChatPane {
         self.cache.get_mut().retain(|id, _| ids.contains(id));
         self.requested.retain(|id| ids.contains(id));
         self.messages = messages;
-        self.calls.clear();
-        self.results.clear();
-        for i in 0..self.messages.len() {
-            self.index(i);
-        }
+        self.reindex();
         self.tools.retain(&self.calls);
         if self
             .selected
@@ -252,7 +252,19 @@ impl ChatPane {
         self.request_highlights();
     }
 
-    /// Records the calls or the result of message `i`.
+    /// Pairs every result with its call again, oldest first.
+    fn reindex(&mut self) {
+        self.calls.clear();
+        self.results.clear();
+        self.callers.clear();
+        for i in 0..self.messages.len() {
+            self.index(i);
+        }
+    }
+
+    /// Records the calls or the result of message `i`, which comes after
+    /// every message indexed so far: a result answers the latest call of
+    /// its id.
     fn index(&mut self, i: usize) {
         let Some(m) = self.messages.get(i) else {
             return;
@@ -262,8 +274,11 @@ impl ChatPane {
         }
         if m.role == Role::Tool
             && let Some(id) = &m.tool_call_id
+            && let Some(&caller) = self.calls.get(id)
+            && let Some(calling) = self.messages.get(caller)
         {
-            self.results.insert(id.clone(), i);
+            self.results.insert((calling.id, id.clone()), i);
+            self.callers.insert(m.id, caller);
         }
     }
 
@@ -271,17 +286,21 @@ impl ChatPane {
     /// service's delta for a stored or finished message).
     pub fn upsert(&mut self, message: Message) {
         let id = message.id;
-        let at = match self.messages.iter().rposition(|m| m.id == id) {
+        match self.messages.iter().rposition(|m| m.id == id) {
             Some(i) => {
                 self.messages[i] = message;
-                i
+                // An earlier message changed: pair every result again.
+                if i + 1 < self.messages.len() {
+                    self.reindex();
+                } else {
+                    self.index(i);
+                }
             }
             None => {
                 self.messages.push(message);
-                self.messages.len() - 1
+                self.index(self.messages.len() - 1);
             }
-        };
-        self.index(at);
+        }
         if let (Some(h), Some(m)) = (
             self.highlighter.as_mut(),
             self.messages.iter().rev().find(|m| m.id == id),
@@ -377,9 +396,9 @@ impl ChatPane {
     /// Whether `m` is a result shown in its call's block.
     fn in_block(&self, m: &Message) -> bool {
         m.role == Role::Tool
-            && m.tool_call_id
-                .as_ref()
-                .and_then(|id| self.calls.get(id))
+            && self
+                .callers
+                .get(&m.id)
                 .and_then(|&i| self.messages.get(i))
                 .is_some_and(|caller| self.shows(caller))
     }
@@ -404,9 +423,11 @@ impl ChatPane {
         })
     }
 
-    /// The result of call `id`, once stored.
-    fn result_of(&self, id: &str) -> Option<&Message> {
-        self.results.get(id).and_then(|&i| self.messages.get(i))
+    /// The result of call `id` of message `caller`, once stored.
+    fn result_of(&self, caller: &Message, id: &str) -> Option<&Message> {
+        self.results
+            .get(&(caller.id, id.to_owned()))
+            .and_then(|&i| self.messages.get(i))
     }
 
     /// Lays out `block` at `width` unless cached; returns its height.
@@ -417,7 +438,7 @@ impl ChatPane {
                 let Some(call) = m.tool_calls.get(*i) else {
                     return 0;
                 };
-                let result = self.result_of(&call.id);
+                let result = self.result_of(m, &call.id);
                 let report = result.and_then(|r| {
                     if r.excluded || m.excluded {
                         Some(excluded_badge(r))
@@ -425,7 +446,15 @@ impl ChatPane {
                         self.report.get(&r.id).and_then(report_badge)
                     }
                 });
-                self.tools.ensure(&Inputs { call, result, report }, width)
+                self.tools.ensure(
+                    &Inputs {
+                        caller: m.id,
+                        call,
+                        result,
+                        report,
+                    },
+                    width,
+                )
             }
             Block::Gap => 1,
             Block::Pending | Block::Streaming => 0,
@@ -542,7 +571,7 @@ impl ChatPane {
                 let k = at - start;
                 let line = match block {
                     Block::Message(m) => cache.get(&m.id).and_then(|c| c.lines.get(k)),
-                    Block::Tool(m, i) => m.tool_calls.get(*i).and_then(|c| tools.row(&c.id, k)),
+                    Block::Tool(m, i) => m.tool_calls.get(*i).and_then(|c| tools.row(m.id, &c.id, k)),
                     Block::Gap => Some(&blank),
                     Block::Pending => pending.as_ref().and_then(|p| p.get(k)),
                     Block::Streaming => stream.as_ref().and_then(|s| s.get(k)),

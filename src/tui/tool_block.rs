@@ -151,11 +151,13 @@ pub struct ToolBlocks {
     pub turn_running: bool,
     /// The key that expands the selected block, as its hint shows it.
     pub toggle_key: String,
-    cache: RefCell<HashMap<String, Cached>>,
+    cache: RefCell<HashMap<(MessageId, String), Cached>>,
 }
 
 /// One block's inputs, found by the chat pane.
 pub struct Inputs<'a> {
+    /// The message that made the call (call ids may repeat across turns).
+    pub caller: MessageId,
     /// The call.
     pub call: &'a ToolCall,
     /// Its result message, once stored.
@@ -176,7 +178,7 @@ impl ToolBlocks {
     pub fn retain(&mut self, keep: &HashMap<String, usize>) {
         self.live.retain(|id, _| keep.contains_key(id));
         self.expanded.retain(|id| keep.contains_key(id));
-        self.cache.get_mut().retain(|id, _| keep.contains_key(id));
+        self.cache.get_mut().retain(|(_, id), _| keep.contains_key(id));
         if self.selected.as_ref().is_some_and(|id| !keep.contains_key(id)) {
             self.selected = None;
         }
@@ -246,7 +248,8 @@ impl ToolBlocks {
             report: inputs.report.clone(),
             rev: live.map_or(0, |l| l.rev),
         };
-        if let Some(c) = self.cache.borrow().get(&call.id)
+        let block = (inputs.caller, call.id.clone());
+        if let Some(c) = self.cache.borrow().get(&block)
             && c.key == key
         {
             return c.lines.len();
@@ -254,9 +257,7 @@ impl ToolBlocks {
         let hint = selected.then_some(self.toggle_key.as_str());
         let lines = layout(inputs, live, &key, hint);
         let height = lines.len();
-        self.cache
-            .borrow_mut()
-            .insert(call.id.clone(), Cached { key, lines });
+        self.cache.borrow_mut().insert(block, Cached { key, lines });
         height
     }
 
@@ -282,13 +283,13 @@ fn shown_duration(meta: &ToolResultMeta, live: Option<&LiveCall>) -> Option<u64>
 }
 
 /// The cached layouts, borrowed.
-pub struct LaidOut<'a>(Ref<'a, HashMap<String, Cached>>);
+pub struct LaidOut<'a>(Ref<'a, HashMap<(MessageId, String), Cached>>);
 
 impl LaidOut<'_> {
-    /// Row `k` of the block of `id`.
+    /// Row `k` of the block of call `id` of message `caller`.
     #[must_use]
-    pub fn row(&self, id: &str, k: usize) -> Option<&Line<'static>> {
-        self.0.get(id).and_then(|c| c.lines.get(k))
+    pub fn row(&self, caller: MessageId, id: &str, k: usize) -> Option<&Line<'static>> {
+        self.0.get(&(caller, id.to_owned())).and_then(|c| c.lines.get(k))
     }
 }
 

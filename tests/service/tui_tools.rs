@@ -799,3 +799,45 @@ fn a_call_answered_without_running_or_that_failed_says_so_before_the_round_ends(
     assert!(screen.contains("shell cargo test --locked  ✗ error"), "{screen}");
     assert!(screen.contains("read_file Cargo.toml  ✓ finished"), "{screen}");
 }
+
+/// Some servers number calls the same way in every turn (`call_0`): each
+/// block shows its own call's result, live and once read back.
+#[test]
+fn calls_that_reuse_an_earlier_turns_id_keep_their_own_results() {
+    let first = call("call_0", "shell", json!({"command": "echo hi"}));
+    let second = call(
+        "call_0",
+        "edit_file",
+        json!({"path": "d.txt", "old_string": "x", "new_string": "y"}),
+    );
+    let messages = vec![
+        msg(Role::User, "say hi", 4),
+        reply("", vec![first.clone()]),
+        result("call_0", "shell", ToolStatus::Ok, "hi", 2, Some(5)),
+        reply("Said hi.", Vec::new()),
+        msg(Role::User, "now edit d.txt", 6),
+        reply("", vec![second.clone()]),
+        result(
+            "call_0",
+            "edit_file",
+            ToolStatus::Error,
+            "`old_string` occurs 2 times in `d.txt`",
+            12,
+            Some(1),
+        ),
+        reply("It failed.", Vec::new()),
+    ];
+    let app = app_with(120, 36, messages, None);
+    let screen = draw(&app, 120, 36);
+    let shell = screen
+        .lines()
+        .find(|l| l.contains("▸ shell"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(shell.contains("✓ ok"), "{screen}");
+    let edit = screen
+        .lines()
+        .find(|l| l.contains("▸ edit_file"))
+        .unwrap_or_else(|| panic!("{screen}"));
+    assert!(edit.contains("✗ error"), "{screen}");
+    assert_eq!(screen.matches("occurs 2 times").count(), 1, "{screen}");
+}

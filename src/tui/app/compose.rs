@@ -105,6 +105,9 @@ impl App {
         let mut effects = self.take_draft(&text);
         self.notice = None;
         self.turn_error = None;
+        // What the last turn's calls did is in their results now; a server
+        // may give this turn's calls the same ids.
+        self.chat.tools.live.clear();
         self.busy = true;
         self.chat.tools.turn_running = true;
         self.chat.scroll = 0;
