@@ -48,6 +48,8 @@ mod session_ops;
 mod store_edits;
 #[path = "core/store_files.rs"]
 mod store_files;
+#[path = "core/store_leases.rs"]
+mod store_leases;
 #[path = "core/store_roundtrip.rs"]
 mod store_roundtrip;
 #[path = "core/store_search.rs"]

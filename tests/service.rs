@@ -24,6 +24,8 @@ mod service_notices;
 mod service_tools;
 #[path = "service/service_turn.rs"]
 mod service_turn;
+#[path = "service/session_lease.rs"]
+mod session_lease;
 #[path = "service/trust_app.rs"]
 mod trust_app;
 #[path = "service/tui_behaviour.rs"]

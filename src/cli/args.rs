@@ -481,6 +481,10 @@ pub struct ChatArgs {
     /// Start a new session (the default; kept for scripts that say so).
     #[arg(long)]
     pub new: bool,
+    /// Write to the session even though another strata has it open (the
+    /// app or another `strata chat`): that one can then only read it.
+    #[arg(long)]
+    pub take_over: bool,
     /// Edit this earlier user message of the --session and resend: it and
     /// everything after it are archived (`undo-edit-message` brings them
     /// back) and MESSAGE is sent in its place. MSG: its position from 1 as

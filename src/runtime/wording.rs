@@ -37,6 +37,8 @@ struct Commands {
     undo: &'static str,
     /// Undo the last edit and resend.
     undo_edit: &'static str,
+    /// Take a session over from another strata.
+    take_over: &'static str,
 }
 
 /// The app's commands.
@@ -46,6 +48,7 @@ const APP: Commands = Commands {
     compress_topic: "/compress <topic>",
     undo: "/undo-compress",
     undo_edit: "/undo-resend",
+    take_over: "/take-over",
 };
 
 /// The command line's commands.
@@ -55,6 +58,7 @@ const CLI: Commands = Commands {
     compress_topic: "`strata compress ID --topic T`",
     undo: "`strata undo-compress`",
     undo_edit: "`strata undo-edit-message ID`",
+    take_over: "`--take-over`",
 };
 
 impl Client {
@@ -63,6 +67,23 @@ impl Client {
             Self::App => &APP,
             Self::Cli => &CLI,
         }
+    }
+
+    /// That another strata has the session open for writing (`by` holds
+    /// its lease), so this one only reads it, and how to take it over.
+    #[must_use]
+    pub fn session_held(self, by: &crate::store::Lease) -> String {
+        let since = jiff::Timestamp::from_millisecond(by.acquired_at)
+            .map(|t| t.strftime("%H:%M").to_string())
+            .unwrap_or_default();
+        let how = match self {
+            Self::App => format!("{} takes it over", self.commands().take_over),
+            Self::Cli => format!("run again with {} to take it over", self.commands().take_over),
+        };
+        format!(
+            "this session is open in another strata (process {} on {} since {since}), so nothing is written to it here; {how} (the other one then only reads it)",
+            by.pid, by.host
+        )
     }
 
     /// That the request just sent left `messages` older messages (`tokens`

@@ -21,6 +21,7 @@ const FILES: &[M<'static>] = &[
     M::up(include_str!("../../migrations/0009_cache_prefix.sql")),
     M::up(include_str!("../../migrations/0010_mcp_tool_names.sql")),
     M::up(include_str!("../../migrations/0011_message_error.sql")),
+    M::up(include_str!("../../migrations/0012_session_leases.sql")),
 ];
 
 /// The migration set handed to `rusqlite_migration`. It runs every pending

@@ -52,6 +52,8 @@ pub enum SlashCommand {
     Include,
     /// Undo the last edit and resend.
     UndoResend,
+    /// Take the session over from another strata that has it open.
+    TakeOver,
     /// Pause or resume automatic compression for the session.
     AutoCompress,
     /// The notices log.
@@ -63,7 +65,7 @@ pub enum SlashCommand {
 }
 
 /// Every command, in the order help lists them.
-pub const ALL: [SlashCommand; 27] = [
+pub const ALL: [SlashCommand; 28] = [
     SlashCommand::New,
     SlashCommand::Compress,
     SlashCommand::UndoCompress,
@@ -87,6 +89,7 @@ pub const ALL: [SlashCommand; 27] = [
     SlashCommand::Exclude,
     SlashCommand::Include,
     SlashCommand::UndoResend,
+    SlashCommand::TakeOver,
     SlashCommand::AutoCompress,
     SlashCommand::Log,
     SlashCommand::Help,
@@ -107,6 +110,7 @@ impl SlashCommand {
             Self::Exclude => "exclude",
             Self::Include => "include",
             Self::UndoResend => "undo-resend",
+            Self::TakeOver => "take-over",
             Self::AutoCompress => "auto-compress",
             Self::Sessions => "sessions",
             Self::Resume => "resume",
@@ -162,6 +166,9 @@ impl SlashCommand {
             Self::Exclude => "leave the selected message out of every request until included",
             Self::Include => "send the selected excluded message again",
             Self::UndoResend => "restore the messages the last edit and resend archived",
+            Self::TakeOver => {
+                "write to this session though another strata has it open (that one then only reads it)"
+            }
             Self::AutoCompress => "pause (off) or resume (on) automatic compression for this session",
             Self::Sessions => "open the session picker",
             Self::Resume => "resume a session by id or id prefix (without one: the picker)",
@@ -350,7 +357,8 @@ mod tests {
         assert_eq!(complete("/un"), None, "unpin too");
         assert_eq!(complete("/unp").as_deref(), Some("/unpin "));
         assert_eq!(complete("/undo-e").as_deref(), Some("/undo-edit "));
-        assert_eq!(complete("/t").as_deref(), Some("/tools "));
+        assert_eq!(complete("/t"), None, "tools and take-over");
+        assert_eq!(complete("/to").as_deref(), Some("/tools "));
         assert_eq!(complete("/s").as_deref(), None, "sessions and skill");
         assert_eq!(complete("/se").as_deref(), Some("/sessions "));
         assert_eq!(complete("/zz"), None);

@@ -650,3 +650,63 @@ async fn a_reply_s_escape_sequences_are_shown_on_a_terminal_and_kept_for_a_pipe(
     assert!(to_file.status.success());
     assert!(String::from_utf8_lossy(&to_file.stdout).contains(hostile));
 }
+
+/// A lease on `session` held by process `pid` on this machine.
+fn lease_held_by(sb: &Sandbox, session: &str, pid: u32) {
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .unwrap()
+        .trim()
+        .to_owned();
+    let lease = strata::store::Lease {
+        holder: "another strata".into(),
+        pid,
+        host,
+        acquired_at: 1_764_400_000_000,
+        renewed_at: 1_764_400_000_000,
+    };
+    let mut store = strata::store::Store::open(sb.db()).unwrap();
+    let id = session.parse().unwrap();
+    let claim = store.claim_lease(id, &lease, true, |_| true).unwrap();
+    assert!(matches!(claim, strata::store::Claim::Held { .. }));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_open_in_another_strata_is_refused_unless_taken_over() {
+    let server = Server::start(vec![Reply::sse(sse(&["fine"], None))]).await;
+    let sb = Sandbox::new();
+    std::fs::write(
+        sb.home.path().join("config.toml"),
+        "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n",
+    )
+    .unwrap();
+    let id = sb.import(r#"[{"role":"user","content":"hi"},{"role":"assistant","content":"hello"}]"#);
+    // This test's own process stands for the app that has it open.
+    lease_held_by(&sb, &id, std::process::id());
+    let out = run(chat_cmd(&sb, &server, &["chat", "--session", &id, "more"])).await;
+    assert_eq!(out.status.code(), Some(1));
+    let said = common::one_line_error(&out);
+    assert!(
+        said.contains("open in another strata (process ") && said.contains("--take-over"),
+        "{said}"
+    );
+    assert!(server.requests().is_empty(), "nothing sent");
+    let shown = sb.json(&["show", &id, "--json"]);
+    assert_eq!(shown["messages"].as_array().unwrap().len(), 2, "nothing stored");
+
+    let out = run(chat_cmd(
+        &sb,
+        &server,
+        &["chat", "--session", &id, "--take-over", "more"],
+    ))
+    .await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stdout).trim(), "fine");
+
+    // A lease of a process that is gone is taken without a word.
+    let mut gone = Command::new("true").spawn().unwrap();
+    let pid = gone.id();
+    gone.wait().unwrap();
+    lease_held_by(&sb, &id, pid);
+    let out = run(chat_cmd(&sb, &server, &["chat", "-c", "and more"])).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+}

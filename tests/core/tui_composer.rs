@@ -147,7 +147,7 @@ fn typing_a_slash_lists_the_matching_commands_with_their_descriptions() {
     let mut app = app_with(120, 36, Vec::new(), None);
     type_text(&mut app, "/");
     let (all, selected) = app.slash_menu().unwrap();
-    assert_eq!(all.len(), 27, "every command");
+    assert_eq!(all.len(), 28, "every command");
     assert_eq!(selected, 0);
     insta::assert_snapshot!("slash_menu_120x36", draw(&app, 120, 36));
     type_text(&mut app, "re");

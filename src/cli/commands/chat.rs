@@ -120,6 +120,9 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
     // Connect first: a provider that cannot be used leaves no empty
     // session behind (the session is created when the message is sent).
     let handle = SessionHandle::open(launch, sink)?;
+    if args.take_over {
+        handle.send(Op::Run(strata::runtime::service::Command::TakeOver));
+    }
     handle.send(match edit {
         Some(message) => Op::EditSend { message, text },
         None => Op::Send { text, consent },

@@ -18,6 +18,7 @@ use std::sync::{Arc, mpsc as std_mpsc};
 
 mod commands;
 mod control;
+mod lease;
 mod mcp;
 mod tools;
 mod turn;
@@ -93,6 +94,10 @@ pub struct SessionService {
     preview: Option<control::PendingPreview>,
     /// Whether the config-over-server window note was said.
     window_said: std::sync::atomic::AtomicBool,
+    /// This service as a holder of session leases (one writer per session).
+    holder: lease::Holder,
+    /// The session whose lease it holds.
+    leased: Option<SessionId>,
     /// Approval answers from the client, read by the turn.
     approvals: (
         tokio::sync::mpsc::UnboundedSender<crate::runtime::ApprovalAnswer>,
@@ -210,6 +215,8 @@ impl SessionService {
             skip: Arc::new(tokio::sync::Notify::new()),
             preview: None,
             window_said: std::sync::atomic::AtomicBool::new(false),
+            holder: lease::Holder::new(),
+            leased: None,
             approvals: tokio::sync::mpsc::unbounded_channel(),
         })
     }
@@ -444,6 +451,7 @@ impl SessionService {
         let choice = self.choice_for(session.as_ref())?;
         self.choice = Some(choice.clone());
         self.session = session;
+        self.say_if_held();
         // The servers start while the session is shown and the user types.
         self.launch_mcp();
         if self.interactive {

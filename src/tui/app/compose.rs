@@ -133,6 +133,7 @@ impl App {
             SlashCommand::Exclude => self.mark_command("exclude", &arg, Mark::Exclude(true)),
             SlashCommand::Include => self.mark_command("include", &arg, Mark::Exclude(false)),
             SlashCommand::UndoResend => vec![Effect::Op(Op::Run(Command::UndoEditMessage))],
+            SlashCommand::TakeOver => vec![Effect::Op(Op::Run(Command::TakeOver))],
             SlashCommand::AutoCompress => match arg.as_str() {
                 "on" => vec![Effect::Op(Op::Run(Command::AutoCompress(true)))],
                 "off" => vec![Effect::Op(Op::Run(Command::AutoCompress(false)))],

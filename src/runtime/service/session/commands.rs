@@ -85,6 +85,10 @@ pub enum Command {
     /// `/mcp`: list the MCP servers, switch one, accept or decline the
     /// workspace's `.mcp.json`.
     Mcp(super::McpAction),
+    /// Take the open session's lease from the strata that has it open
+    /// (`/take-over`, `strata chat --take-over`): that one can then only
+    /// read it.
+    TakeOver,
 }
 
 impl Command {
@@ -157,6 +161,7 @@ impl SessionService {
                     // The opening failed before a model was chosen.
                     self.choice = Some(self.choice_for(None)?);
                 }
+                self.release();
                 self.session = None;
                 self.forget_history();
                 self.refresh()?;
@@ -171,7 +176,9 @@ impl SessionService {
                 let model = choice.model.clone();
                 self.ensure_connected(choice)
                     .map_err(|e| anyhow::anyhow!("cannot resume the session on {model}: {e}"))?;
+                self.release();
                 self.session = Some(session);
+                self.say_if_held();
                 self.forget_history();
                 self.refresh()?;
             }
@@ -295,6 +302,7 @@ impl SessionService {
                 };
                 let fork = self.runtime.fork_session(&s)?;
                 let title = fork.title.clone();
+                self.release();
                 self.session = Some(fork);
                 self.forget_history();
                 self.refresh()?;
@@ -357,6 +365,7 @@ impl SessionService {
             Command::Pin { message, on } => self.set_flag(message, true, on)?,
             Command::Exclude { message, on } => self.set_flag(message, false, on)?,
             Command::CancelPreview => self.cancel_preview(),
+            Command::TakeOver => self.take_over()?,
             Command::UndoEditMessage => self.undo_edit_message()?,
             Command::Compress(_) | Command::ApplyPreview { .. } | Command::ListChoices(_) => {}
         }

@@ -82,6 +82,7 @@ impl SessionService {
     /// [`SessionService::apply_preview`]; without, it is stored at once.
     pub(super) async fn compress_with(&mut self, ask: CompressAsk) -> anyhow::Result<()> {
         self.preview = None;
+        self.claim(false)?;
         let outcome = self.run_compression(&ask, None, false).await?;
         if ask.preview && !outcome.noop {
             self.preview = Some(PendingPreview {
@@ -185,6 +186,13 @@ impl SessionService {
             });
             anyhow::bail!("this session is empty; there is no message to edit yet");
         };
+        if let Err(e) = self.claim(false) {
+            self.emit(ServiceEvent::Unsent(text));
+            self.emit(ServiceEvent::TurnDone {
+                status: crate::domain::MessageStatus::Error,
+            });
+            return Err(e);
+        }
         let edit = match self.runtime.edit_message(&session, message, &text) {
             Ok(edit) => edit,
             Err(e) => {

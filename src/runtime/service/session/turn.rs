@@ -232,6 +232,9 @@ impl SessionService {
             // The client learns the session (title, id) and the watch starts.
             self.refresh()?;
         }
+        // One writer per session: nothing is written while another strata
+        // has it open.
+        self.claim(false)?;
         self.open_conversation()
     }
 

@@ -1,0 +1,156 @@
+//! One writer per session, the service's side: the lease it takes on the
+//! session it writes to (when a turn starts, and when it opens one, to say
+//! so early), who holds it when another strata does, `/take-over`, and
+//! giving it up when it moves to another session or ends.
+//!
+//! A holder on this machine is alive while its process is; one on another
+//! machine while it renewed its lease within [`STALE_AFTER_MS`].
+
+use super::SessionService;
+use crate::domain::SessionId;
+use crate::store::{Claim, Lease};
+
+/// A lease of another machine not renewed for this long is taken: 10 min.
+const STALE_AFTER_MS: i64 = 10 * 60 * 1_000;
+
+/// The service's identity as a lease holder.
+#[derive(Clone, Debug)]
+pub(in crate::runtime::service) struct Holder {
+    token: String,
+    pid: u32,
+    host: String,
+}
+
+impl Holder {
+    pub(in crate::runtime::service) fn new() -> Self {
+        Self {
+            token: uuid::Uuid::now_v7().to_string(),
+            pid: std::process::id(),
+            host: this_host(),
+        }
+    }
+
+    fn lease(&self, now_ms: i64) -> Lease {
+        Lease {
+            holder: self.token.clone(),
+            pid: self.pid,
+            host: self.host.clone(),
+            acquired_at: now_ms,
+            renewed_at: now_ms,
+        }
+    }
+
+    /// Whether `lease`'s holder still holds it.
+    fn alive(&self, lease: &Lease, now_ms: i64) -> bool {
+        if lease.host == self.host {
+            process_alive(lease.pid)
+        } else {
+            now_ms - lease.renewed_at < STALE_AFTER_MS
+        }
+    }
+}
+
+/// This machine's name (`/proc/sys/kernel/hostname`), `localhost` when it
+/// cannot be read.
+fn this_host() -> String {
+    std::fs::read_to_string("/proc/sys/kernel/hostname")
+        .ok()
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .unwrap_or_else(|| "localhost".to_owned())
+}
+
+/// Whether process `pid` exists (signal 0 reaches it, or it belongs to
+/// another user).
+fn process_alive(pid: u32) -> bool {
+    let Ok(pid) = i32::try_from(pid) else {
+        return false;
+    };
+    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
+        Ok(()) => true,
+        Err(e) => e == nix::errno::Errno::EPERM,
+    }
+}
+
+impl SessionService {
+    /// Takes (or renews) the lease on the open session, from another live
+    /// holder only when `take_over`; `Ok(Some(lease))` names the holder it
+    /// was taken from. Nothing happens without a stored session.
+    ///
+    /// # Errors
+    /// One sentence naming the holder and how to take the session over,
+    /// when another strata has it; a store error.
+    pub(super) fn claim(&mut self, take_over: bool) -> anyhow::Result<Option<Lease>> {
+        let Some(session) = self.session.as_ref().map(|s| s.id) else {
+            return Ok(None);
+        };
+        let now = crate::runtime::now_ms();
+        let me = self.holder.lease(now);
+        let holder = self.holder.clone();
+        let claim = self
+            .runtime
+            .store
+            .claim_lease(session, &me, take_over, |l| holder.alive(l, now))?;
+        match claim {
+            Claim::Held { from } => {
+                self.leased = Some(session);
+                Ok(from)
+            }
+            Claim::Refused(by) => Err(anyhow::anyhow!(self.runtime.client().session_held(&by))),
+        }
+    }
+
+    /// Says, when a stored session opens, that another strata writes to it
+    /// (this one then only reads it until `/take-over`).
+    pub(super) fn say_if_held(&mut self) {
+        // A headless client says it with its turn's error.
+        if !self.interactive {
+            return;
+        }
+        if let Err(e) = self.claim(false) {
+            self.emit(crate::runtime::service::ServiceEvent::Notice(e.to_string()));
+        }
+    }
+
+    /// `/take-over`: the open session's lease becomes this one's.
+    ///
+    /// # Errors
+    /// A store error; one sentence when no session is stored yet.
+    pub(super) fn take_over(&mut self) -> anyhow::Result<()> {
+        if self.session.is_none() {
+            self.emit(crate::runtime::service::ServiceEvent::Notice(
+                "this session is not stored yet; there is nothing to take over".to_owned(),
+            ));
+            return Ok(());
+        }
+        let line = match self.claim(true)? {
+            Some(from) => format!(
+                "this session is yours now; the strata in process {} on {} can only read it",
+                from.pid, from.host
+            ),
+            None => "this session was not open in another strata; it is yours".to_owned(),
+        };
+        self.emit(crate::runtime::service::ServiceEvent::Notice(line));
+        Ok(())
+    }
+
+    /// Gives up the lease this service holds, if any (another session is
+    /// opened, or the service ends).
+    pub(super) fn release(&mut self) {
+        if let Some(session) = self.leased.take() {
+            let _ = self.runtime.store.release_lease(session, &self.holder.token);
+        }
+    }
+
+    /// The session whose lease this service holds.
+    #[must_use]
+    pub fn leased(&self) -> Option<SessionId> {
+        self.leased
+    }
+}
+
+impl Drop for SessionService {
+    fn drop(&mut self) {
+        self.release();
+    }
+}

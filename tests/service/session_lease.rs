@@ -1,0 +1,100 @@
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+//! One writer per session: two session services (two apps) on one
+//! session, against the loopback server. The second is told who has the
+//! session and writes nothing until it takes it over; the first then
+//! writes nothing; a service that ends gives the session up.
+
+use crate::support::server;
+use crate::support::tool_sse;
+
+use crate::support::service as service_support;
+
+use server::{Reply, Server};
+use service_support::{Dirs, history, recorder};
+use std::sync::{Arc, Mutex};
+use strata::config::Config;
+use strata::runtime::service::{Command, ServiceEvent};
+
+fn said(events: &Arc<Mutex<Vec<ServiceEvent>>>, what: &str) -> bool {
+    events.lock().unwrap().iter().any(|e| match e {
+        ServiceEvent::Notice(n) | ServiceEvent::Error(n) => n.contains(what),
+        _ => false,
+    })
+}
+
+fn unsent(events: &Arc<Mutex<Vec<ServiceEvent>>>, text: &str) -> bool {
+    events
+        .lock()
+        .unwrap()
+        .iter()
+        .any(|e| matches!(e, ServiceEvent::Unsent(t) if t == text))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_second_app_on_a_session_writes_nothing_until_it_takes_the_session_over() {
+    let server = Server::with(|_| Reply::sse(tool_sse::openai_text("ok"))).await;
+    let dirs = Dirs::new();
+    let text = format!(
+        "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n",
+        server.base_url()
+    );
+    let config = Config::parse(&text).unwrap().config;
+    let id = service_support::import(&dirs, &config, &history(2, "hello"));
+    let stored = || {
+        strata::store::Store::open(dirs.paths().database())
+            .unwrap()
+            .messages(id, true)
+            .unwrap()
+            .len()
+    };
+
+    let (sink_a, events_a) = recorder();
+    let mut first = service_support::open(&dirs, config.clone(), id, true, sink_a);
+    assert!(!said(&events_a, "another strata"));
+    first
+        .send("from the first".into(), std::future::pending())
+        .await
+        .unwrap();
+    assert_eq!(stored(), 4);
+
+    let (sink_b, events_b) = recorder();
+    let mut second = service_support::open(&dirs, config.clone(), id, true, sink_b);
+    let pid = std::process::id().to_string();
+    assert!(
+        said(&events_b, "this session is open in another strata (process ") && said(&events_b, &pid),
+        "told who has it when it opens: {:?}",
+        events_b.lock().unwrap()
+    );
+    assert!(said(&events_b, "/take-over takes it over"));
+    let refused = second
+        .send("from the second".into(), std::future::pending())
+        .await;
+    assert!(refused.is_err());
+    assert!(unsent(&events_b, "from the second"), "the text goes back");
+    assert_eq!(stored(), 4, "nothing written");
+    assert_eq!(server.requests().len(), 1, "nothing sent");
+
+    second.run(Command::TakeOver).await.unwrap();
+    assert!(said(&events_b, "this session is yours now"));
+    second
+        .send("from the second".into(), std::future::pending())
+        .await
+        .unwrap();
+    assert_eq!(stored(), 6);
+
+    // The first lost it: it writes nothing now.
+    let lost = first
+        .send("again from the first".into(), std::future::pending())
+        .await;
+    assert!(lost.is_err());
+    assert!(unsent(&events_a, "again from the first"));
+    assert_eq!(stored(), 6);
+
+    // The second ends: the session is free again.
+    drop(second);
+    first
+        .send("again from the first".into(), std::future::pending())
+        .await
+        .unwrap();
+    assert_eq!(stored(), 8);
+}
