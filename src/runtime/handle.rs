@@ -321,6 +321,9 @@ impl Drop for SessionHandle {
     }
 }
 
+/// How often an open session's lease is renewed.
+const LEASE_RENEWAL: std::time::Duration = std::time::Duration::from_secs(60);
+
 /// Answers every job of a service that could not open, so a client never
 /// waits for it: a message's text goes back (`Unsent`) and its turn ends
 /// at once, with the reason said again.
@@ -383,7 +386,19 @@ async fn run_service(
         }
     };
     service.discover_window().await;
-    while let Some(job) = jobs.recv().await {
+    // The session's lease is renewed while it is open (one writer per
+    // session; another machine's strata takes a lease left unrenewed).
+    let mut renew = tokio::time::interval(LEASE_RENEWAL);
+    renew.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    loop {
+        let job = tokio::select! {
+            job = jobs.recv() => job,
+            _ = renew.tick() => {
+                service.renew_lease();
+                continue;
+            }
+        };
+        let Some(job) = job else { break };
         let result = match job {
             Job::Send(text, consent, rx) => service.send_attaching(text, consent, cancelled(rx)).await,
             Job::EditSend(message, text, rx) => service.edit_and_send(message, text, cancelled(rx)).await,

@@ -112,6 +112,22 @@ impl SessionService {
         }
     }
 
+    /// Renews the lease this service holds (every minute while it is
+    /// open); when another strata took the session over, says so once:
+    /// this one then writes nothing to it.
+    pub fn renew_lease(&mut self) {
+        let Some(held) = self.leased else {
+            return;
+        };
+        if self.session.as_ref().map(|s| s.id) != Some(held) {
+            return;
+        }
+        if let Err(e) = self.claim(false) {
+            self.leased = None;
+            self.emit(crate::runtime::service::ServiceEvent::Error(e.to_string()));
+        }
+    }
+
     /// `/take-over`: the open session's lease becomes this one's.
     ///
     /// # Errors
