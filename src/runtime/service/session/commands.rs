@@ -108,6 +108,9 @@ impl Command {
             Self::Compress(_) | Self::ApplyPreview { .. } => Some("compressing".to_owned()),
             Self::Model(name) => Some(format!("switching to {name}")),
             Self::Reload => Some("reloading the prompt".to_owned()),
+            Self::ListChoices(crate::runtime::service::ChoiceKind::Model) => {
+                Some("listing the models".to_owned())
+            }
             _ => None,
         }
     }
