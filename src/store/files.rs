@@ -36,6 +36,12 @@ pub(crate) fn create_private_dir(dir: &Path) -> Result<(), StoreError> {
 /// [`StoreError::CreateDir`], or [`StoreError::NotWritable`] when the
 /// directory exists and a file cannot be created in it.
 pub fn check_writable_dir(dir: &Path) -> Result<(), StoreError> {
+    if dir.exists() && !dir.is_dir() {
+        return Err(StoreError::NotWritable {
+            path: dir.to_path_buf(),
+            reason: "something that is not a directory is in its place".to_owned(),
+        });
+    }
     create_private_dir(dir)?;
     let probe = dir.join(format!(".strata-write-check-{}", std::process::id()));
     let created = fs::OpenOptions::new()

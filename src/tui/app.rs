@@ -797,6 +797,8 @@ impl App {
 
     fn interrupt(&mut self) -> Vec<Effect> {
         if let Some(effects) = self.stop_working() {
+            // Twice always quits: the next Ctrl-C, whatever it finds.
+            self.interrupt_armed = true;
             return effects;
         }
         // A cancel that has not ended the turn yet: the second Ctrl-C
@@ -806,6 +808,7 @@ impl App {
         }
         if self.busy {
             self.cancelling = true;
+            self.interrupt_armed = true;
             self.notify(CANCELLING, false);
             return vec![Effect::Op(Op::Cancel)];
         }

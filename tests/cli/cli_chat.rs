@@ -710,3 +710,27 @@ async fn a_session_open_in_another_strata_is_refused_unless_taken_over() {
     let out = run(chat_cmd(&sb, &server, &["chat", "-c", "and more"])).await;
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_that_breaks_is_a_failure_in_json_too() {
+    let partial = "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"half a rep\"}}]}\n\n";
+    let server = Server::start(vec![Reply::sse_cut(partial)]).await;
+    let sb = Sandbox::new();
+    let out = run(chat_cmd(&sb, &server, &["chat", "--json", "tell me"])).await;
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let events = lines(&out);
+    let done = events.iter().find(|e| e["type"] == "done").unwrap();
+    assert_eq!(done["status"], "error", "{done}");
+    assert_eq!(done["interruption"], "failed", "{done}");
+    assert!(
+        events.iter().any(
+            |e| e["type"] == "error" && e["message"].as_str().unwrap().contains("broke during the reply")
+        ),
+        "{events:?}"
+    );
+}

@@ -40,19 +40,16 @@ async fn a_second_app_on_a_session_writes_nothing_until_it_takes_the_session_ove
     );
     let config = Config::parse(&text).unwrap().config;
     let id = service_support::import(&dirs, &config, &history(2, "hello"));
-    let stored = || {
-        strata::store::Store::open(dirs.paths().database())
-            .unwrap()
-            .messages(id, true)
-            .unwrap()
-            .len()
-    };
+    let store = || strata::store::Store::open(dirs.paths().database()).unwrap();
+    let stored = || store().messages(id, true).unwrap().len();
+    let last_sent = || server.requests().last().unwrap().json()["messages"].to_string();
+    let send = |text: &str| text.to_owned();
 
     let (sink_a, events_a) = recorder();
     let mut first = service_support::open(&dirs, config.clone(), id, true, sink_a);
     assert!(!said(&events_a, "another strata"));
     first
-        .send("from the first".into(), std::future::pending())
+        .send(send("from the first"), std::future::pending())
         .await
         .unwrap();
     assert_eq!(stored(), 4);
@@ -66,35 +63,51 @@ async fn a_second_app_on_a_session_writes_nothing_until_it_takes_the_session_ove
         events_b.lock().unwrap()
     );
     assert!(said(&events_b, "/take-over takes it over"));
-    let refused = second
-        .send("from the second".into(), std::future::pending())
-        .await;
+
+    // The first goes on writing while the second only reads: the second
+    // sends nothing, renames nothing.
+    first
+        .send(send("first while the second reads"), std::future::pending())
+        .await
+        .unwrap();
+    assert_eq!(stored(), 6);
+    let refused = second.send(send("from the second"), std::future::pending()).await;
     assert!(refused.is_err());
     assert!(unsent(&events_b, "from the second"), "the text goes back");
-    assert_eq!(stored(), 4, "nothing written");
-    assert_eq!(server.requests().len(), 1, "nothing sent");
+    assert!(second.run(Command::Rename("hijacked".into())).await.is_err());
+    assert_ne!(store().session(id).unwrap().unwrap().title, "hijacked");
+    assert_eq!(stored(), 6, "nothing written");
+    assert_eq!(server.requests().len(), 2, "nothing sent");
 
+    // Taken over: the second sends what the first wrote after it opened.
     second.run(Command::TakeOver).await.unwrap();
     assert!(said(&events_b, "this session is yours now"));
     second
-        .send("from the second".into(), std::future::pending())
-        .await
-        .unwrap();
-    assert_eq!(stored(), 6);
-
-    // The first lost it: it writes nothing now.
-    let lost = first
-        .send("again from the first".into(), std::future::pending())
-        .await;
-    assert!(lost.is_err());
-    assert!(unsent(&events_a, "again from the first"));
-    assert_eq!(stored(), 6);
-
-    // The second ends: the session is free again.
-    drop(second);
-    first
-        .send("again from the first".into(), std::future::pending())
+        .send(send("from the second"), std::future::pending())
         .await
         .unwrap();
     assert_eq!(stored(), 8);
+    assert!(
+        last_sent().contains("first while the second reads"),
+        "{}",
+        last_sent()
+    );
+
+    // The first lost it: it writes nothing now.
+    let lost = first
+        .send(send("again from the first"), std::future::pending())
+        .await;
+    assert!(lost.is_err());
+    assert!(unsent(&events_a, "again from the first"));
+    assert_eq!(stored(), 8);
+
+    // The second ends: the session is free again, and the first sends the
+    // history as stored.
+    drop(second);
+    first
+        .send(send("again from the first"), std::future::pending())
+        .await
+        .unwrap();
+    assert_eq!(stored(), 10);
+    assert!(last_sent().contains("from the second"), "{}", last_sent());
 }

@@ -54,6 +54,7 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
         failed: None,
         session: None,
         status: None,
+        interruption: None,
         error: None,
         edited: None,
         unsent: false,
@@ -151,7 +152,17 @@ fn turn(env: &Env, args: &ChatArgs) -> anyhow::Result<()> {
         .lock()
         .map_err(|_| anyhow::anyhow!("the output was lost; the reply is kept in the session"))?;
     let status = p.status.unwrap_or(MessageStatus::Error);
-    let done = json!({"type": "done", "session_id": p.session, "status": serde_json::to_value(status)?});
+    // A reply the stream broke off is a failure, not a cancel: `error`,
+    // with how it stopped beside it.
+    let interruption = p.interruption.filter(|_| status == MessageStatus::Interrupted);
+    let shown = match interruption {
+        Some(strata::domain::Interruption::Failed) => MessageStatus::Error,
+        _ => status,
+    };
+    let mut done = json!({"type": "done", "session_id": p.session, "status": serde_json::to_value(shown)?});
+    if let Some(how) = interruption {
+        done["interruption"] = json!(how.as_str());
+    }
     p.json_line(done);
     let error = p.error.take();
     p.finish()?;
@@ -271,6 +282,8 @@ struct Printer {
     session: Option<SessionId>,
     /// How the turn ended.
     status: Option<MessageStatus>,
+    /// How the turn's last reply stopped, when it was interrupted.
+    interruption: Option<strata::domain::Interruption>,
     /// The last problem of the turn, one sentence.
     error: Option<String>,
     /// The edit the turn resends from: its `edited` event and its line,
@@ -427,7 +440,12 @@ impl Printer {
             // Nothing was stored (an edit was undone, or a new session's
             // first message failed and no session was kept).
             ServiceEvent::Unsent(_) => self.unsent = true,
-            ServiceEvent::Message(m) => self.show_tool_message(&m),
+            ServiceEvent::Message(m) => {
+                if m.role == Role::Assistant && m.status != MessageStatus::Streaming {
+                    self.interruption = m.interruption;
+                }
+                self.show_tool_message(&m);
+            }
             ServiceEvent::Tool(ToolEvent::Started { call, summary, .. }) if !self.json => {
                 eprintln!("strata: running {} {summary}", call.name);
             }

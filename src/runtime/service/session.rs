@@ -253,6 +253,11 @@ impl SessionService {
     /// # Errors
     /// One sentence saying what went wrong and what to do; nothing changed.
     pub async fn run(&mut self, command: Command) -> anyhow::Result<()> {
+        // One writer per session: a session another strata has open is
+        // only read here.
+        if command.writes_session() {
+            self.claim(false)?;
+        }
         match command {
             Command::Compress(ask) => self.compress_with(ask).await,
             Command::ApplyPreview {

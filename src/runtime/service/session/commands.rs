@@ -92,6 +92,27 @@ pub enum Command {
 }
 
 impl Command {
+    /// Whether it writes to the open session (one writer per session: it
+    /// needs the session's lease).
+    #[must_use]
+    pub fn writes_session(&self) -> bool {
+        matches!(
+            self,
+            Self::Rename(_)
+                | Self::Compress(_)
+                | Self::ApplyPreview { .. }
+                | Self::Pin { .. }
+                | Self::Exclude { .. }
+                | Self::UndoEditMessage
+                | Self::UndoCompress
+                | Self::Reload
+                | Self::AutoCompress(_)
+                | Self::Model(_)
+                | Self::ToggleTool { .. }
+                | Self::UndoEdit
+        )
+    }
+
     /// Whether the client may stop it while it runs ([`crate::runtime::Op::Cancel`]):
     /// a compression, which stores nothing until its summary is made.
     #[must_use]

@@ -85,6 +85,7 @@ impl SessionService {
             return Ok(None);
         };
         let now = crate::runtime::now_ms();
+        let was_held = self.leased == Some(session);
         let me = self.holder.lease(now);
         let holder = self.holder.clone();
         let claim = self
@@ -94,9 +95,21 @@ impl SessionService {
         match claim {
             Claim::Held { from } => {
                 self.leased = Some(session);
+                // Another strata may have written to it since it was read
+                // here: the next turn reads it again.
+                if !was_held {
+                    self.forget_history();
+                }
                 Ok(from)
             }
-            Claim::Refused(by) => Err(anyhow::anyhow!(self.runtime.client().session_held(&by))),
+            Claim::Refused(by) => {
+                // Lost, if it was held here: what is stored is read again
+                // when it is held once more.
+                if was_held {
+                    self.leased = None;
+                }
+                Err(anyhow::anyhow!(self.runtime.client().session_held(&by)))
+            }
         }
     }
 
@@ -104,10 +117,9 @@ impl SessionService {
     /// (this one then only reads it until `/take-over`).
     pub(super) fn say_if_held(&mut self) {
         // A headless client says it with its turn's error.
-        if !self.interactive {
-            return;
-        }
-        if let Err(e) = self.claim(false) {
+        if let Err(e) = self.claim(false)
+            && self.interactive
+        {
             self.emit(crate::runtime::service::ServiceEvent::Notice(e.to_string()));
         }
     }
@@ -139,7 +151,10 @@ impl SessionService {
             ));
             return Ok(());
         }
-        let line = match self.claim(true)? {
+        let taken = self.claim(true)?;
+        // What the other one wrote is shown.
+        self.refresh()?;
+        let line = match taken {
             Some(from) => format!(
                 "this session is yours now; the strata in process {} on {} can only read it",
                 from.pid, from.host
