@@ -403,13 +403,14 @@ async fn run_service(
             Job::Send(text, consent, rx) => service.send_attaching(text, consent, cancelled(rx)).await,
             Job::EditSend(message, text, rx) => service.edit_and_send(message, text, cancelled(rx)).await,
             Job::Run(command, cancel) => {
+                let stopped = command.stopped_notice();
                 let result = match cancel {
                     Some(rx) => tokio::select! {
                         result = service.run(command) => result,
                         () = cancelled(rx) => {
-                            // Dropped while the summary was being made:
-                            // nothing was stored.
-                            sink(ServiceEvent::Notice("compression cancelled; nothing was stored".to_owned()));
+                            // Dropped while the summary or the connection
+                            // was being made: nothing changed.
+                            sink(ServiceEvent::Notice(stopped));
                             Ok(())
                         }
                     },

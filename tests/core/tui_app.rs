@@ -466,3 +466,34 @@ fn a_bare_model_or_skill_opens_a_picker_that_picks_by_enter() {
         assert!(app.overlay().is_none());
     }
 }
+
+/// A model switch shows as work with its time and stops on Esc, leaving
+/// the session on its model.
+#[test]
+fn a_model_switch_runs_visibly_and_stops_on_esc() {
+    let mut app = app_with(120, 36, Vec::new(), None);
+    type_text(&mut app, "/model gpt-4.1");
+    let mut effects = app.handle(key(KeyCode::Enter));
+    if app.rewrite_question().is_some() {
+        effects = app.handle(key(KeyCode::Enter));
+    }
+    assert!(
+        effects
+            .iter()
+            .any(|e| matches!(e, Effect::Op(Op::Run(strata::runtime::service::Command::Model(m))) if m == "gpt-4.1")),
+        "{effects:?}"
+    );
+    app.handle(AppEvent::Tick { now_ms: 2_000 });
+    let status = draw(&app, 120, 36).lines().last().unwrap().to_owned();
+    assert!(status.contains("switching to gpt-4.1 2s · Esc stops"), "{status}");
+    assert_eq!(app.handle(key(KeyCode::Esc)), vec![Effect::Op(Op::Cancel)]);
+    app.handle(ServiceEvent::Notice(
+        "the switch to gpt-4.1 was stopped; the session stays on its model".into(),
+    ));
+    app.handle(ServiceEvent::CommandDone);
+    let status = draw(&app, 120, 36).lines().last().unwrap().to_owned();
+    assert!(
+        status.contains("idle · the switch to gpt-4.1 was stopped"),
+        "{status}"
+    );
+}

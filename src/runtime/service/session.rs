@@ -266,6 +266,7 @@ impl SessionService {
                 force,
             } => self.apply_preview(summary, edited, force).await,
             Command::ListChoices(kind) => self.list_choices(kind).await,
+            Command::Model(name) => self.switch_model(&name).await,
             other => self.command(other),
         }
     }
@@ -394,6 +395,53 @@ impl SessionService {
                 return Err(e);
             }
         };
+        self.use_connection(choice, connected, same);
+        Ok(())
+    }
+
+    /// [`SessionService::ensure_connected`] for another model, with the
+    /// connection made off the session's thread: dropping the future (a
+    /// client that stops the switch) leaves everything as it was.
+    async fn connect_apart(&mut self, choice: ModelChoice) -> Result<(), ProviderError> {
+        let same = self
+            .choice
+            .as_ref()
+            .is_some_and(|c| c.provider == choice.provider && c.model == choice.model);
+        if same && self.connected.is_some() {
+            return Ok(());
+        }
+        let (paths, config, env) = (
+            self.runtime.paths.clone(),
+            self.runtime.config.clone(),
+            Arc::clone(&self.env),
+        );
+        let sink = Arc::clone(&self.sink);
+        let wanted = choice.clone();
+        let made = tokio::task::spawn_blocking(move || {
+            let mut progress = |line: &str| sink(ServiceEvent::Progress(line.to_owned()));
+            connect(&wanted, &paths, &config, &|name: &str| env(name), &mut progress)
+        })
+        .await
+        .unwrap_or_else(|e| {
+            Err(ProviderError::Protocol {
+                message: format!("the connection was lost while it was made ({e}); try again"),
+            })
+        });
+        match made {
+            Ok(connected) => {
+                self.use_connection(choice, connected, same);
+                Ok(())
+            }
+            Err(e) => {
+                self.announce();
+                Err(e)
+            }
+        }
+    }
+
+    /// Makes `connected` (to `choice`; `same`: the model already chosen)
+    /// the session's connection.
+    fn use_connection(&mut self, choice: ModelChoice, connected: crate::runtime::Connected, same: bool) {
         if let Some(counts) = &self.counts {
             let _ = counts.send(CountJob::Counter(Arc::clone(&connected.counter)));
         }
@@ -404,7 +452,6 @@ impl SessionService {
         self.connected = Some(connected);
         self.choice = Some(choice);
         self.announce();
-        Ok(())
     }
 
     /// Tells the client what is connected: the provider and model, or

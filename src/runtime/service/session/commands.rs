@@ -117,7 +117,16 @@ impl Command {
     /// a compression, which stores nothing until its summary is made.
     #[must_use]
     pub fn cancellable(&self) -> bool {
-        matches!(self, Self::Compress(_))
+        matches!(self, Self::Compress(_) | Self::Model(_))
+    }
+
+    /// What is said when the client stopped it while it ran.
+    #[must_use]
+    pub fn stopped_notice(&self) -> String {
+        match self {
+            Self::Model(name) => format!("the switch to {name} was stopped; the session stays on its model"),
+            _ => "compression cancelled; nothing was stored".to_owned(),
+        }
     }
 
     /// What a client shows while it runs, when it can take long: a
@@ -178,6 +187,30 @@ fn hosted_provider(model: &str) -> Option<ProviderKind> {
 }
 
 impl SessionService {
+    /// `/model NAME`: the session goes on `name` once it is connected (off
+    /// the session's thread, so the client can stop the switch and keep
+    /// the model it had).
+    pub(super) async fn switch_model(&mut self, name: &str) -> anyhow::Result<()> {
+        let provider = self.choice.as_ref().map(|c| c.provider.as_str());
+        let choice = self.select(provider, Some(name))?;
+        // For this session (and new ones from it); a resumed session
+        // keeps its own model. A model that cannot connect changes nothing.
+        let wanted = choice.clone();
+        self.connect_apart(choice)
+            .await
+            .map_err(|e| anyhow::anyhow!(switch_failed(&wanted, &e)))?;
+        // The prompt version for the new model is built now, so the
+        // pane's numbers and the stored session are right at once.
+        self.open_conversation()?;
+        self.refresh()?;
+        self.emit(ServiceEvent::Notice(format!(
+            "now on {} ({})",
+            wanted.model,
+            wanted.provider.as_str()
+        )));
+        Ok(())
+    }
+
     pub(super) fn command(&mut self, command: Command) -> anyhow::Result<()> {
         match command {
             Command::NewSession => {
@@ -243,24 +276,6 @@ impl SessionService {
                 let dir = self.runtime.paths.exports_dir();
                 let path = files::export(&self.runtime, &s, format, &dir)?;
                 self.emit(ServiceEvent::Notice(format!("exported to {}", path.display())));
-            }
-            Command::Model(name) => {
-                let provider = self.choice.as_ref().map(|c| c.provider.as_str());
-                let choice = self.select(provider, Some(&name))?;
-                // For this session (and new ones from it); a resumed session
-                // keeps its own model. A model that cannot connect changes nothing.
-                let wanted = choice.clone();
-                self.ensure_connected(choice)
-                    .map_err(|e| anyhow::anyhow!(switch_failed(&wanted, &e)))?;
-                // The prompt version for the new model is built now, so the
-                // pane's numbers and the stored session are right at once.
-                self.open_conversation()?;
-                self.refresh()?;
-                self.emit(ServiceEvent::Notice(format!(
-                    "now on {} ({})",
-                    wanted.model,
-                    wanted.provider.as_str()
-                )));
             }
             Command::Tools => {
                 if self.session.is_some() && self.connected.is_some() {
@@ -391,7 +406,10 @@ impl SessionService {
             Command::CancelPreview => self.cancel_preview(),
             Command::TakeOver => self.take_over()?,
             Command::UndoEditMessage => self.undo_edit_message()?,
-            Command::Compress(_) | Command::ApplyPreview { .. } | Command::ListChoices(_) => {}
+            Command::Compress(_)
+            | Command::ApplyPreview { .. }
+            | Command::ListChoices(_)
+            | Command::Model(_) => {}
         }
         Ok(())
     }
