@@ -22,6 +22,7 @@ mod exact_counts;
 pub mod handle;
 mod import;
 pub mod input_history;
+pub mod lease_check;
 mod lookup;
 mod mcp_session;
 pub mod mcp_setup;

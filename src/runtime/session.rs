@@ -61,6 +61,10 @@ pub enum RuntimeError {
     /// to do).
     #[error("{0}")]
     Directory(String),
+    /// Another strata has the session open (one sentence naming it and how
+    /// to go on).
+    #[error("{0}")]
+    Held(String),
 }
 
 /// The runtime for headless commands: paths, config and the open store.

@@ -86,6 +86,19 @@ impl Client {
         )
     }
 
+    /// That a command other than a turn (`pin`, `compress`, an undo) was
+    /// refused: another strata has the session open (`by` holds it).
+    #[must_use]
+    pub fn session_held_for_change(self, by: &crate::store::Lease) -> String {
+        let since = jiff::Timestamp::from_millisecond(by.acquired_at)
+            .map(|t| t.strftime("%H:%M").to_string())
+            .unwrap_or_default();
+        format!(
+            "this session is open in another strata (process {} on {} since {since}), so nothing was changed; do it there, or quit that strata first",
+            by.pid, by.host
+        )
+    }
+
     /// That the request just sent left `messages` older messages (`tokens`
     /// of them) out to fit `window`, and how to keep them as a summary.
     #[must_use]

@@ -692,6 +692,26 @@ async fn a_session_open_in_another_strata_is_refused_unless_taken_over() {
     assert!(server.requests().is_empty(), "nothing sent");
     let shown = sb.json(&["show", &id, "--json"]);
     assert_eq!(shown["messages"].as_array().unwrap().len(), 2, "nothing stored");
+    // Nor do the command line's other writers change it.
+    for args in [
+        &["pin", &id, "1"][..],
+        &["exclude", &id, "2"],
+        &["undo-compress", &id],
+    ] {
+        let out = sb.run(args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        let said = common::one_line_error(&out);
+        assert!(said.contains("open in another strata"), "{args:?}: {said}");
+    }
+    let shown = sb.json(&["show", &id, "--json"]);
+    assert!(
+        shown["messages"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|m| m["pinned"] != true && m["excluded"] != true),
+        "{shown}"
+    );
 
     let out = run(chat_cmd(
         &sb,

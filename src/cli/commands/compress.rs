@@ -13,6 +13,9 @@ use strata::runtime::{CompressOutcome, CompressRequest, SummarizerArg, compress_
 pub fn compress(env: &Env, args: &CompressArgs) -> anyhow::Result<()> {
     let mut runtime = env.runtime()?;
     let session = runtime.find_session(&args.id)?;
+    if !args.dry_run && !args.preview {
+        runtime.refuse_if_held(&session)?;
+    }
     let (choice, _) = runtime.apply_served_window(env.choice_for(&session)?);
     // A llama.cpp server counts the session's texts itself, so
     // `tokens_before` is the figure `strata context` shows.
@@ -173,6 +176,7 @@ pub struct Cancelled;
 pub fn undo_compress(env: &Env, args: &UndoCompressArgs) -> anyhow::Result<()> {
     let mut runtime = env.runtime()?;
     let session = runtime.find_session(&args.id)?;
+    runtime.refuse_if_held(&session)?;
     let undone = runtime.undo_compress(&session)?;
     if args.json {
         return print_json(&undone);
@@ -190,6 +194,7 @@ pub fn undo_compress(env: &Env, args: &UndoCompressArgs) -> anyhow::Result<()> {
 pub fn undo_edit_message(env: &Env, args: &UndoEditMessageArgs) -> anyhow::Result<()> {
     let mut runtime = env.runtime()?;
     let session = runtime.find_session(&args.id)?;
+    runtime.refuse_if_held(&session)?;
     let undone = runtime.undo_edit_message(&session)?;
     if args.json {
         return print_json(&undone);
@@ -208,6 +213,7 @@ pub fn undo_edit_message(env: &Env, args: &UndoEditMessageArgs) -> anyhow::Resul
 pub fn undo_edit(env: &Env, args: &UndoEditArgs) -> anyhow::Result<()> {
     let mut runtime = env.runtime()?;
     let session = runtime.find_session(&args.id)?;
+    runtime.refuse_if_held(&session)?;
     let line = runtime.undo_edit(&session)?;
     writeln!(std::io::stdout().lock(), "{line}").context("cannot write to stdout")?;
     Ok(())

@@ -12,6 +12,7 @@ use strata::runtime::ControlAction;
 pub fn control(env: &Env, args: &ControlArgs, action: ControlAction) -> anyhow::Result<()> {
     let mut runtime = env.runtime()?;
     let session = runtime.find_session(&args.id)?;
+    runtime.refuse_if_held(&session)?;
     let outcome = match action {
         ControlAction::Pin | ControlAction::Unpin => {
             // The half-window rule uses the window the server serves.

@@ -1,17 +1,12 @@
 //! One writer per session, the service's side: the lease it takes on the
 //! session it writes to (when a turn starts, and when it opens one, to say
 //! so early), who holds it when another strata does, `/take-over`, and
-//! giving it up when it moves to another session or ends.
-//!
-//! A holder on this machine is alive while its process is; one on another
-//! machine while it renewed its lease within [`STALE_AFTER_MS`].
+//! giving it up when it moves to another session or ends. Whether a holder
+//! is alive: [`crate::runtime::lease_check`].
 
 use super::SessionService;
 use crate::domain::SessionId;
 use crate::store::{Claim, Lease};
-
-/// A lease of another machine not renewed for this long is taken: 10 min.
-const STALE_AFTER_MS: i64 = 10 * 60 * 1_000;
 
 /// The service's identity as a lease holder.
 #[derive(Clone, Debug)]
@@ -26,7 +21,7 @@ impl Holder {
         Self {
             token: uuid::Uuid::now_v7().to_string(),
             pid: std::process::id(),
-            host: this_host(),
+            host: crate::runtime::lease_check::this_host(),
         }
     }
 
@@ -42,33 +37,7 @@ impl Holder {
 
     /// Whether `lease`'s holder still holds it.
     fn alive(&self, lease: &Lease, now_ms: i64) -> bool {
-        if lease.host == self.host {
-            process_alive(lease.pid)
-        } else {
-            now_ms - lease.renewed_at < STALE_AFTER_MS
-        }
-    }
-}
-
-/// This machine's name (`/proc/sys/kernel/hostname`), `localhost` when it
-/// cannot be read.
-fn this_host() -> String {
-    std::fs::read_to_string("/proc/sys/kernel/hostname")
-        .ok()
-        .map(|h| h.trim().to_owned())
-        .filter(|h| !h.is_empty())
-        .unwrap_or_else(|| "localhost".to_owned())
-}
-
-/// Whether process `pid` exists (signal 0 reaches it, or it belongs to
-/// another user).
-fn process_alive(pid: u32) -> bool {
-    let Ok(pid) = i32::try_from(pid) else {
-        return false;
-    };
-    match nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), None) {
-        Ok(()) => true,
-        Err(e) => e == nix::errno::Errno::EPERM,
+        crate::runtime::lease_check::holder_alive(lease, &self.host, now_ms)
     }
 }
 
