@@ -73,16 +73,13 @@ impl Client {
     /// its lease), so this one only reads it, and how to take it over.
     #[must_use]
     pub fn session_held(self, by: &crate::store::Lease) -> String {
-        let since = jiff::Timestamp::from_millisecond(by.acquired_at)
-            .map(|t| t.strftime("%H:%M").to_string())
-            .unwrap_or_default();
+        let holder = held_by(by);
         let how = match self {
             Self::App => format!("{} takes it over", self.commands().take_over),
             Self::Cli => format!("run again with {} to take it over", self.commands().take_over),
         };
         format!(
-            "this session is open in another strata (process {} on {} since {since}), so nothing is written to it here; {how} (the other one then only reads it)",
-            by.pid, by.host
+            "this session is open in another strata ({holder}), so nothing is written to it here; {how} (the other one then only reads it)"
         )
     }
 
@@ -90,12 +87,9 @@ impl Client {
     /// refused: another strata has the session open (`by` holds it).
     #[must_use]
     pub fn session_held_for_change(self, by: &crate::store::Lease) -> String {
-        let since = jiff::Timestamp::from_millisecond(by.acquired_at)
-            .map(|t| t.strftime("%H:%M").to_string())
-            .unwrap_or_default();
+        let holder = held_by(by);
         format!(
-            "this session is open in another strata (process {} on {} since {since}), so nothing was changed; do it there, or quit that strata first",
-            by.pid, by.host
+            "this session is open in another strata ({holder}), so nothing was changed; do it there, or quit that strata first"
         )
     }
 
@@ -260,6 +254,14 @@ impl Client {
             ),
         }
     }
+}
+
+/// `process 1234 on host since 12:03`: who holds a session's lease.
+fn held_by(by: &crate::store::Lease) -> String {
+    let since = jiff::Timestamp::from_millisecond(by.acquired_at)
+        .map(|t| t.strftime("%H:%M").to_string())
+        .unwrap_or_default();
+    format!("process {} on {} since {since}", by.pid, by.host)
 }
 
 #[cfg(test)]

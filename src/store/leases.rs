@@ -35,6 +35,19 @@ pub enum Claim {
     Refused(Lease),
 }
 
+const LEASE_QUERY: &str =
+    "SELECT holder, pid, host, acquired_at, renewed_at FROM session_leases WHERE session_id = ?1";
+
+fn lease_row(r: &rusqlite::Row<'_>) -> rusqlite::Result<Lease> {
+    Ok(Lease {
+        holder: r.get(0)?,
+        pid: r.get(1)?,
+        host: r.get(2)?,
+        acquired_at: r.get(3)?,
+        renewed_at: r.get(4)?,
+    })
+}
+
 impl Store {
     /// The lease on `session`, if any.
     ///
@@ -43,18 +56,8 @@ impl Store {
     pub fn lease(&self, session: SessionId) -> Result<Option<Lease>, StoreError> {
         Ok(self
             .conn
-            .prepare_cached(
-                "SELECT holder, pid, host, acquired_at, renewed_at FROM session_leases WHERE session_id = ?1",
-            )?
-            .query_row([session.to_string()], |r| {
-                Ok(Lease {
-                    holder: r.get(0)?,
-                    pid: r.get(1)?,
-                    host: r.get(2)?,
-                    acquired_at: r.get(3)?,
-                    renewed_at: r.get(4)?,
-                })
-            })
+            .prepare_cached(LEASE_QUERY)?
+            .query_row([session.to_string()], lease_row)
             .optional()?)
     }
 
@@ -75,18 +78,8 @@ impl Store {
             .conn
             .transaction_with_behavior(TransactionBehavior::Immediate)?;
         let current = tx
-            .prepare_cached(
-                "SELECT holder, pid, host, acquired_at, renewed_at FROM session_leases WHERE session_id = ?1",
-            )?
-            .query_row([session.to_string()], |r| {
-                Ok(Lease {
-                    holder: r.get(0)?,
-                    pid: r.get(1)?,
-                    host: r.get(2)?,
-                    acquired_at: r.get(3)?,
-                    renewed_at: r.get(4)?,
-                })
-            })
+            .prepare_cached(LEASE_QUERY)?
+            .query_row([session.to_string()], lease_row)
             .optional()?;
         let (claim, acquired_at) = match current {
             Some(l) if l.holder == me.holder => (Claim::Held { from: None }, l.acquired_at),

@@ -9,16 +9,16 @@
 use super::chat::{ChatPane, Streaming};
 use super::event::{AppEvent, ContextSnapshot, Effect};
 use super::keymap::{Action, KeyMap};
-use super::overlay::{ListKind, Overlay, Picker};
+use super::overlay::{ListKind, Overlay};
 use super::readline::{self, Edited};
 use super::slash;
 use crate::conversation::Phase;
 use crate::domain::{LayerName, MessageStatus, Session, Usage};
 use crate::render::Highlighter;
 use crate::runtime::Op;
-use crate::runtime::service::Command;
 use crate::runtime::service::ServiceEvent;
 use crossterm::event::{KeyCode, KeyEvent, KeyEventKind, KeyModifiers};
+use interrupt::Working;
 use ratatui_textarea::TextArea;
 
 mod ask;
@@ -27,6 +27,8 @@ mod compose;
 mod context;
 mod folds;
 mod history;
+mod interrupt;
+mod overlay_keys;
 mod rewrite;
 mod select;
 mod slash_menu;
@@ -785,116 +787,6 @@ impl App {
             self.overlay = Some(Overlay::listing(kind, listing));
         }
     }
-
-    /// Stops the command in progress when it can be stopped (Esc or
-    /// Ctrl-C); `None` when none runs or it cannot be.
-    fn stop_working(&mut self) -> Option<Vec<Effect>> {
-        let working = self.working.as_ref().filter(|w| w.cancellable && !self.busy)?;
-        let line = format!("stopping: {}…", working.label);
-        self.notify(&line, false);
-        Some(vec![Effect::Op(Op::Cancel)])
-    }
-
-    fn interrupt(&mut self) -> Vec<Effect> {
-        if let Some(effects) = self.stop_working() {
-            // Twice always quits: the next Ctrl-C, whatever it finds.
-            self.interrupt_armed = true;
-            return effects;
-        }
-        // A cancel that has not ended the turn yet: the second Ctrl-C
-        // quits (closing the session's handle cancels what still runs).
-        if self.busy && self.cancelling {
-            return vec![Effect::Quit];
-        }
-        if self.busy {
-            self.cancelling = true;
-            self.interrupt_armed = true;
-            self.notify(CANCELLING, false);
-            return vec![Effect::Op(Op::Cancel)];
-        }
-        if !self.draft().is_empty() {
-            // The first Ctrl-C clears a draft; the next ones quit.
-            self.set_draft("");
-            self.interrupt_armed = false;
-            self.notify("draft cleared; press Ctrl-C twice to quit", false);
-            return self.draft_changed();
-        }
-        if self.interrupt_armed {
-            return vec![Effect::Quit];
-        }
-        self.interrupt_armed = true;
-        self.notify("press Ctrl-C again to quit", false);
-        Vec::new()
-    }
-
-    fn overlay_key(&mut self, key: KeyEvent, action: Option<Action>) -> Vec<Effect> {
-        if matches!(action, Some(Action::Close | Action::Interrupt)) {
-            self.overlay = None;
-            return Vec::new();
-        }
-        let Some(overlay) = self.overlay.as_mut() else {
-            return Vec::new();
-        };
-        let plain = !key
-            .modifiers
-            .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
-        match (overlay, key.code) {
-            (o, KeyCode::Up) => o.scroll(-1),
-            (o, KeyCode::Down) => o.scroll(1),
-            (o, KeyCode::PageUp) => o.scroll(-10),
-            (o, KeyCode::PageDown) => o.scroll(10),
-            (o, KeyCode::Home) => o.home(),
-            (o, KeyCode::End) => o.end(),
-            (Overlay::Picker(p), KeyCode::Enter) => {
-                let chosen = p.rows.get(p.selected).map(|r| r.id.to_string());
-                if let Some(id) = chosen {
-                    self.overlay = None;
-                    if self.busy {
-                        self.notify(
-                            "a reply is streaming; wait for it or press Ctrl-C, then resume",
-                            true,
-                        );
-                        return Vec::new();
-                    }
-                    return vec![Effect::Op(Op::Run(Command::Resume(id)))];
-                }
-            }
-            (Overlay::Picker(p), KeyCode::Tab | KeyCode::BackTab) => {
-                p.all = !p.all;
-                p.selected = 0;
-                return self.search();
-            }
-            (Overlay::Picker(p), KeyCode::Backspace) => {
-                p.query.pop();
-                return self.search();
-            }
-            (Overlay::Picker(p), KeyCode::Char(c)) if plain => {
-                p.query.push(c);
-                return self.search();
-            }
-            _ => {}
-        }
-        Vec::new()
-    }
-
-    pub(super) fn open_picker(&mut self) -> Vec<Effect> {
-        self.overlay = Some(Overlay::Picker(Picker::default()));
-        self.search()
-    }
-
-    fn search(&mut self) -> Vec<Effect> {
-        let ticket = self.ticket();
-        let Some(Overlay::Picker(p)) = &mut self.overlay else {
-            return Vec::new();
-        };
-        p.ticket = ticket;
-        p.loaded = false;
-        vec![Effect::Op(Op::ListSessions {
-            ticket,
-            search: p.query.clone(),
-            all: p.all,
-        })]
-    }
 }
 
 /// Replies' output tokens as the provider counted them, from the
@@ -903,15 +795,4 @@ fn completions(c: &ContextSnapshot) -> impl Iterator<Item = (crate::domain::Mess
     c.requests
         .iter()
         .filter_map(|r| Some((r.message_id?, r.completion_tokens?)))
-}
-
-/// A command in progress, as the status bar shows it.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub(super) struct Working {
-    /// `compressing`, `switching to gpt-4o`, `reloading the prompt`.
-    pub label: String,
-    /// When it was asked for, unix ms.
-    pub since: i64,
-    /// Esc or Ctrl-C stops it.
-    pub cancellable: bool,
 }

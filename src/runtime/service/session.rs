@@ -369,10 +369,7 @@ impl SessionService {
     /// new connection stands; on failure they stay as they were and the
     /// client is told so again (see [`SessionService::announce`]).
     fn ensure_connected(&mut self, choice: ModelChoice) -> Result<(), ProviderError> {
-        let same = self
-            .choice
-            .as_ref()
-            .is_some_and(|c| c.provider == choice.provider && c.model == choice.model);
+        let same = self.is_choice(&choice);
         if same && self.connected.is_some() {
             return Ok(());
         }
@@ -399,14 +396,18 @@ impl SessionService {
         Ok(())
     }
 
+    /// Whether `choice` is the provider and model chosen now.
+    fn is_choice(&self, choice: &ModelChoice) -> bool {
+        self.choice
+            .as_ref()
+            .is_some_and(|c| c.provider == choice.provider && c.model == choice.model)
+    }
+
     /// [`SessionService::ensure_connected`] for another model, with the
     /// connection made off the session's thread: dropping the future (a
     /// client that stops the switch) leaves everything as it was.
     async fn connect_apart(&mut self, choice: ModelChoice) -> Result<(), ProviderError> {
-        let same = self
-            .choice
-            .as_ref()
-            .is_some_and(|c| c.provider == choice.provider && c.model == choice.model);
+        let same = self.is_choice(&choice);
         if same && self.connected.is_some() {
             return Ok(());
         }
