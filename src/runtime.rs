@@ -30,6 +30,7 @@ mod mcp_trust;
 pub mod message_ref;
 pub mod offer_tools;
 mod prompt_build;
+mod prompt_rebuild;
 mod providers;
 pub mod served_window;
 pub mod service;
@@ -58,6 +59,7 @@ pub use mcp_session::{McpSession, ServerState};
 pub use mcp_trust::{McpJsonServer, McpSource, PendingMcpJson, WorkspaceMcp};
 pub use message_ref::MessageRefError;
 pub use prompt_build::{PromptPreview, fingerprint, recent_entry, resolve_mode, to_system_prompt};
+pub use prompt_rebuild::PromptRebuild;
 pub use providers::{
     Connected, connect, counters_built, ensure_local_model, kv_state_cap_bytes, local_model_file,
     session_counter,

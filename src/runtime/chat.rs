@@ -34,6 +34,12 @@ pub trait TurnHost {
     /// A compaction was stored: its row and the plan applied (the
     /// originals it archived, the messages it inserted).
     fn compacted(&mut self, compaction: &Compaction, plan: &CompressionPlan);
+    /// The lease token this turn writes under ([`crate::store::Lease`]),
+    /// when the session is leased: once another holder has the session,
+    /// the turn stops and writes nothing more.
+    fn lease_token(&self) -> Option<&str> {
+        None
+    }
 }
 
 /// How a turn ended.
@@ -157,6 +163,23 @@ impl Runtime {
         )
     }
 
+    /// Says that another strata took the session over mid-turn; the text
+    /// is the turn's failure.
+    fn lost_mid_turn(&self, host: &mut dyn TurnHost) -> String {
+        let text = self.client().session_lost_mid_turn();
+        host.emit(ServiceEvent::Error(text.clone()));
+        text
+    }
+
+    /// Whether the session's lease has gone from `token` to another
+    /// holder (or was given up by one that took it): never without a token.
+    fn lease_lost(&self, session: SessionId, token: Option<&str>) -> Result<bool, RuntimeError> {
+        let Some(token) = token else {
+            return Ok(false);
+        };
+        Ok(self.store.lease(session)?.is_none_or(|l| l.holder != token))
+    }
+
     /// Fits `conversation` to `window` (an overflow error stated it): the
     /// output reserve follows the window unless `[model] max_tokens` is
     /// set, and a compression engine for the new window replaces the old.
@@ -223,8 +246,45 @@ impl Runtime {
         let mut running = Running::new();
         let mut asking: Option<String> = None;
         let (progress_tx, mut progress_rx) = tokio::sync::mpsc::unbounded_channel::<ProgressLine>();
+        // Another strata took the session over: from then on only the
+        // rows this turn already stored are closed, nothing else written.
+        let mut lost = false;
+        let mut unsaved = std::collections::HashSet::new();
         loop {
             while let Some(effect) = pending.pop_front() {
+                if lost
+                    && !matches!(
+                        effect,
+                        Effect::UpdateMessage { .. }
+                            | Effect::ShowDelta(_)
+                            | Effect::Phase(_)
+                            | Effect::TurnFinished { .. }
+                    )
+                {
+                    if let Effect::SaveMessage(m) = effect {
+                        unsaved.insert(m.id);
+                    }
+                    continue;
+                }
+                // Checked before every write (the stream's flushes too).
+                if !lost
+                    && matches!(effect, Effect::SaveMessage(_) | Effect::UpdateMessage { .. })
+                    && self.lease_lost(session_id, host.lease_token())?
+                {
+                    lost = true;
+                    message = Some(self.lost_mid_turn(host));
+                    if let Effect::SaveMessage(m) = effect {
+                        unsaved.insert(m.id);
+                    }
+                    stream = None;
+                    asking = None;
+                    running.clear();
+                    pending.clear();
+                    pending.extend(conversation.handle(Event::Cancel {
+                        now_ms: super::now_ms(),
+                    }));
+                    continue;
+                }
                 match effect {
                     Effect::SaveMessage(mut m) => {
                         self.store.append_message(&mut m)?;
@@ -239,6 +299,9 @@ impl Runtime {
                         tool_calls,
                         status,
                     } => {
+                        if unsaved.contains(&id) {
+                            continue;
+                        }
                         self.store.update_message(id, &content, &tool_calls, status)?;
                         if status != MessageStatus::Streaming
                             && let Some(m) = conversation.messages().iter().rev().find(|m| m.id == id)
@@ -296,6 +359,7 @@ impl Runtime {
                         // with it in the transcript.
                         if let (Some(id), Some(text)) = (message_id, message.as_deref())
                             && status != MessageStatus::Complete
+                            && !unsaved.contains(&id)
                         {
                             self.store.set_message_error(id, Some(text))?;
                             if let Some(m) = conversation.messages().iter().rev().find(|m| m.id == id) {
@@ -434,6 +498,15 @@ impl Runtime {
             };
             let now_ms = super::now_ms();
             pending = match wake {
+                // A wait (a held stream, a tool) notices a take-over too.
+                Wake::Tick if !lost && self.lease_lost(session_id, host.lease_token())? => {
+                    lost = true;
+                    message = Some(self.lost_mid_turn(host));
+                    stream = None;
+                    asking = None;
+                    running.clear();
+                    conversation.handle(Event::Cancel { now_ms })
+                }
                 Wake::Tick => conversation.handle(Event::Tick { now_ms }),
                 Wake::Stream(Some(Ok(event))) => conversation.handle(Event::Stream { event, now_ms }),
                 Wake::Stream(Some(Err(e))) => {
@@ -478,7 +551,7 @@ impl Runtime {
                     conversation.handle(Event::StreamEnded { now_ms })
                 }
                 Wake::Tool(done) => {
-                    if let Some(change) = &done.output.change {
+                    if let Some(change) = done.output.change.as_ref().filter(|_| !lost) {
                         self.store.record_change(&crate::store::StoredChange {
                             num: 0,
                             session_id,

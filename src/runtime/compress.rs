@@ -17,7 +17,6 @@ use crate::compress::{
 };
 use crate::config::{ModelChoice, ProviderKind};
 use crate::domain::{Compaction, CompactionId, Message, MessageId, Session, Summarizer, SystemPrompt};
-use crate::prompt::EnvFacts;
 use crate::provider::Provider;
 use crate::store::CompactionWrite;
 use crate::tokens::{Budget, BudgetInput, Threshold, ThresholdSettings, TokenCounter};
@@ -632,38 +631,14 @@ impl Runtime {
     /// [`Runtime::rebuilt_prompt`] as seen from `cwd` (in the workspace:
     /// the instruction files between the root and it are read).
     pub(super) fn rebuilt_prompt_in(
-        &mut self,
+        &self,
         session: &Session,
         current: &SystemPrompt,
         choice: &ModelChoice,
         cwd: &Path,
     ) -> Result<SystemPrompt, RuntimeError> {
-        let now = jiff::Zoned::now();
-        let built = super::PromptPreview {
-            paths: &self.paths,
-            config: &self.config,
-            choice,
-            mode: current.fingerprint.mode,
-            cwd,
-            now: &now,
-            interactive: super::prompt_build::built_interactive(current),
-            env: EnvFacts::from_process(),
-        }
-        .build_for(&self.store, session)?;
-        let version = self
-            .store
-            .prompt_versions(session.id)?
-            .iter()
-            .map(|p| p.version)
-            .max()
-            .unwrap_or(current.version)
-            + 1;
-        Ok(super::to_system_prompt(
-            &built,
-            session.id,
-            version,
-            current.fingerprint.clone(),
-            now.timestamp().as_millisecond(),
-        ))
+        Ok(self
+            .prompt_rebuild(session, current.clone(), choice, cwd)?
+            .build())
     }
 }

@@ -109,15 +109,13 @@ impl PromptPreview<'_> {
     /// # Errors
     /// [`super::RuntimeError::Store`] when the store cannot be read.
     pub fn build_for(self, store: &Store, session: &Session) -> Result<AssembledPrompt, super::RuntimeError> {
-        let root = workspace::workspace_root(self.cwd).to_string_lossy().into_owned();
-        let earlier = recent_digest(store, &root, usize::MAX, Some(session))?;
-        let first_session = store.count_sessions_before(&root, session.created_at, session.id)? == 0;
-        let n = self.config.prompt.recent_sessions;
-        let recent = earlier.into_iter().take(n).collect();
+        let (first_session, recent) = history_for(store, self.config, self.cwd, session)?;
         Ok(self.assemble(first_session, recent))
     }
 
-    fn assemble(self, first_session: bool, recent: Vec<RecentSession>) -> AssembledPrompt {
+    /// Builds the prompt from what the store said about the workspace's
+    /// sessions (see [`history_for`]); reads only files.
+    pub(super) fn assemble(self, first_session: bool, recent: Vec<RecentSession>) -> AssembledPrompt {
         let counter =
             super::session_counter(self.paths, self.config, self.choice.provider, &self.choice.model);
         let inputs = workspace::gather(&GatherRequest {
@@ -143,6 +141,25 @@ impl PromptPreview<'_> {
         });
         prompt::assemble(&inputs, counter.as_ref())
     }
+}
+
+/// What the store says about the sessions before `session` in the
+/// workspace seen from `cwd`: whether it was the first, and the digest of
+/// the recent ones, decided as they were when it started.
+///
+/// # Errors
+/// [`super::RuntimeError::Store`] when the store cannot be read.
+pub(super) fn history_for(
+    store: &Store,
+    config: &Config,
+    cwd: &Path,
+    session: &Session,
+) -> Result<(bool, Vec<RecentSession>), super::RuntimeError> {
+    let root = workspace::workspace_root(cwd).to_string_lossy().into_owned();
+    let earlier = recent_digest(store, &root, usize::MAX, Some(session))?;
+    let first_session = store.count_sessions_before(&root, session.created_at, session.id)? == 0;
+    let recent = earlier.into_iter().take(config.prompt.recent_sessions).collect();
+    Ok((first_session, recent))
 }
 
 /// The digest of the last `n` sessions of a workspace (empty when `n` is

@@ -68,12 +68,47 @@ impl Runtime {
         Ok(fork)
     }
 
-    /// `/reload`: the session's prompt rebuilt from the instruction files,
-    /// memory and skills as they are now, seen from `cwd` (the workspace
-    /// root, or a directory in it whose instruction files are read too;
-    /// same provider, model and mode). Stored as a new current version only
-    /// when its bytes differ; the provider's cached prefix is lost when
-    /// they do.
+    /// `/reload`, first step: what rebuilding `session`'s prompt from
+    /// `cwd` needs (the instruction files, memory and skills as they are
+    /// now, seen from the workspace root or a directory in it; same
+    /// provider, model and mode). [`super::PromptRebuild::build`] then reads
+    /// the files, and [`Runtime::store_reload`] keeps the result.
+    ///
+    /// # Errors
+    /// [`RuntimeError::NoPrompt`]; [`RuntimeError::Store`].
+    pub fn reload_plan(
+        &self,
+        session: &Session,
+        choice: &ModelChoice,
+        cwd: &Path,
+    ) -> Result<super::PromptRebuild, RuntimeError> {
+        let current = self
+            .store
+            .current_prompt(session.id)?
+            .ok_or(RuntimeError::NoPrompt(session.id))?;
+        self.prompt_rebuild(session, current, choice, cwd)
+    }
+
+    /// `/reload`, last step: `rebuilt` stored as the new current version of
+    /// the prompt it replaces (`current`) only when its bytes differ; the
+    /// provider's cached prefix is lost when they do.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`].
+    pub fn store_reload(
+        &mut self,
+        current: SystemPrompt,
+        mut rebuilt: SystemPrompt,
+    ) -> Result<Reloaded, RuntimeError> {
+        if rebuilt.text == current.text {
+            return Ok(Reloaded::Unchanged(current));
+        }
+        self.store.add_prompt_version(&mut rebuilt)?;
+        Ok(Reloaded::NewVersion(rebuilt))
+    }
+
+    /// `/reload` in one step, on this thread ([`Runtime::reload_plan`],
+    /// the build, [`Runtime::store_reload`]).
     ///
     /// # Errors
     /// [`RuntimeError::NoPrompt`]; [`RuntimeError::Store`].
@@ -83,16 +118,10 @@ impl Runtime {
         choice: &ModelChoice,
         cwd: &Path,
     ) -> Result<Reloaded, RuntimeError> {
-        let current = self
-            .store
-            .current_prompt(session.id)?
-            .ok_or(RuntimeError::NoPrompt(session.id))?;
-        let mut rebuilt = self.rebuilt_prompt_in(session, &current, choice, cwd)?;
-        if rebuilt.text == current.text {
-            return Ok(Reloaded::Unchanged(current));
-        }
-        self.store.add_prompt_version(&mut rebuilt)?;
-        Ok(Reloaded::NewVersion(rebuilt))
+        let plan = self.reload_plan(session, choice, cwd)?;
+        let current = plan.current.clone();
+        let rebuilt = plan.build();
+        self.store_reload(current, rebuilt)
     }
 
     /// The layers among `candidates` whose text `/reload` from `cwd` would

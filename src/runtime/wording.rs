@@ -83,6 +83,19 @@ impl Client {
         )
     }
 
+    /// That another strata took the session over while a reply was being
+    /// made here: the turn stopped and wrote nothing more.
+    #[must_use]
+    pub fn session_lost_mid_turn(self) -> String {
+        let how = match self {
+            Self::App => format!("{} takes it back", self.commands().take_over),
+            Self::Cli => format!("run again with {} to take it back", self.commands().take_over),
+        };
+        format!(
+            "another strata took this session over during the reply, so the reply stopped and nothing more of it was stored; {how}"
+        )
+    }
+
     /// That a command other than a turn (`pin`, `compress`, an undo) was
     /// refused: another strata has the session open (`by` holds it).
     #[must_use]
@@ -258,8 +271,13 @@ impl Client {
 
 /// `process 1234 on host since 12:03`: who holds a session's lease.
 fn held_by(by: &crate::store::Lease) -> String {
+    // The reader's own clock time.
     let since = jiff::Timestamp::from_millisecond(by.acquired_at)
-        .map(|t| t.strftime("%H:%M").to_string())
+        .map(|t| {
+            t.to_zoned(jiff::tz::TimeZone::system())
+                .strftime("%H:%M")
+                .to_string()
+        })
         .unwrap_or_default();
     format!("process {} on {} since {since}", by.pid, by.host)
 }

@@ -111,3 +111,74 @@ async fn a_second_app_on_a_session_writes_nothing_until_it_takes_the_session_ove
     assert_eq!(stored(), 10);
     assert!(last_sent().contains("from the second"), "{}", last_sent());
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reply_being_made_when_the_session_is_taken_over_stops_and_stores_nothing_more() {
+    // The first app's reply starts and then waits; the second takes the
+    // session over meanwhile.
+    let chunk = serde_json::json!({"choices": [{"index": 0, "delta": {"content": "a partial"}, "finish_reason": null}]});
+    let server = Server::with(move |n| match n {
+        0 => Reply::sse_hold(format!("data: {chunk}\n\n")),
+        _ => Reply::sse(tool_sse::openai_text("ok")),
+    })
+    .await;
+    let dirs = Dirs::new();
+    let text = format!(
+        "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n",
+        server.base_url()
+    );
+    let config = Config::parse(&text).unwrap().config;
+    let id = service_support::import(&dirs, &config, &history(2, "hello"));
+    let store = || strata::store::Store::open(dirs.paths().database()).unwrap();
+    let (sink_a, events_a) = recorder();
+    let mut first = service_support::open(&dirs, config.clone(), id, true, sink_a);
+    let (sink_b, events_b) = recorder();
+    let mut second = service_support::open(&dirs, config.clone(), id, true, sink_b);
+
+    let take_over = async {
+        // The reply has begun and its first words are stored.
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !store()
+            .messages(id, true)
+            .unwrap()
+            .iter()
+            .any(|m| m.content == "a partial")
+        {
+            assert!(std::time::Instant::now() < deadline, "the reply never began");
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+        second.run(Command::TakeOver).await.unwrap();
+        store().messages(id, true).unwrap().len()
+    };
+    let turn = tokio::time::timeout(
+        std::time::Duration::from_secs(20),
+        first.send("a long question".to_owned(), std::future::pending()),
+    );
+    let (ended, at_take_over) = tokio::join!(turn, take_over);
+    assert!(ended.is_ok(), "the first app's turn never noticed the take-over");
+    assert!(said(&events_b, "this session is yours now"));
+    assert!(
+        said(
+            &events_a,
+            "another strata took this session over during the reply"
+        ),
+        "{:?}",
+        events_a.lock().unwrap()
+    );
+    assert!(said(&events_a, "/take-over takes it back"));
+    let rows = store().messages(id, true).unwrap();
+    assert_eq!(rows.len(), at_take_over, "no row added after the take-over");
+    assert_eq!(server.requests().len(), 1, "no request sent after it");
+    // The second writes on; the first stays a reader.
+    second
+        .send("from the second".to_owned(), std::future::pending())
+        .await
+        .unwrap();
+    assert_eq!(store().messages(id, true).unwrap().len(), at_take_over + 2);
+    assert!(
+        first
+            .send("again".to_owned(), std::future::pending())
+            .await
+            .is_err()
+    );
+}

@@ -195,3 +195,32 @@ async fn a_slow_summariser_is_stopped_from_the_app_and_nothing_is_stored() {
         "an answer about the parser and its tests"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_reload_is_stopped_from_the_app_and_the_session_keeps_its_prompt() {
+    let server = Server::start(vec![Reply::sse(harness::sse(&["ok"]))]).await;
+    let mut h = Harness::start(&server);
+    let ws = h._ws.path().to_path_buf();
+    h.until("the connection", |a| a.context().is_some()).await;
+    h.send("hello").await;
+    std::fs::write(ws.join("AGENTS.md"), "Answer in haiku.\n").unwrap();
+    h.command("/reload");
+    let status = crate::support::tui::draw(&h.app, 120, 36);
+    assert!(
+        status.lines().last().unwrap().contains("reloading the prompt") && status.contains("Esc stops"),
+        "{status}"
+    );
+    h.act(crate::support::tui::key(crossterm::event::KeyCode::Esc));
+    h.until("the reload to stop", |a| {
+        a.notice()
+            .is_some_and(|n| n.text == "the reload was stopped; the session keeps its prompt")
+    })
+    .await;
+    // Nothing was stored: the next reload makes version 2.
+    h.command("/reload");
+    h.until("the new version", |a| {
+        a.notice()
+            .is_some_and(|n| n.text.contains("rebuilt as version 2"))
+    })
+    .await;
+}

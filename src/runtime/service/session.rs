@@ -267,6 +267,7 @@ impl SessionService {
             } => self.apply_preview(summary, edited, force).await,
             Command::ListChoices(kind) => self.list_choices(kind).await,
             Command::Model(name) => self.switch_model(&name).await,
+            Command::Reload => self.reload().await,
             other => self.command(other),
         }
     }

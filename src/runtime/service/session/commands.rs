@@ -114,10 +114,11 @@ impl Command {
     }
 
     /// Whether the client may stop it while it runs ([`crate::runtime::Op::Cancel`]):
-    /// a compression, which stores nothing until its summary is made.
+    /// a compression, a model switch or a reload, which store nothing until
+    /// their work is done.
     #[must_use]
     pub fn cancellable(&self) -> bool {
-        matches!(self, Self::Compress(_) | Self::Model(_))
+        matches!(self, Self::Compress(_) | Self::Model(_) | Self::Reload)
     }
 
     /// What is said when the client stopped it while it ran.
@@ -125,6 +126,7 @@ impl Command {
     pub fn stopped_notice(&self) -> String {
         match self {
             Self::Model(name) => format!("the switch to {name} was stopped; the session stays on its model"),
+            Self::Reload => "the reload was stopped; the session keeps its prompt".to_owned(),
             _ => "compression cancelled; nothing was stored".to_owned(),
         }
     }
@@ -208,6 +210,39 @@ impl SessionService {
             wanted.model,
             wanted.provider.as_str()
         )));
+        Ok(())
+    }
+
+    /// `/reload`: the files are read and the prompt assembled off the
+    /// session's thread, so the client can stop it; only a finished
+    /// rebuild is stored.
+    pub(super) async fn reload(&mut self) -> anyhow::Result<()> {
+        let Some(s) = self.session.clone() else {
+            anyhow::bail!("this session is empty; its prompt is built from the current files when you send");
+        };
+        let choice = self.choice()?;
+        let cwd = self.reload_cwd(&s);
+        let plan = self.runtime.reload_plan(&s, &choice, &cwd)?;
+        let current = plan.current.clone();
+        let rebuilt = tokio::task::spawn_blocking(move || plan.build())
+            .await
+            .map_err(|e| anyhow::anyhow!("rebuilding the prompt failed ({e}); try /reload again"))?;
+        let reloaded = self.runtime.store_reload(current, rebuilt)?;
+        // The prompt now matches the files: nothing is stale.
+        self.watch.reset();
+        match reloaded {
+            crate::runtime::Reloaded::Unchanged(_) => self.emit(ServiceEvent::Notice(
+                "the instruction files, memory and skills give the same prompt; nothing changed".into(),
+            )),
+            crate::runtime::Reloaded::NewVersion(p) => {
+                self.forget_history();
+                self.refresh()?;
+                self.emit(ServiceEvent::Notice(format!(
+                    "system prompt rebuilt as version {}; the provider's prompt cache starts over",
+                    p.version
+                )));
+            }
+        }
         Ok(())
     }
 
@@ -360,32 +395,6 @@ impl SessionService {
                     "the skill {name} goes with your next message"
                 )));
             }
-            Command::Reload => {
-                let Some(s) = self.session.clone() else {
-                    anyhow::bail!(
-                        "this session is empty; its prompt is built from the current files when you send"
-                    );
-                };
-                let choice = self.choice()?;
-                let cwd = self.reload_cwd(&s);
-                let reloaded = self.runtime.reload_prompt(&s, &choice, &cwd)?;
-                // The prompt now matches the files: nothing is stale.
-                self.watch.reset();
-                match reloaded {
-                    crate::runtime::Reloaded::Unchanged(_) => self.emit(ServiceEvent::Notice(
-                        "the instruction files, memory and skills give the same prompt; nothing changed"
-                            .into(),
-                    )),
-                    crate::runtime::Reloaded::NewVersion(p) => {
-                        self.forget_history();
-                        self.refresh()?;
-                        self.emit(ServiceEvent::Notice(format!(
-                            "system prompt rebuilt as version {}; the provider's prompt cache starts over",
-                            p.version
-                        )));
-                    }
-                }
-            }
             Command::AutoCompress(on) => {
                 self.runtime.compression_paused = !on;
                 // The engine is rebuilt with the setting on the next refresh.
@@ -409,7 +418,8 @@ impl SessionService {
             Command::Compress(_)
             | Command::ApplyPreview { .. }
             | Command::ListChoices(_)
-            | Command::Model(_) => {}
+            | Command::Model(_)
+            | Command::Reload => {}
         }
         Ok(())
     }

@@ -82,6 +82,13 @@ impl SessionService {
         }
     }
 
+    /// The token this service writes the open session under, when it
+    /// holds its lease.
+    pub(super) fn lease_token(&self) -> Option<String> {
+        let open = self.session.as_ref().map(|s| s.id)?;
+        (self.leased == Some(open)).then(|| self.holder.token.clone())
+    }
+
     /// Says, when a stored session opens, that another strata writes to it
     /// (this one then only reads it until `/take-over`).
     pub(super) fn say_if_held(&mut self) {

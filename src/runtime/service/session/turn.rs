@@ -247,6 +247,7 @@ impl SessionService {
         let cancel = std::pin::pin!(cancel);
         self.start_mcp();
         let mcp = self.mcp.clone();
+        let lease_token = self.lease_token();
         let tools = self.tool_env.clone().map(|env| crate::runtime::TurnTools {
             env,
             mcp,
@@ -267,6 +268,7 @@ impl SessionService {
         // turn, not only its end).
         let mut host = Host {
             sink: Arc::clone(&self.sink),
+            lease_token,
             choice: self.choice.clone(),
             threshold: self.runtime.threshold_settings(),
             blocked: self
@@ -330,6 +332,8 @@ struct TurnEnd {
 /// the pane the context it was made from.
 struct Host<'a> {
     sink: crate::runtime::service::Sink,
+    /// The lease the turn writes under.
+    lease_token: Option<String>,
     choice: Option<crate::config::ModelChoice>,
     threshold: crate::tokens::ThresholdSettings,
     blocked: Option<String>,
@@ -344,6 +348,10 @@ struct Host<'a> {
 }
 
 impl TurnHost for Host<'_> {
+    fn lease_token(&self) -> Option<&str> {
+        self.lease_token.as_deref()
+    }
+
     fn emit(&mut self, event: ServiceEvent) {
         if let Some(rows) = self.rows.as_mut() {
             match &event {

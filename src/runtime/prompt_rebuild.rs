@@ -1,0 +1,87 @@
+//! A session's prompt built again from the files as they are now, in two
+//! steps: what the store knows is read on the session's thread
+//! ([`Runtime::prompt_rebuild`]), and the files are read and the prompt
+//! assembled by [`PromptRebuild::build`], which owns everything it needs so
+//! it can run elsewhere and be abandoned (a `/reload` the user stops).
+
+use super::prompt_build::{PromptPreview, history_for};
+use super::{Runtime, RuntimeError};
+use crate::config::{Config, ModelChoice, Paths};
+use crate::domain::{Session, SystemPrompt};
+use crate::prompt::{EnvFacts, RecentSession};
+use std::path::{Path, PathBuf};
+
+/// Everything a rebuild of one session's prompt needs, owned.
+pub struct PromptRebuild {
+    /// The session's current version, which the rebuild replaces.
+    pub current: SystemPrompt,
+    paths: Paths,
+    config: Config,
+    choice: ModelChoice,
+    cwd: PathBuf,
+    first_session: bool,
+    recent: Vec<RecentSession>,
+    version: u32,
+}
+
+impl PromptRebuild {
+    /// The next version, read from the files (no store access).
+    #[must_use]
+    pub fn build(self) -> SystemPrompt {
+        let now = jiff::Zoned::now();
+        let built = PromptPreview {
+            paths: &self.paths,
+            config: &self.config,
+            choice: &self.choice,
+            mode: self.current.fingerprint.mode,
+            cwd: &self.cwd,
+            now: &now,
+            interactive: super::prompt_build::built_interactive(&self.current),
+            env: EnvFacts::from_process(),
+        }
+        .assemble(self.first_session, self.recent);
+        super::to_system_prompt(
+            &built,
+            self.current.session_id,
+            self.version,
+            self.current.fingerprint.clone(),
+            now.timestamp().as_millisecond(),
+        )
+    }
+}
+
+impl Runtime {
+    /// What rebuilding `session`'s prompt from `cwd` needs from the store:
+    /// its `current` version, its place among the workspace's sessions and
+    /// the next version number.
+    ///
+    /// # Errors
+    /// [`RuntimeError::Store`].
+    pub fn prompt_rebuild(
+        &self,
+        session: &Session,
+        current: SystemPrompt,
+        choice: &ModelChoice,
+        cwd: &Path,
+    ) -> Result<PromptRebuild, RuntimeError> {
+        let (first_session, recent) = history_for(&self.store, &self.config, cwd, session)?;
+        let version = self
+            .store
+            .prompt_versions(session.id)?
+            .iter()
+            .map(|p| p.version)
+            .max()
+            .unwrap_or(current.version)
+            + 1;
+        Ok(PromptRebuild {
+            current,
+            paths: self.paths.clone(),
+            config: self.config.clone(),
+            choice: choice.clone(),
+            cwd: cwd.to_path_buf(),
+            first_session,
+            recent,
+            version,
+        })
+    }
+}
