@@ -106,6 +106,7 @@ fn whole_compression(c: &mut Criterion) {
                 fixed_tokens: 5_000,
                 counter: &counter,
                 topic: None,
+                sent_tokens: None,
             };
             black_box(engine.compress_extractive(Trigger::Manual, &input, 0))
         });

@@ -230,6 +230,7 @@ fn main() -> anyhow::Result<()> {
             fixed_tokens: u64::from(system_tokens),
             counter: &counter,
             topic: None,
+            sent_tokens: None,
         };
         engine.compress_extractive(Trigger::Manual, &input, 1_795_910_400_000)
     };

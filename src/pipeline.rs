@@ -88,6 +88,7 @@ pub mod enrich;
 pub mod exclude;
 mod limit;
 mod memo;
+mod oversize;
 mod repair;
 pub mod rows;
 mod truncate;
@@ -381,6 +382,7 @@ fn run(input: &PrepareInput<'_>, memo: &mut CutMemo, report_only: bool) -> Resul
     // Stage 1, enrich: see the module doc (needs attachment text from an adapter).
     work.prune();
     memo.use_tokenizer(input.counter.id());
+    oversize::cap_oversized(&mut work, &budget, input.counter, memo);
     limit::reduce(&mut work, &budget, input.counter, memo);
     limit::limit(&mut work, &budget, input.counter, memo)?;
     Ok(repair::assemble(&mut work, input, report_only))

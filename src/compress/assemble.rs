@@ -76,9 +76,10 @@ pub fn standalone_role(prev: Option<Role>, next: Option<Role>) -> Option<Role> {
 /// `Summary` message with the role of [`standalone_role`], or `next`
 /// rewritten (new id, kind `Summary`, the block before its own text) when
 /// no role fits; the second value is then `next`'s id. A pinned `next` is
-/// never merged into (the summary would become pinned); the summary then
-/// stands alone and the pipeline's repair merges the same-role neighbours
-/// of the request.
+/// never merged into (the summary would become pinned), nor one longer than
+/// the summary (it would be summarised with it ever after, however large);
+/// the summary then stands alone and the pipeline's repair merges the
+/// same-role neighbours of the request.
 #[must_use]
 pub fn summary_message(
     body: &str,
@@ -90,7 +91,9 @@ pub fn summary_message(
 ) -> (Message, Option<MessageId>) {
     let block = summary_block(body);
     match (standalone_role(prev.map(|m| m.role), next.map(|m| m.role)), next) {
-        (None, Some(next)) if !next.pinned => {
+        // Never into a message larger than the summary: that message
+        // would then ride with every summary after it.
+        (None, Some(next)) if !next.pinned && next.content.len() <= block.len() => {
             let mut merged = next.clone();
             merged.id = MessageId::new();
             merged.kind = MessageKind::Summary;

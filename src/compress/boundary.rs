@@ -17,6 +17,11 @@
 //! reply are pulled in, and the start moves back until it neither begins
 //! with a tool result nor separates a user message from its reply.
 //!
+//! A message over 1.5× the budget is pulled in by none of these once it is
+//! no longer the newest request (a reply answers it): the tail never grows
+//! past what fits, so a huge paste is summarised like any older turn, its
+//! reply kept in the tail when that fits.
+//!
 //! [`cut`]: a tail the user chose instead of the budget (keep the last N
 //! exchanges, or summarise up to a selected message).
 //!
@@ -112,13 +117,22 @@ pub fn find_boundaries_with(
     if start == n && n > head_end {
         start = n - 1;
     }
-    for must in [
-        history.iter().rposition(is_real_user),
-        history.iter().rposition(is_visible_assistant),
-    ]
-    .into_iter()
-    .flatten()
-    {
+    // The newest request stays whatever its size; a message too large to
+    // protect is pulled in by nothing else.
+    let last_user = history.iter().rposition(is_real_user);
+    let answered = |u: usize| {
+        history[u + 1..]
+            .iter()
+            .any(|m| m.role == Role::Assistant && m.tool_calls.is_empty() && is_visible_assistant(m))
+    };
+    let forced = [
+        last_user.filter(|&u| u64::from(tokens[u]) <= hard || !answered(u)),
+        history
+            .iter()
+            .rposition(is_visible_assistant)
+            .filter(|&a| u64::from(tokens[a]) <= hard),
+    ];
+    for must in forced.into_iter().flatten() {
         if must >= head_end {
             start = start.min(must);
         }
@@ -127,7 +141,11 @@ pub fn find_boundaries_with(
         let here = history[start].role;
         let before = history[start - 1].role;
         let splits_group = here == Role::Tool;
-        let splits_turn = before == Role::User && matches!(here, Role::Assistant | Role::Tool);
+        // A reply stays with its question, unless the question is too
+        // large to protect: it is summarised, the reply kept.
+        let splits_turn = before == Role::User
+            && matches!(here, Role::Assistant | Role::Tool)
+            && (u64::from(tokens[start - 1]) <= hard || Some(start - 1) == last_user && !answered(start - 1));
         if splits_group || splits_turn {
             start -= 1;
         } else {
@@ -216,5 +234,25 @@ mod tests {
         // budget 20: 10 fits, 14 overshoots to 24 <= 30, then stop; minimum 3 adds one more.
         let b = find_boundaries(&h, &tokens, 20, 3);
         assert_eq!(b.tail_start, 6);
+    }
+
+    #[test]
+    fn a_message_too_large_to_protect_leaves_the_tail_once_answered() {
+        use Role::{Assistant as A, User as U};
+        // A question, a huge paste, its reply, then another exchange.
+        let h = history(&[U, A, U, A, U, A]);
+        let tokens = [10, 10, 10_000, 10, 10, 10];
+        let b = find_boundaries(&h, &tokens, 100, 3);
+        assert_eq!(
+            (b.head_end, b.tail_start),
+            (2, 3),
+            "the paste alone is summarised: {b:?}"
+        );
+        // Answered and the newest: the same.
+        let b = find_boundaries(&h[..4], &tokens[..4], 100, 3);
+        assert_eq!((b.head_end, b.tail_start), (2, 3), "{b:?}");
+        // Not answered yet, it is the request being made: it stays.
+        let b = find_boundaries(&h[..3], &tokens[..3], 100, 3);
+        assert_eq!((b.head_end, b.tail_start), (2, 2), "{b:?}");
     }
 }

@@ -400,6 +400,15 @@ impl CompressionEngine for DefaultEngine {
             },
             |&(m, out)| if out { 0 } else { tokens_of(counter, m) },
         );
+        // The request's own figures when the caller has them.
+        let tokens = match input.sent_tokens.filter(|s| s.len() == history.len()) {
+            Some(sent) => sent
+                .iter()
+                .zip(&left_out)
+                .map(|(&t, &out)| if out { 0 } else { t })
+                .collect(),
+            None => tokens,
+        };
         let tokens_before = input.fixed_tokens + tokens.iter().map(|t| u64::from(*t)).sum::<u64>();
         let tail_budget = self.threshold() / 5;
         let mut notes = Vec::new();

@@ -105,6 +105,7 @@ fn compact(c: &mut Conversation, trigger: Trigger, now_ms: i64) -> Option<Box<Co
         fixed_tokens: fixed,
         counter: counter.as_ref(),
         topic: None,
+        sent_tokens: None,
     };
     let engine = c.engine_mut();
     let pending = engine.prepare(trigger, &input).ok()?;
@@ -465,6 +466,7 @@ fn a_preflight_right_after_a_compaction_compresses_when_the_pipeline_would_leave
         fixed_tokens: 100,
         counter: &counter,
         topic: None,
+        sent_tokens: None,
     };
     let pending = engine.prepare(Trigger::Manual, &input).unwrap();
     engine.finish(pending, None, &counter, 0).unwrap();

@@ -18,6 +18,9 @@ use crate::tokens::{TokenCounter, message_tokens};
 use std::collections::HashMap;
 use std::sync::Arc;
 
+/// A cut copy and its tokens.
+type Copy = Option<(Arc<str>, u32)>;
+
 /// Which copy of a message was counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub(crate) enum Cut {
@@ -47,6 +50,9 @@ pub struct CutMemo {
     /// The reduce stage's copy and its count; `None` when the cut leaves the
     /// message as it is.
     reduced: HashMap<MessageId, Option<(Arc<str>, u32)>>,
+    /// The copy of a message too large to send whole, per room it was cut
+    /// to fit ([`super::oversize`]); `None` when no cut fits.
+    oversized: HashMap<MessageId, (u32, Copy)>,
 }
 
 impl CutMemo {
@@ -60,7 +66,7 @@ impl CutMemo {
     /// reduce stage looked at).
     #[must_use]
     pub fn len(&self) -> usize {
-        self.counts.len() + self.reduced.len()
+        self.counts.len() + self.reduced.len() + self.oversized.len()
     }
 
     /// Whether nothing is remembered.
@@ -74,6 +80,7 @@ impl CutMemo {
     pub fn retain(&mut self, mut keep: impl FnMut(MessageId) -> bool) {
         self.counts.retain(|(id, _), _| keep(*id));
         self.reduced.retain(|id, _| keep(*id));
+        self.oversized.retain(|id, _| keep(*id));
     }
 
     /// Empties the memo when it holds counts of another tokenizer.
@@ -81,6 +88,7 @@ impl CutMemo {
         if self.tokenizer != tokenizer {
             self.counts.clear();
             self.reduced.clear();
+            self.oversized.clear();
             tokenizer.clone_into(&mut self.tokenizer);
         }
     }
@@ -104,6 +112,38 @@ impl CutMemo {
         });
         if message.status != MessageStatus::Streaming {
             self.reduced.insert(message.id, made.clone());
+        }
+        made
+    }
+
+    /// The copy of `message` (`got` tokens whole) cut in the middle to at
+    /// most `room` tokens, and its tokens: remembered for this room, or
+    /// made and remembered unless the message is still streaming. `None`
+    /// when even the marker alone does not fit.
+    pub(crate) fn oversized(
+        &mut self,
+        counter: &dyn TokenCounter,
+        message: &Message,
+        got: u32,
+        room: u32,
+    ) -> Option<(Arc<str>, u32)> {
+        if let Some((r, hit)) = self.oversized.get(&message.id)
+            && *r == room
+        {
+            return hit.clone();
+        }
+        let mut count = |(head, tail): (usize, usize), copy: &str| {
+            let cut = Cut::Middle {
+                head,
+                tail,
+                of_reduced: false,
+            };
+            self.count(counter, message, cut, copy)
+        };
+        let made = super::truncate::shrink_to_fit(&message.content, got, "message", room, &mut count)
+            .map(|(copy, n)| (Arc::<str>::from(copy), n));
+        if message.status != MessageStatus::Streaming {
+            self.oversized.insert(message.id, (room, made.clone()));
         }
         made
     }

@@ -48,13 +48,14 @@ impl Runtime {
         let session = conversation.session().clone();
         host.emit(ServiceEvent::Notice("Compressing the conversation…".to_owned()));
         let history_tokens = conversation.history_tokens();
-        let snapshot = self.snapshot_of(
+        let mut snapshot = self.snapshot_of(
             conversation.prompt().clone(),
             conversation.counter().clone(),
             conversation.messages().to_vec(),
             history_tokens,
             &choice,
         );
+        snapshot.sent_tokens = conversation.report().ok().map(|p| p.prelimit_counts);
         let request = CompressRequest {
             force: false,
             trigger,

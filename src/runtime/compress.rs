@@ -43,6 +43,10 @@ pub struct Snapshot {
     pub history_tokens: Vec<u32>,
     /// The budget of the next request.
     pub budget: Budget,
+    /// What each message costs that request as the pipeline sends it (a
+    /// message too large to send whole: its cut copy), when it could be
+    /// prepared.
+    pub sent_tokens: Option<Vec<u32>>,
 }
 
 impl Snapshot {
@@ -219,7 +223,40 @@ impl Runtime {
             .iter()
             .map(|m| compress::tokens_of(counter.as_ref(), m))
             .collect();
-        Ok(self.snapshot_of(prompt, counter, messages, history_tokens, choice))
+        let mut snapshot = self.snapshot_of(prompt, counter, messages, history_tokens, choice);
+        snapshot.sent_tokens = self.sent_counts(&snapshot, choice);
+        Ok(snapshot)
+    }
+
+    /// The pre-limit count of each message of `snapshot` in the request the
+    /// pipeline would prepare from it (see [`Snapshot::sent_tokens`]);
+    /// `None` when none can be prepared.
+    fn sent_counts(&self, snapshot: &Snapshot, choice: &ModelChoice) -> Option<Vec<u32>> {
+        let counter = snapshot.counter.as_ref();
+        let system = crate::domain::RequestSystem {
+            text: snapshot.prompt.text.clone(),
+            boundary_offset: snapshot.prompt.boundary_offset,
+        };
+        let input = crate::pipeline::PrepareInput {
+            system: &system,
+            system_tokens: u32::try_from(counter.count(&snapshot.prompt.text)).unwrap_or(u32::MAX),
+            messages: &snapshot.messages,
+            counts: &snapshot.history_tokens,
+            counter,
+            tools: &[],
+            tool_tokens: snapshot.budget.categories.tools.tokens,
+            window: choice.context_window,
+            reserved_output: choice.max_tokens,
+            exact: counter.exact(),
+            max_messages: self.config.history.max_messages,
+            single_system: false,
+            model: &choice.model,
+            max_tokens: choice.max_tokens,
+            temperature: None,
+        };
+        crate::pipeline::report_with(&input, &mut crate::pipeline::CutMemo::new())
+            .ok()
+            .map(|p| p.prelimit_counts)
     }
 
     /// A snapshot from parts already in memory (a conversation's prompt,
@@ -239,6 +276,7 @@ impl Runtime {
             messages,
             history_tokens,
             budget,
+            sent_tokens: None,
         }
     }
 
@@ -418,6 +456,15 @@ impl Runtime {
         req: &CompressRequest<'_>,
     ) -> Result<(CompressOutcome, Option<StoredCompaction>), RuntimeError> {
         let settled = super::session::settled(snapshot.messages.iter().cloned());
+        let sent_tokens: Option<Vec<u32>> = snapshot.sent_tokens.as_ref().map(|sent| {
+            snapshot
+                .messages
+                .iter()
+                .zip(sent)
+                .filter(|(m, _)| m.status != crate::domain::MessageStatus::Streaming)
+                .map(|(_, &t)| t)
+                .collect()
+        });
         // The topic is typed by the user and goes to the summariser and the
         // record: it is redacted like the history.
         let topic = match req.topic.as_deref().map(compress_topic).transpose() {
@@ -429,6 +476,7 @@ impl Runtime {
             fixed_tokens: snapshot.fixed_tokens(),
             counter: snapshot.counter.as_ref(),
             topic: topic.as_deref(),
+            sent_tokens: sent_tokens.as_deref(),
         };
         let now = super::now_ms();
         let cut = match (req.keep_last, req.up_to) {

@@ -398,29 +398,31 @@ async fn with_compression_disabled_an_overflow_is_a_clear_error_and_nothing_chan
 async fn a_history_inside_the_protected_head_and_tail_is_neither_compressed_nor_a_strike() {
     let sb = Sandbox::new();
     // Window 16,000, reserve 4,096: the threshold is 85 % of 11,904. A
-    // short first exchange (the protected start) and one of about 5,000
-    // tokens a message, which the next request's end always keeps whole
-    // (the last reply with its request): over the threshold, with nothing
-    // between them to summarise.
+    // short first exchange (the protected start), then a message of about
+    // 10,500 tokens: the request being made stays whole in the protected
+    // end whatever its size, so the request is over the threshold with
+    // nothing between them to summarise.
     write_config(&sb, "[model]\ncontext_window = 16000\nmax_tokens = 4096\n");
-    let mut messages: Vec<Value> = serde_json::from_str(&history(1, 200)).unwrap();
-    messages.extend(serde_json::from_str::<Vec<Value>>(&history(1, 22_000)).unwrap());
-    let id = import_openai(&sb, &serde_json::to_string(&messages).unwrap());
+    let id = import_openai(&sb, &history(1, 200));
     let server = Server::start(vec![Reply::sse(sse("one", None))]).await;
-    for word in ["first"] {
-        let out = run(openai(
-            &sb,
-            &server.base_url(),
-            &["chat", "--session", &id, "--json", word],
-        ))
-        .await;
-        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-        let stdout = String::from_utf8_lossy(&out.stdout);
-        assert!(
-            !stdout.contains("\"compressed\""),
-            "nothing to compress: {stdout}"
-        );
-    }
+    let long: String = serde_json::from_str::<Vec<Value>>(&history(1, 46_000)).unwrap()[0]["content"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let out = run(openai(
+        &sb,
+        &server.base_url(),
+        &["chat", "--session", &id, "--json", &long],
+    ))
+    .await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        !stdout.contains("\"compressed\""),
+        "nothing to compress: {stdout}"
+    );
+    let sent = server.requests()[0].json()["messages"].to_string();
+    assert!(sent.contains("[0]") && sent.len() > 40_000, "sent whole");
     let context = sb.json(&["context", &id, "--json"]);
     assert!(
         context["prelimit_tokens"].as_u64().unwrap() >= context["threshold"]["effective"].as_u64().unwrap(),

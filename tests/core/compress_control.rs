@@ -22,6 +22,7 @@ fn input(messages: &[Message]) -> CompressionInput<'_> {
         fixed_tokens: 500,
         counter: &QuarterCounter,
         topic: None,
+        sent_tokens: None,
     }
 }
 

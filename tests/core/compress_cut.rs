@@ -18,6 +18,7 @@ fn input(messages: &[Message]) -> CompressionInput<'_> {
         fixed_tokens: 500,
         counter: &QuarterCounter,
         topic: None,
+        sent_tokens: None,
     }
 }
 

@@ -196,6 +196,7 @@ fn the_summary_token_count_is_exact() {
                 fixed_tokens: 100,
                 counter: &counter,
                 topic,
+                sent_tokens: None,
             };
             let plan = engine.compress_extractive(Trigger::Manual, &input, 0).unwrap();
             assert_eq!(
@@ -218,6 +219,7 @@ fn the_summary_token_count_is_exact() {
                 fixed_tokens: 100,
                 counter: &counter,
                 topic,
+                sent_tokens: None,
             };
             let again = engine.compress_extractive(Trigger::Manual, &input, 0).unwrap();
             assert!(again.archived.contains(&plan.summary.id), "{encoding:?}");
@@ -276,6 +278,7 @@ fn error_lines_of_long_tool_outputs_survive_compression() {
         fixed_tokens: 100,
         counter: &QuarterCounter,
         topic: None,
+        sent_tokens: None,
     };
     let plan = engine.compress_extractive(Trigger::Manual, &input, 0).unwrap();
     let summary = &plan.summary.content;
@@ -297,6 +300,7 @@ fn a_second_compression_keeps_the_first_summary_when_there_is_room() {
             fixed_tokens: 100,
             counter: &QuarterCounter,
             topic: None,
+            sent_tokens: None,
         };
         engine.compress_extractive(Trigger::Manual, &input, 0).unwrap()
     };

@@ -81,6 +81,7 @@ fn input(messages: &[Message]) -> CompressionInput<'_> {
         fixed_tokens: 1_000,
         counter: &QuarterCounter,
         topic: None,
+        sent_tokens: None,
     }
 }
 

@@ -21,6 +21,7 @@ fn input<'a>(messages: &'a [strata::domain::Message], topic: Option<&'a str>) ->
         fixed_tokens: 500,
         counter: &QuarterCounter,
         topic,
+        sent_tokens: None,
     }
 }
 

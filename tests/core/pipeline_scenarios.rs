@@ -295,17 +295,20 @@ fn code_blocks_are_cut_and_prepared_tokens_match_a_recount() {
 #[test]
 fn an_old_pinned_reply_is_kept_behind_a_note_about_what_was_left_out() {
     let mut h = Hist::new();
-    h.user("a long question", Some(5_000));
+    // A long question in two parts, each small enough to be sent whole
+    // (a message too large for any request is sent cut instead).
+    h.user("a long question", Some(1_000));
+    h.user("and its second half", Some(1_000));
     let pinned = h.assistant("remember: the API key lives in the vault", Some(20));
     h.msgs[pinned].pinned = true;
     h.user("where was the key?", Some(10));
     let sys = system("You are a test.");
     let p = prepare(&input(&h, &sys, 3_000)).unwrap();
     use Action::*;
-    assert_eq!(actions(&p.report), [Dropped, Kept, Kept]);
+    assert_eq!(actions(&p.report), [Dropped, Dropped, Kept, Kept]);
     assert_eq!(roles(&p), [Role::User, Role::Assistant, Role::User]);
     assert!(
-        p.request.messages[0].content.contains("1 earlier messages"),
+        p.request.messages[0].content.contains("2 earlier messages"),
         "{:?}",
         p.request.messages[0]
     );

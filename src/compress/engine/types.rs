@@ -73,6 +73,12 @@ pub struct CompressionInput<'a> {
     pub counter: &'a dyn TokenCounter,
     /// The focus of `/compress <topic>`.
     pub topic: Option<&'a str>,
+    /// What each message costs the request as the pipeline sends it (a
+    /// message too large to send whole counts its cut copy), same order
+    /// and length as `messages`, when known; else each message's own
+    /// count. Boundaries, savings and the figures use it, so they are
+    /// those of the request.
+    pub sent_tokens: Option<&'a [u32]>,
 }
 
 /// Why automatic compression does not run now.

@@ -132,17 +132,26 @@ pub(super) fn noop(
     }
 }
 
-/// The active messages of `snapshot` that `plan` leaves as they are (not
-/// archived; a reply still streaming is not part of the compression).
+/// The active messages of `snapshot` after the summary that `plan` leaves
+/// as they are (not archived; a reply still streaming is not part of the
+/// compression; the protected start, before the summary, is not listed).
 pub(super) fn kept_verbatim(snapshot: &Snapshot, plan: &CompressionPlan) -> Vec<KeptMessage> {
     let archived: HashSet<MessageId> = plan.archived.iter().copied().collect();
+    let summary_at = snapshot
+        .messages
+        .iter()
+        .position(|m| archived.contains(&m.id))
+        .unwrap_or(0);
+    let tokens = snapshot.sent_tokens.as_ref().unwrap_or(&snapshot.history_tokens);
     snapshot
         .messages
         .iter()
-        .zip(&snapshot.history_tokens)
+        .zip(tokens)
         .enumerate()
-        .filter(|(_, (m, _))| {
-            !archived.contains(&m.id) && m.status != crate::domain::MessageStatus::Streaming
+        .filter(|(i, (m, _))| {
+            *i > summary_at
+                && !archived.contains(&m.id)
+                && m.status != crate::domain::MessageStatus::Streaming
         })
         .map(|(i, (m, tokens))| KeptMessage {
             id: m.id,
