@@ -19,7 +19,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 /// A cut copy and its tokens.
-type Copy = Option<(Arc<str>, u32)>;
+type CutCopy = Option<(Arc<str>, u32)>;
 
 /// Which copy of a message was counted.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -52,7 +52,7 @@ pub struct CutMemo {
     reduced: HashMap<MessageId, Option<(Arc<str>, u32)>>,
     /// The copy of a message too large to send whole, per room it was cut
     /// to fit ([`super::oversize`]); `None` when no cut fits.
-    oversized: HashMap<MessageId, (u32, Copy)>,
+    oversized: HashMap<MessageId, (u32, CutCopy)>,
 }
 
 impl CutMemo {
