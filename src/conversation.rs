@@ -143,6 +143,9 @@ pub struct SentRequest {
     pub prepared_tokens: u64,
     /// Its pre-limit estimate.
     pub prelimit_tokens: u64,
+    /// Whether compressing the history would save at least 10 % of it
+    /// ([`Conversation::worth_compressing`]).
+    pub compression_helps: bool,
 }
 
 /// A compression the runtime ran for [`Effect::Compress`] and stored.

@@ -42,6 +42,8 @@ mod cli_tools_output;
 mod cli_turn_parts;
 #[path = "cli/exact_counts.rs"]
 mod exact_counts;
+#[path = "cli/huge_message.rs"]
+mod huge_message;
 #[path = "cli/mcp_sandbox.rs"]
 mod mcp_sandbox;
 #[path = "cli/served_window.rs"]

@@ -34,6 +34,8 @@ mod tui_behaviour;
 mod tui_failures;
 #[path = "service/tui_history.rs"]
 mod tui_history;
+#[path = "service/tui_huge_paste.rs"]
+mod tui_huge_paste;
 #[path = "service/tui_prompt_watch.rs"]
 mod tui_prompt_watch;
 #[path = "service/tui_tools.rs"]

@@ -171,8 +171,9 @@ impl Conversation {
     }
 
     /// Whether compressing the history of `prepared` would save enough to
-    /// be worth asking (the engine's rule, on the pre-limit counts).
-    fn worth_compressing(&self, prepared: &Prepared) -> bool {
+    /// be worth asking (the engine's rule, on the pre-limit counts): at
+    /// least 10 % of the request, outside the protected start and end.
+    pub fn worth_compressing(&self, prepared: &Prepared) -> bool {
         let counts = &prepared.prelimit_counts;
         let history: u64 = counts.iter().map(|&t| u64::from(t)).sum();
         let fixed = prepared.prelimit_tokens.saturating_sub(history);
@@ -196,7 +197,9 @@ impl Conversation {
         let tools_sha256 = self.tools.as_ref().map(|t| t.offered().sha256());
         let (snapshot, check) = self.check_cache(&prepared, now_ms);
         let cache = Some((Box::new(snapshot), check));
+        let compression_helps = self.worth_compressing(&prepared);
         self.sent = Some(super::SentRequest {
+            compression_helps,
             report: prepared.report,
             prepared_tokens: prepared.prepared_tokens,
             prelimit_tokens: prepared.prelimit_tokens,

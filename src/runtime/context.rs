@@ -95,6 +95,7 @@ pub(super) struct NextRequest<'a> {
     pub report: &'a [ReportEntry],
     pub prepared_tokens: u64,
     pub prelimit_tokens: u64,
+    pub compression_helps: bool,
 }
 
 /// The context snapshot of `conversation`'s next request from figures
@@ -126,6 +127,7 @@ pub(super) fn context_of(
     };
     let stored_budget = budget_with(stored);
     let stored_tokens = stored_budget.input_tokens();
+    let compression_helps = next.as_ref().is_ok_and(|p| p.compression_helps);
     let (budget, report, prepared_tokens, prelimit_tokens, prepare_error) = match next {
         Ok(p) => {
             let sent: Vec<u32> = p.report.iter().map(|r| r.tokens_after).collect();
@@ -146,6 +148,7 @@ pub(super) fn context_of(
         report,
         prepared_tokens,
         prelimit_tokens,
+        compression_helps,
         stored_tokens,
         prepare_error,
         last_usage: None,
@@ -322,6 +325,7 @@ impl Runtime {
                 report: &p.report,
                 prepared_tokens: p.prepared_tokens,
                 prelimit_tokens: p.prelimit_tokens,
+                compression_helps: conversation.worth_compressing(p),
             }),
             Err(e) => Err(e.to_string()),
         };

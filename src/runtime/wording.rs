@@ -106,6 +106,18 @@ impl Client {
         )
     }
 
+    /// That the message just sent (`before` tokens) went cut to `after`
+    /// tokens to fit `window`; the whole of it is stored.
+    #[must_use]
+    pub fn message_sent_cut(self, before: u64, after: u64, window: u64) -> String {
+        format!(
+            "your message (~{} tokens) was sent cut to ~{} tokens to fit the {}-token window; the whole message is stored",
+            group_digits(before),
+            group_digits(after),
+            group_digits(window)
+        )
+    }
+
     /// That the request just sent left `messages` older messages (`tokens`
     /// of them) out to fit `window`, and how to keep them as a summary.
     #[must_use]

@@ -85,12 +85,18 @@ pub fn compression_warning(s: &ContextSnapshot) -> Vec<Line<'static>> {
     let Some(left) = tokens_before_compression(s) else {
         return Vec::new();
     };
+    let keys = if s.compression_helps {
+        "  /compress now · F8 list · /auto-compress off"
+    } else {
+        // Nothing outside the protected start and end would save 10 %.
+        "  compressing would save under 10 % · F8 list"
+    };
     vec![
         Line::styled(
             format!("⚠ {}", warning_text(left, turns_left(s, left))),
             theme::warning(),
         ),
-        Line::styled("  /compress now · F8 list · /auto-compress off", theme::dim()),
+        Line::styled(keys, theme::dim()),
     ]
 }
 

@@ -467,7 +467,8 @@ impl ChatPane {
     /// its height in rows.
     fn ensure(&self, msg: &Message, width: u16) -> usize {
         let collapsed = msg.kind == MessageKind::Summary && !self.summaries_expanded;
-        let folds = msg.role == Role::User && msg.kind != MessageKind::Summary && !self.summaries_expanded;
+        // A summary merged into a user's message shows that message too.
+        let folds = msg.role == Role::User && !self.summaries_expanded;
         let badges = badges(msg, self.report.get(&msg.id));
         let key = CacheKey {
             id: msg.id,
@@ -717,6 +718,14 @@ pub(super) fn layout_block(
             Span::styled(format!("▸ {shown}"), theme::dim()),
             Span::styled(format!("  ({expand_key} expands)"), theme::dim()),
         ]));
+        // Merged into a message: that message stays visible under it.
+        if let Some(own) = crate::compress::split_summary(&msg.content).1 {
+            lines.extend(
+                plain_lines(own, body_width, Style::default())
+                    .into_iter()
+                    .map(indent),
+            );
+        }
     } else {
         let body = message_lines(msg, body_width, highlights);
         pending = body.pending;

@@ -410,6 +410,7 @@ mod tests {
             report: Vec::new(),
             prepared_tokens: None,
             prelimit_tokens: None,
+            compression_helps: false,
             stored_tokens: 0,
             prepare_error: None,
             last_usage: None,

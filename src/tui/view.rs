@@ -297,6 +297,7 @@ fn status(app: &App, area: Rect, buf: &mut Buffer) {
     } else if let Some((c, left)) = app
         .context
         .as_ref()
+        .filter(|c| c.compression_helps)
         .and_then(|c| super::cache_view::tokens_before_compression(c).map(|left| (c, left)))
     {
         let turns = super::cache_view::turns_left(c, left);

@@ -80,6 +80,22 @@ fn summary_collapsed_then_expanded() {
 }
 
 #[test]
+fn a_summary_merged_into_a_question_keeps_the_question_visible() {
+    let block = strata::compress::assemble::summary_block("The parser is recursive descent.");
+    let messages = vec![
+        summary(&format!("{block}\n\nand what does the lexer do with tabs?")),
+        msg(Role::Assistant, "It expands them to four spaces.", 9),
+    ];
+    let app = app_with(80, 24, messages, None);
+    let screen = draw(&app, 80, 24);
+    assert!(
+        screen.contains("and what does the lexer do with tabs?"),
+        "{screen}"
+    );
+    insta::assert_snapshot!("summary_merged_80x24", screen);
+}
+
+#[test]
 fn every_badge() {
     let mut messages = vec![
         msg(Role::User, "a long log pasted here", 8_123),

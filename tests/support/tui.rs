@@ -127,6 +127,7 @@ pub fn context_in(messages: &[Message], window: u64, reserved: u64) -> ContextSn
         report: Vec::new(),
         prepared_tokens: Some(counts.iter().map(|c| u64::from(*c)).sum::<u64>() + 45),
         prelimit_tokens: Some(counts.iter().map(|c| u64::from(*c)).sum::<u64>() + 45),
+        compression_helps: true,
         stored_tokens: counts.iter().map(|c| u64::from(*c)).sum::<u64>() + 45,
         prepare_error: None,
         last_usage: None,

@@ -53,6 +53,7 @@ pub fn pending_view(
             report: Vec::new(),
             prepared_tokens: None,
             prelimit_tokens: None,
+            compression_helps: false,
             stored_tokens: 0,
             prepare_error: None,
             last_usage: None,

@@ -44,6 +44,9 @@ pub struct ContextSnapshot {
     /// The pre-limit estimate the compression trigger uses, when the
     /// request can be prepared.
     pub prelimit_tokens: Option<u64>,
+    /// Whether compressing now would save at least 10 % of the next
+    /// request: only then is compressing advised.
+    pub compression_helps: bool,
     /// The stored history's tokens as a request.
     pub stored_tokens: u64,
     /// Why the next request cannot be prepared, if it cannot.

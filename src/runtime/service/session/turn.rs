@@ -279,6 +279,7 @@ impl SessionService {
             compacted: false,
             sent: false,
             said_left_out: false,
+            said_cut: false,
         };
         let outcome = self
             .runtime
@@ -345,6 +346,8 @@ struct Host<'a> {
     sent: bool,
     /// Older messages left out of a request: said once a turn.
     said_left_out: bool,
+    /// The turn's message sent cut to fit: said once.
+    said_cut: bool,
 }
 
 impl TurnHost for Host<'_> {
@@ -368,6 +371,24 @@ impl TurnHost for Host<'_> {
         let (Some(choice), Some(sent)) = (&self.choice, conversation.sent()) else {
             return;
         };
+        // Cut to fit: the app asked before sending; a headless turn says it.
+        if self.client == crate::runtime::Client::Cli && !self.said_cut {
+            let last_user = conversation.messages().iter().rposition(|m| {
+                m.role == crate::domain::Role::User && m.kind == crate::domain::MessageKind::Normal
+            });
+            let cut = last_user
+                .and_then(|i| sent.report.get(i))
+                .filter(|r| r.action == crate::pipeline::Action::Truncated);
+            if let Some(r) = cut {
+                self.said_cut = true;
+                let line = self.client.message_sent_cut(
+                    u64::from(r.tokens_before),
+                    u64::from(r.tokens_after),
+                    choice.context_window,
+                );
+                (self.sink)(ServiceEvent::Notice(line));
+            }
+        }
         // Left out to fit: a reply with nothing in it (failed before any
         // text, or empty) is dropped whatever the window, so it is not.
         let empty: std::collections::HashSet<_> = conversation
@@ -399,6 +420,7 @@ impl TurnHost for Host<'_> {
             report: &sent.report,
             prepared_tokens: sent.prepared_tokens,
             prelimit_tokens: sent.prelimit_tokens,
+            compression_helps: sent.compression_helps,
         });
         let mut context = crate::runtime::context::context_of(
             conversation,
