@@ -28,7 +28,13 @@
 //!    with the same content becomes a one-line note), and they are stored as
 //!    synthetic user messages after the user's message, which repair merges
 //!    into it. Stored once, they are sent byte-identical on later turns.
-//! 2. **reduce** ([`limit`] module) — while the estimate is over the soft
+//! 2. **reduce** — first, a message too large for any request (over the
+//!    room messages have: the cut room) is replaced by one cut copy
+//!    wherever it stands (`oversize`): its code blocks' middles when that
+//!    is enough, else its own middle, made once per message and room and
+//!    kept in the [`CutMemo`]; so an old paste costs every later request,
+//!    and the pre-limit estimate, what it is sent as. Then ([`limit`]
+//!    module), while the estimate is over the soft
 //!    limit ([`SOFT_LIMIT_EXACT`] or [`SOFT_LIMIT_APPROXIMATE`] of the
 //!    effective window), the largest truncatable message is truncated: the
 //!    middle of fenced code blocks and `<details>` blocks becomes `[...]`

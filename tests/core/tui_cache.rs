@@ -156,6 +156,16 @@ fn the_warning_before_automatic_compression_names_what_is_left_and_the_keys() {
     ctx.prelimit_tokens = Some(ctx.budget.threshold.effective + 10);
     let app = app_with(120, 36, messages, Some(ctx));
     assert!(draw(&app, 120, 36).contains("the next request is over the compression threshold"));
+    // Over it with nothing worth compressing (one huge message, the
+    // protected end): no advice to compress, in the status bar or the pane.
+    let messages = history(2);
+    let mut ctx = context_in(&messages, 128_000, 8_192);
+    ctx.prelimit_tokens = Some(ctx.budget.threshold.effective + 10);
+    ctx.compression_helps = false;
+    let app = app_with(120, 36, messages, Some(ctx));
+    let screen = draw(&app, 120, 36);
+    assert!(!screen.contains("/compress now"), "{screen}");
+    assert!(screen.contains("compressing would save under 10 %"), "{screen}");
     // Far from the threshold, or blocked: no warning.
     let messages = history(2);
     let app = app_with(

@@ -373,19 +373,23 @@ impl TurnHost for Host<'_> {
         };
         // Cut to fit: the app asked before sending; a headless turn says it.
         if self.client == crate::runtime::Client::Cli && !self.said_cut {
-            let last_user = conversation.messages().iter().rposition(|m| {
+            // The turn's message with what rides on it (an `@file`'s text).
+            let messages = conversation.messages();
+            let from = messages.iter().rposition(|m| {
                 m.role == crate::domain::Role::User && m.kind == crate::domain::MessageKind::Normal
             });
-            let cut = last_user
-                .and_then(|i| sent.report.get(i))
-                .filter(|r| r.action == crate::pipeline::Action::Truncated);
-            if let Some(r) = cut {
+            let (before, after) = from
+                .into_iter()
+                .flat_map(|u| u..messages.len())
+                .filter(|&i| messages[i].role == crate::domain::Role::User)
+                .filter_map(|i| sent.report.get(i))
+                .filter(|r| r.action == crate::pipeline::Action::Truncated)
+                .fold((0u64, 0u64), |(b, a), r| {
+                    (b + u64::from(r.tokens_before), a + u64::from(r.tokens_after))
+                });
+            if before > 0 {
                 self.said_cut = true;
-                let line = self.client.message_sent_cut(
-                    u64::from(r.tokens_before),
-                    u64::from(r.tokens_after),
-                    choice.context_window,
-                );
+                let line = self.client.message_sent_cut(before, after, choice.context_window);
                 (self.sink)(ServiceEvent::Notice(line));
             }
         }
