@@ -22,9 +22,19 @@ pub(crate) fn create_private_dir(dir: &Path) -> Result<(), StoreError> {
         use std::os::unix::fs::DirBuilderExt;
         builder.mode(0o700);
     }
-    builder.create(dir).map_err(|e| StoreError::CreateDir {
-        path: dir.to_path_buf(),
-        reason: e.to_string(),
+    builder.create(dir).map_err(|e| {
+        // A file where a directory should be is not a matter of the
+        // parent's permissions.
+        match dir.ancestors().find(|a| a.exists()).filter(|a| !a.is_dir()) {
+            Some(file) => StoreError::NotWritable {
+                path: file.to_path_buf(),
+                reason: "something that is not a directory is in its place".to_owned(),
+            },
+            None => StoreError::CreateDir {
+                path: dir.to_path_buf(),
+                reason: e.to_string(),
+            },
+        }
     })
 }
 

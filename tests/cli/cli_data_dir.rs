@@ -75,3 +75,38 @@ fn doctor_reports_every_row_and_fails_those_that_need_the_data_directory() {
         assert_eq!(status(name), "ok", "{name}: {checks}");
     }
 }
+
+#[test]
+fn a_file_in_the_data_directorys_place_is_named_as_such() {
+    let (sb, home) = unwritable();
+    let out = sb
+        .cmd(&["chat", "hello"])
+        .env("STRATA_HOME", &home)
+        .output()
+        .unwrap();
+    let said = one_line_error(&out);
+    assert!(
+        said.contains("something that is not a directory is in its place"),
+        "{said}"
+    );
+    assert!(!said.contains("parent is writable"), "{said}");
+}
+
+#[test]
+fn a_config_file_that_cannot_be_written_is_a_failure_not_a_usage_error() {
+    let sb = Sandbox::new();
+    // A directory where the config file should be: it can be neither read
+    // nor replaced.
+    std::fs::create_dir(sb.home.path().join("config.toml")).unwrap();
+    let out = sb.cmd(&["mcp", "add", "files", "--", "echo"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", one_line_error(&out));
+    assert!(
+        one_line_error(&out).contains("config file"),
+        "{}",
+        one_line_error(&out)
+    );
+    // A bad request stays a usage error.
+    let fine = Sandbox::new();
+    let out = fine.cmd(&["mcp", "remove", "nosuch"]).output().unwrap();
+    assert_eq!(out.status.code(), Some(2), "{}", one_line_error(&out));
+}

@@ -232,16 +232,25 @@ fn a_data_dir_that_cannot_be_created_is_a_clear_error() {
     let home = tmp.path().join("home");
     fs::write(&home, "a file where the directory should be").unwrap();
     let err = Store::open(home.join("data/strata.db")).unwrap_err();
-    assert!(matches!(err, StoreError::CreateDir { .. }), "{err:?}");
+    // The file in the way is named, not the parent's permissions.
+    assert!(matches!(err, StoreError::NotWritable { .. }), "{err:?}");
     let msg = err.to_string();
+    assert!(msg.contains(&home.display().to_string()), "{msg}");
     assert!(
-        msg.starts_with(&format!(
-            "cannot create the data directory {}",
-            home.join("data").display()
-        )),
+        msg.contains("something that is not a directory is in its place"),
         "{msg}"
     );
     assert!(msg.contains("STRATA_HOME"), "{msg}");
+    // A parent without write permission is still said as such (root
+    // writes anywhere, so the case is built with a read-only mount of
+    // nothing: a path under /proc, which no one may create in).
+    let err = Store::open(std::path::Path::new("/proc/strata-test/data/strata.db")).unwrap_err();
+    assert!(matches!(err, StoreError::CreateDir { .. }), "{err:?}");
+    assert!(
+        err.to_string()
+            .starts_with("cannot create the data directory /proc/strata-test/data"),
+        "{err}"
+    );
 }
 
 #[test]

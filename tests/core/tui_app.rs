@@ -239,6 +239,36 @@ fn ctrl_c_twice_quits_even_while_a_cancel_is_unanswered() {
     assert_eq!(app.handle(ctrl('c')), vec![Effect::Quit]);
 }
 
+/// A cancel that puts the message back in the composer (it was never
+/// sent) still counts as the first Ctrl-C: the second quits.
+#[test]
+fn ctrl_c_twice_quits_when_the_cancel_gave_the_message_back() {
+    let mut app = app_with(80, 24, Vec::new(), None);
+    type_text(&mut app, "hello");
+    app.handle(key(KeyCode::Enter));
+    assert_eq!(app.handle(ctrl('c')), vec![Effect::Op(Op::Cancel)]);
+    app.handle(ServiceEvent::Unsent("hello".into()));
+    app.handle(ServiceEvent::TurnDone {
+        status: strata::domain::MessageStatus::Error,
+    });
+    assert_eq!(app.draft(), "hello");
+    assert_eq!(app.handle(ctrl('c')), vec![Effect::Quit]);
+}
+
+/// Ctrl-C on an open overlay closes it and is the first of the two that
+/// quit; the draft is left alone.
+#[test]
+fn ctrl_c_on_an_overlay_closes_it_and_the_next_quits() {
+    let mut app = app_with(80, 24, Vec::new(), None);
+    type_text(&mut app, "half typed");
+    app.handle(key(KeyCode::F(1)));
+    assert!(app.overlay().is_some());
+    assert!(app.handle(ctrl('c')).is_empty());
+    assert!(app.overlay().is_none());
+    assert_eq!(app.draft(), "half typed");
+    assert_eq!(app.handle(ctrl('c')), vec![Effect::Quit]);
+}
+
 /// The status bar names the turn's phase and how long it has lasted, from
 /// the first frame after Enter to the reply.
 #[test]

@@ -181,6 +181,53 @@ async fn a_preview_stores_nothing_until_applied_and_then_the_edited_summary() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_preview_is_not_stored_over_a_history_that_moved_since() {
+    let server = Server::with(|_| Reply::sse(tool_sse::openai_text("ok"))).await;
+    let dirs = Dirs::new();
+    let config = config(&server);
+    let body = "the parser keeps its state in a small table and the tests cover it; ".repeat(30);
+    let id = import(&dirs, &config, &history(24, &body));
+    let (sink, events) = recorder();
+    let mut service = open(&dirs, config, id, true, sink);
+    service
+        .run(Command::Compress(CompressAsk {
+            preview: true,
+            ..CompressAsk::default()
+        }))
+        .await
+        .unwrap();
+    let summary = events
+        .lock()
+        .unwrap()
+        .iter()
+        .find_map(|e| match e {
+            ServiceEvent::CompressPreview(o) => o.summary.clone(),
+            _ => None,
+        })
+        .expect("a preview");
+    // A turn while the preview waits moves the protected end.
+    service
+        .send("one more question".into(), std::future::pending())
+        .await
+        .unwrap();
+    let before = active(&dirs, id);
+    let refused = service
+        .run(Command::ApplyPreview {
+            summary,
+            edited: false,
+            force: false,
+        })
+        .await
+        .unwrap_err()
+        .to_string();
+    assert!(
+        refused.contains("the conversation changed since the preview"),
+        "{refused}"
+    );
+    assert_eq!(active(&dirs, id), before, "nothing stored");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn edit_and_resend_sends_the_new_text_last_and_undo_restores_the_history() {
     let server = Server::with(|_| Reply::sse(tool_sse::openai_text("ok"))).await;
     let dirs = Dirs::new();

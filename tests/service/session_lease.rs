@@ -182,3 +182,48 @@ async fn a_reply_being_made_when_the_session_is_taken_over_stops_and_stores_noth
             .is_err()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_session_taken_and_let_go_while_this_app_waited_is_read_again_before_it_writes() {
+    let server = Server::with(|_| Reply::sse(tool_sse::openai_text("ok"))).await;
+    let dirs = Dirs::new();
+    let text = format!(
+        "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n",
+        server.base_url()
+    );
+    let config = Config::parse(&text).unwrap().config;
+    let id = service_support::import(&dirs, &config, &history(2, "hello"));
+    let (sink_a, events_a) = recorder();
+    let mut first = service_support::open(&dirs, config.clone(), id, true, sink_a);
+    first
+        .send("from the first".to_owned(), std::future::pending())
+        .await
+        .unwrap();
+
+    // The second takes it over, writes, and quits; the first never tried
+    // to write meanwhile.
+    let (sink_b, _events_b) = recorder();
+    let mut second = service_support::open(&dirs, config.clone(), id, true, sink_b);
+    second.run(Command::TakeOver).await.unwrap();
+    second
+        .send("from the second".to_owned(), std::future::pending())
+        .await
+        .unwrap();
+    drop(second);
+
+    first
+        .send("the first again".to_owned(), std::future::pending())
+        .await
+        .unwrap();
+    let sent = server.requests().last().unwrap().json()["messages"].to_string();
+    assert!(sent.contains("from the second"), "sent a stale history: {sent}");
+    assert!(said(
+        &events_a,
+        "another strata wrote to this session meanwhile; it was read again"
+    ));
+    let shown = events_a.lock().unwrap().iter().rev().find_map(|e| match e {
+        ServiceEvent::Loaded(view) => Some(view.messages.iter().any(|m| m.content == "from the second")),
+        _ => None,
+    });
+    assert_eq!(shown, Some(true), "the app shows what the other one wrote");
+}

@@ -15,7 +15,7 @@ pub fn mcp(env: &Env, command: &McpCommand) -> anyhow::Result<()> {
         McpCommand::Decline(args) => decide(env, args, false),
         McpCommand::Remove(args) => {
             let path = env.paths.config_file();
-            edit::remove_from_file(&path, &args.name).map_err(UsageError)?;
+            edit::remove_from_file(&path, &args.name).map_err(edit_error)?;
             writeln!(
                 std::io::stdout(),
                 "removed MCP server `{}` from {}",
@@ -24,6 +24,15 @@ pub fn mcp(env: &Env, command: &McpCommand) -> anyhow::Result<()> {
             )?;
             Ok(())
         }
+    }
+}
+
+/// A bad request is a usage error (exit 2); a file that cannot be
+/// written is not (exit 1).
+fn edit_error(e: edit::FileEditError) -> anyhow::Error {
+    match e {
+        edit::FileEditError::Invalid(why) => UsageError(why).into(),
+        edit::FileEditError::Io(why) => anyhow::anyhow!(why),
     }
 }
 
@@ -42,7 +51,7 @@ fn add(env: &Env, args: &McpAddArgs) -> anyhow::Result<()> {
         return Err(UsageError("give the server's command after `--`".to_owned()).into());
     };
     let path = env.paths.config_file();
-    edit::add_to_file(&path, &args.name, command, rest, &vars).map_err(UsageError)?;
+    edit::add_to_file(&path, &args.name, command, rest, &vars).map_err(edit_error)?;
     let cwd = workspace_dir(None)?;
     let path_var = std::env::var("PATH").ok();
     if let Err(why) = strata::mcp::resolve_program(&args.name, command, path_var.as_deref(), &cwd) {

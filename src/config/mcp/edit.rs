@@ -106,29 +106,42 @@ pub fn remove_server(text: &str, name: &str) -> Result<String, String> {
     Ok(doc.to_string())
 }
 
+/// Why the config file could not be changed.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum FileEditError {
+    /// The request or the file's content is wrong (one sentence): a bad
+    /// name, a server that exists or does not, invalid TOML.
+    #[error("{0}")]
+    Invalid(String),
+    /// The file cannot be read or written (one sentence).
+    #[error("{0}")]
+    Io(String),
+}
+
 /// [`add_server`] on the file at `path` (created with its directory when
 /// missing).
 ///
 /// # Errors
-/// One sentence as [`add_server`], or when the file cannot be read or
-/// written.
+/// [`FileEditError::Invalid`] as [`add_server`]; [`FileEditError::Io`]
+/// when the file cannot be read or written.
 pub fn add_to_file(
     path: &Path,
     name: &str,
     command: &str,
     args: &[String],
     env: &[(String, String)],
-) -> Result<(), String> {
-    let text = read(path)?;
-    write(path, &add_server(&text, name, command, args, env)?)?;
+) -> Result<(), FileEditError> {
+    let text = read(path).map_err(FileEditError::Io)?;
+    let edited = add_server(&text, name, command, args, env).map_err(FileEditError::Invalid)?;
+    write(path, &edited).map_err(FileEditError::Io)?;
     // Values given with `--env` may be secrets: the file is then the user's only.
     if !env.is_empty() {
         use std::os::unix::fs::PermissionsExt;
         std::fs::set_permissions(path, std::fs::Permissions::from_mode(0o600)).map_err(|e| {
-            format!(
+            FileEditError::Io(format!(
                 "The config file {} keeps the server's environment but its mode could not be set to 0600 ({e}); set it yourself.",
                 path.display()
-            )
+            ))
         })?;
     }
     Ok(())
@@ -137,11 +150,12 @@ pub fn add_to_file(
 /// [`remove_server`] on the file at `path`.
 ///
 /// # Errors
-/// One sentence as [`remove_server`], or when the file cannot be read or
-/// written.
-pub fn remove_from_file(path: &Path, name: &str) -> Result<(), String> {
-    let text = read(path)?;
-    write(path, &remove_server(&text, name)?)
+/// [`FileEditError::Invalid`] as [`remove_server`]; [`FileEditError::Io`]
+/// when the file cannot be read or written.
+pub fn remove_from_file(path: &Path, name: &str) -> Result<(), FileEditError> {
+    let text = read(path).map_err(FileEditError::Io)?;
+    let edited = remove_server(&text, name).map_err(FileEditError::Invalid)?;
+    write(path, &edited).map_err(FileEditError::Io)
 }
 
 fn parse(text: &str) -> Result<DocumentMut, String> {

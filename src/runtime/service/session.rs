@@ -268,6 +268,7 @@ impl SessionService {
             Command::ListChoices(kind) => self.list_choices(kind).await,
             Command::Model(name) => self.switch_model(&name).await,
             Command::Reload => self.reload().await,
+            Command::TakeOver => self.take_over().await,
             other => self.command(other),
         }
     }

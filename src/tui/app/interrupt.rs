@@ -45,15 +45,18 @@ impl App {
             self.notify(CANCELLING, false);
             return vec![Effect::Op(Op::Cancel)];
         }
+        // Armed by the Ctrl-C just before (a cancel, a stop, a closed
+        // overlay): this one quits, even when the cancel put the message
+        // back in the composer.
+        if self.interrupt_armed {
+            return vec![Effect::Quit];
+        }
         if !self.draft().is_empty() {
             // The first Ctrl-C clears a draft; the next ones quit.
             self.set_draft("");
             self.interrupt_armed = false;
             self.notify("draft cleared; press Ctrl-C twice to quit", false);
             return self.draft_changed();
-        }
-        if self.interrupt_armed {
-            return vec![Effect::Quit];
         }
         self.interrupt_armed = true;
         self.notify("press Ctrl-C again to quit", false);

@@ -11,8 +11,19 @@ use crossterm::event::{KeyCode, KeyEvent, KeyModifiers};
 
 impl App {
     pub(super) fn overlay_key(&mut self, key: KeyEvent, action: Option<Action>) -> Vec<Effect> {
-        if matches!(action, Some(Action::Close | Action::Interrupt)) {
+        if matches!(action, Some(Action::Close)) {
             self.overlay = None;
+            return Vec::new();
+        }
+        // Ctrl-C closes it and counts as the first of the two that quit
+        // (a turn running is cancelled as ever; a draft is left alone).
+        if matches!(action, Some(Action::Interrupt)) {
+            self.overlay = None;
+            if self.busy {
+                return self.interrupt();
+            }
+            self.interrupt_armed = true;
+            self.notify("press Ctrl-C again to quit", false);
             return Vec::new();
         }
         let Some(overlay) = self.overlay.as_mut() else {

@@ -115,10 +115,16 @@ impl Command {
 
     /// Whether the client may stop it while it runs ([`crate::runtime::Op::Cancel`]):
     /// a compression, a model switch or a reload, which store nothing until
-    /// their work is done.
+    /// their work is done, and asking the provider for its models.
     #[must_use]
     pub fn cancellable(&self) -> bool {
-        matches!(self, Self::Compress(_) | Self::Model(_) | Self::Reload)
+        matches!(
+            self,
+            Self::Compress(_)
+                | Self::Model(_)
+                | Self::Reload
+                | Self::ListChoices(crate::runtime::service::ChoiceKind::Model)
+        )
     }
 
     /// What is said when the client stopped it while it ran.
@@ -127,6 +133,9 @@ impl Command {
         match self {
             Self::Model(name) => format!("the switch to {name} was stopped; the session stays on its model"),
             Self::Reload => "the reload was stopped; the session keeps its prompt".to_owned(),
+            Self::ListChoices(_) => {
+                "listing the models was stopped; /model NAME switches without the list".to_owned()
+            }
             _ => "compression cancelled; nothing was stored".to_owned(),
         }
     }
@@ -413,13 +422,14 @@ impl SessionService {
             Command::Pin { message, on } => self.set_flag(message, true, on)?,
             Command::Exclude { message, on } => self.set_flag(message, false, on)?,
             Command::CancelPreview => self.cancel_preview(),
-            Command::TakeOver => self.take_over()?,
+
             Command::UndoEditMessage => self.undo_edit_message()?,
             Command::Compress(_)
             | Command::ApplyPreview { .. }
             | Command::ListChoices(_)
             | Command::Model(_)
-            | Command::Reload => {}
+            | Command::Reload
+            | Command::TakeOver => {}
         }
         Ok(())
     }

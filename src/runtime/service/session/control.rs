@@ -31,6 +31,9 @@ pub(super) struct PendingPreview {
     /// The summary as the summariser wrote it (an unchanged one is stored
     /// as not edited).
     summary: String,
+    /// The session's active messages when it was made: the summary covers
+    /// some of these, and is stored only over the same history.
+    history: Vec<crate::domain::MessageId>,
 }
 
 impl SessionService {
@@ -88,6 +91,7 @@ impl SessionService {
             self.preview = Some(PendingPreview {
                 summary: outcome.summary.clone().unwrap_or_default(),
                 ask,
+                history: self.active_ids()?,
             });
             self.emit(ServiceEvent::CompressPreview(Box::new(outcome)));
             return Ok(());
@@ -110,11 +114,32 @@ impl SessionService {
         let Some(pending) = self.preview.take() else {
             anyhow::bail!("no compression preview is waiting; run /compress again");
         };
+        // A turn since the preview moved what a compression would cover:
+        // the shown summary would archive messages it never read.
+        if self.active_ids()? != pending.history {
+            anyhow::bail!(
+                "the conversation changed since the preview, so nothing was stored; run /compress again to see what it would store now"
+            );
+        }
         let edited = edited && summary.trim() != pending.summary.trim();
         let mut ask = pending.ask;
         ask.preview = false;
         let outcome = self.run_compression(&ask, Some((summary, edited)), force).await?;
         self.after_compression(&outcome)
+    }
+
+    /// The ids of the open session's active messages, in order.
+    fn active_ids(&self) -> anyhow::Result<Vec<crate::domain::MessageId>> {
+        let Some(session) = self.session.as_ref() else {
+            return Ok(Vec::new());
+        };
+        Ok(self
+            .runtime
+            .store
+            .messages(session.id, false)?
+            .iter()
+            .map(|m| m.id)
+            .collect())
     }
 
     /// Drops a waiting preview (nothing was stored).

@@ -8,6 +8,10 @@ use super::SessionService;
 use crate::domain::SessionId;
 use crate::store::{Claim, Lease};
 
+/// How long `/take-over` waits for a reply the other strata was making to
+/// stop.
+const TAKE_OVER_SETTLE: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The service's identity as a lease holder.
 #[derive(Clone, Debug)]
 pub(in crate::runtime::service) struct Holder {
@@ -55,6 +59,12 @@ impl SessionService {
         };
         let now = crate::runtime::now_ms();
         let was_held = self.leased == Some(session);
+        // Held here without a break: nobody else can have written to it.
+        let continuous = self
+            .runtime
+            .store
+            .lease(session)?
+            .is_some_and(|l| l.holder == self.holder.token);
         let me = self.holder.lease(now);
         let holder = self.holder.clone();
         let claim = self
@@ -65,9 +75,16 @@ impl SessionService {
             Claim::Held { from } => {
                 self.leased = Some(session);
                 // Another strata may have written to it since it was read
-                // here: the next turn reads it again.
-                if !was_held {
+                // here (it held the session meanwhile, and let it go): it
+                // is read again, and shown as it is now.
+                if !was_held || !continuous {
                     self.forget_history();
+                }
+                if was_held && !continuous {
+                    self.refresh()?;
+                    self.emit(crate::runtime::service::ServiceEvent::Notice(
+                        "another strata wrote to this session meanwhile; it was read again".to_owned(),
+                    ));
                 }
                 Ok(from)
             }
@@ -120,15 +137,29 @@ impl SessionService {
     ///
     /// # Errors
     /// A store error; one sentence when no session is stored yet.
-    pub(super) fn take_over(&mut self) -> anyhow::Result<()> {
-        if self.session.is_none() {
+    pub(super) async fn take_over(&mut self) -> anyhow::Result<()> {
+        let Some(session) = self.session.as_ref().map(|s| s.id) else {
             self.emit(crate::runtime::service::ServiceEvent::Notice(
                 "this session is not stored yet; there is nothing to take over".to_owned(),
             ));
             return Ok(());
-        }
+        };
         let taken = self.claim(true)?;
+        // A reply the other one was making stops at its next write (within
+        // a quarter of a second): waited for, so what it kept is read.
+        let deadline = tokio::time::Instant::now() + TAKE_OVER_SETTLE;
+        while tokio::time::Instant::now() < deadline
+            && self
+                .runtime
+                .store
+                .messages(session, false)?
+                .iter()
+                .any(|m| m.status == crate::domain::MessageStatus::Streaming)
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+        }
         // What the other one wrote is shown.
+        self.forget_history();
         self.refresh()?;
         let line = match taken {
             Some(from) => format!(
