@@ -65,11 +65,22 @@ impl std::fmt::Debug for Endpoint {
     }
 }
 
+/// Keys shorter than this are not removed from error text (see
+/// [`Endpoint::redact`]).
+pub const MIN_REDACTED_KEY_CHARS: usize = 12;
+
 impl Endpoint {
-    /// Removes the key from `text` and cuts it to [`MAX_MESSAGE_CHARS`].
+    /// Removes the key from `text` and cuts it to [`MAX_MESSAGE_CHARS`]. A
+    /// key shorter than [`MIN_REDACTED_KEY_CHARS`] is a placeholder (a
+    /// local server's `x`, `none`, `ollama`), not a secret: replacing it
+    /// everywhere would only garble the text.
     pub fn redact(&self, text: &str) -> String {
         let mut text = text.trim().to_owned();
-        if let Some(key) = self.api_key.as_deref().filter(|k| !k.is_empty()) {
+        if let Some(key) = self
+            .api_key
+            .as_deref()
+            .filter(|k| k.chars().count() >= MIN_REDACTED_KEY_CHARS)
+        {
             text = text.replace(key, "[redacted]");
         }
         if let Some((cut, _)) = text.char_indices().nth(MAX_MESSAGE_CHARS) {
@@ -469,6 +480,21 @@ mod tests {
 
     fn info(body: &str) -> ErrorInfo {
         ErrorInfo::parse(body.as_bytes()).unwrap()
+    }
+
+    #[test]
+    fn a_key_is_redacted_but_a_short_placeholder_leaves_the_text_alone() {
+        let e = endpoint();
+        assert_eq!(
+            e.redact("bad key sk-secret-123 given"),
+            "bad key [redacted] given"
+        );
+        let placeholder = Endpoint {
+            api_key: Some("x".to_owned()),
+            ..endpoint()
+        };
+        let text = "This model's maximum context length is 4096 tokens";
+        assert_eq!(placeholder.redact(text), text);
     }
 
     #[test]
