@@ -35,6 +35,7 @@ mod providers;
 pub mod served_window;
 pub mod service;
 mod session;
+mod session_build;
 mod session_ops;
 pub mod tool_costs;
 mod tool_run;
@@ -65,6 +66,7 @@ pub use providers::{
     session_counter,
 };
 pub use session::{Imported, NewSession, Runtime, RuntimeError, title_from};
+pub use session_build::NewSessionBuild;
 pub use session_ops::{Reloaded, SKILL_MAX_CHARS};
 pub use tool_run::{ApprovalAnswer, TurnTools};
 pub use tools_setup::{ToolsState, approval_rules, tools_config_problems, tools_state};

@@ -24,7 +24,7 @@ mod skills;
 mod skills_cache;
 mod watch;
 
-pub use command::{CONTEXT_CMD_TIMEOUT, run_context_cmd};
+pub use command::{CONTEXT_CMD_TIMEOUT, run_context_cmd, stop_running_commands};
 pub use env::{format_session_date, session_time_zone};
 pub use read::{BINARY_SNIFF_BYTES, ReadStats, read_attachment};
 pub use roots::{chain, find_git_root, git_branch};

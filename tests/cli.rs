@@ -40,6 +40,8 @@ mod cli_tools_bytes;
 mod cli_tools_output;
 #[path = "cli/cli_turn_parts.rs"]
 mod cli_turn_parts;
+#[path = "cli/context_cmd.rs"]
+mod context_cmd;
 #[path = "cli/exact_counts.rs"]
 mod exact_counts;
 #[path = "cli/huge_message.rs"]

@@ -89,12 +89,8 @@ impl PromptPreview<'_> {
     /// # Errors
     /// [`super::RuntimeError::Store`] when the store cannot be read.
     pub fn build(self, store: Option<&Store>) -> Result<AssembledPrompt, super::RuntimeError> {
-        let root = workspace::workspace_root(self.cwd).to_string_lossy().into_owned();
         let (first_session, recent) = match store {
-            Some(store) => (
-                store.count_sessions_in_workspace(&root)? == 0,
-                recent_digest(store, &root, self.config.prompt.recent_sessions, None)?,
-            ),
+            Some(store) => history_for_new(store, self.config, self.cwd)?,
             None => (true, Vec::new()),
         };
         Ok(self.assemble(first_session, recent))
@@ -141,6 +137,23 @@ impl PromptPreview<'_> {
         });
         prompt::assemble(&inputs, counter.as_ref())
     }
+}
+
+/// What the store says about a new session's workspace seen from `cwd`:
+/// whether it has none yet, and the digest of the recent ones.
+///
+/// # Errors
+/// [`super::RuntimeError::Store`] when the store cannot be read.
+pub(super) fn history_for_new(
+    store: &Store,
+    config: &Config,
+    cwd: &Path,
+) -> Result<(bool, Vec<RecentSession>), super::RuntimeError> {
+    let root = workspace::workspace_root(cwd).to_string_lossy().into_owned();
+    Ok((
+        store.count_sessions_in_workspace(&root)? == 0,
+        recent_digest(store, &root, config.prompt.recent_sessions, None)?,
+    ))
 }
 
 /// What the store says about the sessions before `session` in the

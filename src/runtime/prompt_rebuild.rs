@@ -25,6 +25,14 @@ pub struct PromptRebuild {
 }
 
 impl PromptRebuild {
+    /// The same rebuild without running `prompt.context_cmd` (its layer is
+    /// left out): for comparing the layers that come from files.
+    #[must_use]
+    pub fn without_commands(mut self) -> Self {
+        self.config.prompt.context_cmd = None;
+        self
+    }
+
     /// The next version, read from the files (no store access).
     #[must_use]
     pub fn build(self) -> SystemPrompt {

@@ -157,35 +157,9 @@ impl Runtime {
         &mut self,
         new: NewSession<'_>,
     ) -> Result<(Session, SystemPrompt, Vec<String>), RuntimeError> {
-        let built = PromptPreview {
-            paths: &self.paths,
-            config: &self.config,
-            choice: new.choice,
-            mode: new.mode,
-            cwd: new.cwd,
-            now: new.now,
-            interactive: new.interactive,
-            env: new.env,
-        }
-        .build(Some(&self.store))?;
-        let now_ms = new.now.timestamp().as_millisecond();
-        let id = SessionId::new();
-        let prompt = to_system_prompt(&built, id, 1, fingerprint(new.choice, new.mode), now_ms);
-        let session = Session {
-            id,
-            title: new.title,
-            workspace: crate::workspace::workspace_root(new.cwd)
-                .to_string_lossy()
-                .into_owned(),
-            model: new.choice.model.clone(),
-            provider: new.choice.provider,
-            current_prompt_id: Some(prompt.id),
-            parent_id: None,
-            created_at: now_ms,
-            updated_at: now_ms,
-        };
-        self.store.create_session(&session, &prompt)?;
-        Ok((session, prompt, built.warnings))
+        let build = self.new_session_build(new)?;
+        let built = build.assemble();
+        self.store_new_session(build, &built)
     }
 
     /// The prompt to send for `session` with `choice` in `mode`: the stored

@@ -142,10 +142,11 @@ impl Runtime {
             .store
             .current_prompt(session.id)?
             .ok_or(RuntimeError::NoPrompt(session.id))?;
-        let rebuilt = self.rebuilt_prompt_in(session, &current, choice, cwd)?;
-        if rebuilt.text == current.text {
-            return Ok(Vec::new());
-        }
+        // Only file layers are compared: the command is not run for it.
+        let rebuilt = self
+            .prompt_rebuild(session, current.clone(), choice, cwd)?
+            .without_commands()
+            .build();
         let text_of = |p: &SystemPrompt, name: LayerName| {
             p.layers
                 .iter()

@@ -23,6 +23,24 @@ const MAX_OUTPUT_BYTES: u64 = COMPUTED_MAX_CHARS as u64 * 4;
 /// How long to wait for the output of a killed command to drain.
 const AFTER_KILL: Duration = Duration::from_secs(1);
 
+/// The process groups of the commands running now, for
+/// [`stop_running_commands`].
+static RUNNING: std::sync::LazyLock<std::sync::Mutex<std::collections::HashSet<u32>>> =
+    std::sync::LazyLock::new(Default::default);
+
+/// Kills every configured command still running (with what it started):
+/// its result is no longer wanted (the turn that needed it was cancelled,
+/// or strata is ending), and nothing of it outlives strata.
+pub fn stop_running_commands() {
+    let groups: Vec<u32> = RUNNING
+        .lock()
+        .map(|mut r| r.drain().collect())
+        .unwrap_or_default();
+    for group in groups {
+        kill_group_id(group);
+    }
+}
+
 /// How often the exit of a command that closed its output is checked.
 const POLL: Duration = Duration::from_millis(10);
 
@@ -62,6 +80,10 @@ pub fn run_context_cmd(
             return (out, warnings);
         }
     };
+    let group = child.id();
+    if let Ok(mut running) = RUNNING.lock() {
+        running.insert(group);
+    }
     let deadline = Instant::now() + timeout;
     let (tx, rx) = mpsc::channel();
     if let Some(stdout) = child.stdout.take() {
@@ -88,6 +110,9 @@ pub fn run_context_cmd(
             (rx.recv_timeout(AFTER_KILL).ok().and_then(Result::ok), None)
         }
     };
+    if let Ok(mut running) = RUNNING.lock() {
+        running.remove(&group);
+    }
     if let Some(mut bytes) = bytes {
         if bytes.len() as u64 > MAX_OUTPUT_BYTES {
             bytes.truncate(MAX_OUTPUT_BYTES as usize);
@@ -135,17 +160,22 @@ fn wait_until(child: &mut Child, deadline: Instant) -> Option<std::process::Exit
 
 /// Kills the command and everything it started (its process group).
 fn kill_group(child: &mut Child) {
+    kill_group_id(child.id());
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+/// Kills the process group `group` (a command and what it started).
+fn kill_group_id(group: u32) {
     #[cfg(unix)]
     {
         let _ = Command::new("kill")
-            .args(["-KILL", "--", &format!("-{}", child.id())])
+            .args(["-KILL", "--", &format!("-{group}")])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .status();
     }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 #[cfg(test)]

@@ -224,3 +224,40 @@ async fn a_reload_is_stopped_from_the_app_and_the_session_keeps_its_prompt() {
     })
     .await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ctrl_c_ends_the_wait_for_a_slow_context_command_and_nothing_is_stored() {
+    let server = Server::start(vec![Reply::sse(harness::sse(&["ok"]))]).await;
+    let marker = format!("late-{}", std::process::id());
+    let mut h = Harness::start_with(
+        &server,
+        &format!("[prompt]\ncontext_cmd = \"sleep 30; echo {marker}\"\n"),
+    );
+    h.until("the connection", |a| a.context().is_some()).await;
+    h.command("hello");
+    assert!(h.app.is_busy());
+    // The session's prompt is being built: the command runs.
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    let started = std::time::Instant::now();
+    h.act(crate::support::tui::ctrl('c'));
+    h.until_within(std::time::Duration::from_secs(5), "the turn to end", |a| {
+        !a.is_busy()
+    })
+    .await;
+    assert!(started.elapsed() < std::time::Duration::from_secs(5));
+    assert!(h.app.session().is_none(), "no session was stored");
+    assert_eq!(h.app.draft(), "hello", "the message is back in the composer");
+    assert!(server.requests().is_empty(), "nothing was sent");
+    // The command was stopped with the turn, not left to run.
+    let running = || {
+        std::fs::read_dir("/proc").unwrap().flatten().any(|p| {
+            std::fs::read(p.path().join("cmdline"))
+                .is_ok_and(|c| String::from_utf8_lossy(&c).contains(&marker))
+        })
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(2);
+    while running() {
+        assert!(std::time::Instant::now() < deadline, "the command still runs");
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+}

@@ -23,9 +23,13 @@ pub fn pending_view(
     cwd: &Path,
 ) -> anyhow::Result<(SessionView, Vec<String>)> {
     let now = jiff::Zoned::now();
+    // `prompt.context_cmd` runs when the session starts, once, not to
+    // show what it would get.
+    let mut config = runtime.config.clone();
+    config.prompt.context_cmd = None;
     let built = PromptPreview {
         paths: &runtime.paths,
-        config: &runtime.config,
+        config: &config,
         choice,
         mode,
         cwd,

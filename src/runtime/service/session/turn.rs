@@ -72,7 +72,7 @@ impl SessionService {
         // A local server's served window sizes the first request.
         self.discover_window().await;
         let created = self.session.is_none();
-        if let Err(e) = self.ready_for_turn(&text) {
+        if let Err(e) = self.ready_for_turn(&text, cancel.as_mut()).await {
             // Nothing was stored: the text goes back to the composer.
             self.emit(ServiceEvent::Unsent(text));
             self.emit(ServiceEvent::TurnDone {
@@ -204,7 +204,11 @@ impl SessionService {
         true
     }
 
-    fn ready_for_turn(&mut self, text: &str) -> anyhow::Result<()> {
+    async fn ready_for_turn(
+        &mut self,
+        text: &str,
+        cancel: std::pin::Pin<&mut impl Future<Output = ()>>,
+    ) -> anyhow::Result<()> {
         let choice = self.choice()?;
         if self.connected.is_none() {
             self.ensure_connected(choice.clone())?;
@@ -212,7 +216,7 @@ impl SessionService {
         if self.session.is_none() {
             let mode = self.mode(&choice);
             let title = title_from(&[Message::new(SessionId::new(), Role::User, text, 0)]);
-            let (session, _, warnings) = self.runtime.create_session(NewSession {
+            let build = self.runtime.new_session_build(NewSession {
                 cwd: &self.cwd,
                 choice: &choice,
                 mode,
@@ -221,6 +225,20 @@ impl SessionService {
                 interactive: self.interactive,
                 env: crate::prompt::EnvFacts::from_process(),
             })?;
+            // The files are read and `prompt.context_cmd` run off this
+            // thread: a cancel ends the wait, and nothing is stored.
+            let assembling = tokio::task::spawn_blocking(move || {
+                let built = build.assemble();
+                (build, built)
+            });
+            let (build, built) = tokio::select! {
+                done = assembling => done.map_err(|e| anyhow::anyhow!("building the session's prompt failed ({e}); send again"))?,
+                () = cancel => {
+                    crate::workspace::stop_running_commands();
+                    anyhow::bail!("cancelled while the session's prompt was built; nothing was stored")
+                }
+            };
+            let (session, _, warnings) = self.runtime.store_new_session(build, &built)?;
             // Those the pending session's prompt said already are not repeated.
             for w in warnings.iter().filter(|w| !self.prompt_warnings.contains(w)) {
                 self.emit(ServiceEvent::Notice(format!("warning: {w}")));
