@@ -614,7 +614,9 @@ impl App {
         if action != Some(Action::Interrupt) {
             self.interrupt_armed = false;
         }
-        let asking = self.attach.is_some() || matches!(self.overlay, Some(Overlay::Approval(_)));
+        // A preview asks too: Enter stores its summary.
+        let asking =
+            self.attach.is_some() || matches!(self.overlay, Some(Overlay::Approval(_) | Overlay::Preview(_)));
         // Esc and Ctrl-C close the question whenever they come: they allow
         // nothing.
         let closes = matches!(action, Some(Action::Interrupt | Action::Close));

@@ -225,6 +225,9 @@ fn previewing(w: u16, h: u16, grows: bool) -> App {
     app.handle(ServiceEvent::CompressPreview(Box::new(preview(grows))));
     app.handle(ServiceEvent::CommandDone);
     assert!(matches!(app.overlay(), Some(Overlay::Preview(_))));
+    // Its keys answer once it could be read (Enter stores the summary).
+    let read = read_the_question(&app);
+    app.handle(read);
     app
 }
 
@@ -363,6 +366,8 @@ fn keys_alone_pin_exclude_and_compress_up_to_a_selected_message() {
     assert!(!app.selecting(), "compressing leaves the selection mode");
     assert_eq!(app.notice().unwrap().text, "compressing up to message 2…");
     app.handle(ServiceEvent::CompressPreview(Box::new(preview(false))));
+    let read = read_the_question(&app);
+    app.handle(read);
     assert_eq!(
         app.handle(key(KeyCode::Enter)),
         vec![Effect::Op(Op::Run(Command::ApplyPreview {
@@ -660,6 +665,24 @@ fn the_preview_is_edited_in_the_overlay_and_the_edit_is_what_is_applied() {
             force: false
         }))]
     );
+}
+
+/// Enter pressed as the preview appears (meant for the composer) stores
+/// nothing: the preview's keys answer once it could be read.
+#[test]
+fn enter_pressed_as_the_preview_appears_stores_nothing() {
+    let mut app = app(120, 36);
+    entered(&mut app, "/compress");
+    app.handle(ServiceEvent::CompressPreview(Box::new(preview(false))));
+    app.handle(ServiceEvent::CommandDone);
+    assert!(app.handle(key(KeyCode::Enter)).is_empty());
+    assert!(matches!(app.overlay(), Some(Overlay::Preview(_))));
+    let read = read_the_question(&app);
+    app.handle(read);
+    assert!(matches!(
+        app.handle(key(KeyCode::Enter)).as_slice(),
+        [Effect::Op(Op::Run(Command::ApplyPreview { .. }))]
+    ));
 }
 
 #[test]

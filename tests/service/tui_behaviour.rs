@@ -208,6 +208,7 @@ async fn compress_shows_the_feedback_line_and_the_summary_and_undo_restores() {
         matches!(a.overlay(), Some(strata::tui::Overlay::Preview(_)))
     })
     .await;
+    h.act(tui_support::read_the_question(&h.app));
     h.act(key(KeyCode::Enter));
     h.until("the feedback line", |a| {
         a.notice().is_some_and(|n| n.text.starts_with("Compressed"))

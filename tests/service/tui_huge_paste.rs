@@ -73,6 +73,7 @@ async fn plain_compress_after_a_huge_paste_shrinks_the_request_it_previews() {
     let kept: Vec<usize> = view.kept_verbatim.iter().map(|k| k.pos).collect();
     assert_eq!(kept, [4, 5, 6], "{kept:?}");
 
+    h.act(tui_support::read_the_question(&h.app));
     h.act(key(KeyCode::Enter));
     h.until("the compaction", |a| {
         a.notice().is_some_and(|n| n.text.starts_with("Compressed"))

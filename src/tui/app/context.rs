@@ -124,6 +124,7 @@ impl App {
         }
         self.notice = None;
         self.overlay = Some(Overlay::Preview(Box::new(Preview::new(view))));
+        self.question_appeared();
     }
 
     /// Opens a preview that waited for the composer to empty, once it is
@@ -136,6 +137,7 @@ impl App {
         {
             self.notice = None;
             self.overlay = Some(Overlay::Preview(Box::new(Preview::new(view))));
+            self.question_appeared();
         }
     }
 
