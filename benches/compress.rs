@@ -107,6 +107,7 @@ fn whole_compression(c: &mut Criterion) {
                 counter: &counter,
                 topic: None,
                 sent_tokens: None,
+                sent_dropped: None,
             };
             black_box(engine.compress_extractive(Trigger::Manual, &input, 0))
         });

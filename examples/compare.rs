@@ -231,6 +231,7 @@ fn main() -> anyhow::Result<()> {
             counter: &counter,
             topic: None,
             sent_tokens: None,
+            sent_dropped: None,
         };
         engine.compress_extractive(Trigger::Manual, &input, 1_795_910_400_000)
     };

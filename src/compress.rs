@@ -40,7 +40,8 @@ mod view;
 
 pub use assemble::{END_MARKER, NOTICE, split_summary};
 pub use boundary::{
-    Boundaries, Cut, cut_boundaries, find_boundaries, find_boundaries_with, min_tail_messages,
+    Boundaries, Cut, cut_boundaries, find_boundaries, find_boundaries_sent, find_boundaries_with,
+    min_tail_messages,
 };
 pub use engine::{
     CompressError, CompressionEngine, CompressionInput, Decision, DefaultEngine, EngineConfig, EngineState,

@@ -143,6 +143,9 @@ pub struct SentRequest {
     pub prepared_tokens: u64,
     /// Its pre-limit estimate.
     pub prelimit_tokens: u64,
+    /// Each message's share of it (its cut copy for one too large to send
+    /// whole), in the order of the report.
+    pub prelimit_counts: Vec<u32>,
     /// Whether compressing the history would save at least 10 % of it
     /// ([`Conversation::worth_compressing`]).
     pub compression_helps: bool,

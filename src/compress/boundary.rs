@@ -94,15 +94,32 @@ pub fn find_boundaries_with(
     protect_last_n: usize,
     minimum_only: bool,
 ) -> Boundaries {
+    find_boundaries_sent(history, tokens, &[], tail_budget, protect_last_n, minimum_only)
+}
+
+/// [`find_boundaries_with`] knowing which messages the next request leaves
+/// out to fit (`dropped`, same order; empty when not known): those are
+/// never protected, at the start or the end — keeping them verbatim would
+/// keep nothing, while summarising them keeps what they said.
+#[must_use]
+pub fn find_boundaries_sent(
+    history: &[Message],
+    tokens: &[u32],
+    dropped: &[bool],
+    tail_budget: u64,
+    protect_last_n: usize,
+    minimum_only: bool,
+) -> Boundaries {
     let n = history.len();
-    let head_end = head_end(history, tokens, tail_budget);
+    let dropped = |i: usize| dropped.get(i).copied().unwrap_or(false);
+    let head_end = head_end(history, tokens, tail_budget, &dropped);
     let mut start = n;
     let mut used = 0u64;
     let mut overshot = false;
     let hard = tail_budget.saturating_mul(3) / 2;
     let minimum_cap = tail_budget.saturating_mul(5) / 2;
     let min_tail = min_tail_messages(protect_last_n);
-    while start > head_end {
+    while start > head_end && !dropped(start - 1) {
         let t = u64::from(tokens[start - 1]);
         let within = !minimum_only && used + t <= tail_budget;
         let overshoot = !minimum_only && !overshot && used + t <= hard;
@@ -158,7 +175,7 @@ pub fn find_boundaries_with(
     }
 }
 
-fn head_end(history: &[Message], tokens: &[u32], tail_budget: u64) -> usize {
+fn head_end(history: &[Message], tokens: &[u32], tail_budget: u64, dropped: &dyn Fn(usize) -> bool) -> usize {
     let n = history.len();
     let system = history.iter().take_while(|m| m.role == Role::System).count();
     if history.iter().any(|m| m.kind == MessageKind::Summary) {
@@ -166,7 +183,7 @@ fn head_end(history: &[Message], tokens: &[u32], tail_budget: u64) -> usize {
     }
     let mut end = system;
     let mut taken = 0;
-    while end < n && taken < HEAD_MESSAGES && u64::from(tokens[end]) <= tail_budget {
+    while end < n && taken < HEAD_MESSAGES && u64::from(tokens[end]) <= tail_budget && !dropped(end) {
         if history[end].role != Role::System {
             taken += 1;
         }

@@ -34,7 +34,7 @@
 //! [`finish`]: CompressionEngine::finish
 
 use super::assemble::split_summary;
-use super::boundary::{Boundaries, Cut, cut_boundaries, find_boundaries, find_boundaries_with};
+use super::boundary::{Boundaries, Cut, cut_boundaries, find_boundaries_sent};
 use super::extractive::{self, ExtractiveInput, Options, Summary, extractive_summary};
 use super::input::{SummaryRequest, summary_input, summary_request, target_summary_tokens};
 use super::notices::{CompressWarning, LockReason};
@@ -185,7 +185,15 @@ pub trait CompressionEngine {
     /// When it is not worth it the caller does not ask, so one huge new
     /// message that the pipeline cuts is neither compressed nor a strike.
     /// The saving of free pruning is not counted (an estimate from below).
-    fn worth_compressing(&self, history: &[Message], tokens: &[u32], fixed_tokens: u64) -> bool;
+    /// `dropped` (same order; empty when not known) marks the messages the
+    /// request leaves out to fit: never protected.
+    fn worth_compressing(
+        &self,
+        history: &[Message],
+        tokens: &[u32],
+        dropped: &[bool],
+        fixed_tokens: u64,
+    ) -> bool;
     /// The session ends; state is dropped.
     fn on_session_end(&mut self);
 }
@@ -278,6 +286,43 @@ impl DefaultEngine {
 
 /// The turns of `range` (a user message and what follows it up to the next
 /// user message); the part before the first user message is a turn too.
+/// The messages a compression with `boundaries` would summarise: the
+/// middle's turns without a pinned message (an unpinned summary in one
+/// still goes), never a message of an excluded unit (`held`), and the
+/// summaries after the head; none when a summary would be stranded (pinned,
+/// held, or merged into a message) or only summaries would go.
+fn summarisable(history: &[Message], boundaries: Boundaries, held: &[bool]) -> Vec<usize> {
+    let mut summarised: Vec<usize> = turns(history, boundaries.middle())
+        .into_iter()
+        .flat_map(|turn| {
+            let pinned = history[turn.clone()].iter().any(|m| m.pinned);
+            turn.filter(move |&i| {
+                !held[i] && (!pinned || (history[i].kind == MessageKind::Summary && !history[i].pinned))
+            })
+        })
+        .collect();
+    let mut stranded_summary = false;
+    for (i, m) in history.iter().enumerate().skip(boundaries.head_end) {
+        if m.kind != MessageKind::Summary || summarised.contains(&i) {
+            continue;
+        }
+        if m.pinned || held[i] || split_summary(&m.content).1.is_some() {
+            stranded_summary = true;
+        } else {
+            summarised.push(i);
+        }
+    }
+    summarised.sort_unstable();
+    if stranded_summary
+        || summarised
+            .iter()
+            .all(|&i| history[i].kind == MessageKind::Summary)
+    {
+        summarised.clear();
+    }
+    summarised
+}
+
 fn turns(history: &[Message], range: std::ops::Range<usize>) -> Vec<std::ops::Range<usize>> {
     let mut out = Vec::new();
     let mut start = range.start;
@@ -419,48 +464,21 @@ impl CompressionEngine for DefaultEngine {
                 boundaries
             }
             None => {
-                let found = find_boundaries(history, &tokens, tail_budget, self.config.protect_last_n);
+                let dropped = input.sent_dropped.unwrap_or(&[]);
+                let protect = self.config.protect_last_n;
+                let found = find_boundaries_sent(history, &tokens, dropped, tail_budget, protect, false);
                 // A manual request, or a provider that refused the request
                 // as too long (its window is smaller than strata's numbers
                 // say), compresses even when the threshold's tail budget
                 // covers everything.
                 if found.is_empty() && matches!(trigger, Trigger::Manual | Trigger::Overflow) {
-                    find_boundaries_with(history, &tokens, tail_budget, self.config.protect_last_n, true)
+                    find_boundaries_sent(history, &tokens, dropped, tail_budget, protect, true)
                 } else {
                     found
                 }
             }
         };
-        let summarised: Vec<usize> = turns(history, boundaries.middle())
-            .into_iter()
-            .flat_map(|turn| {
-                let pinned = history[turn.clone()].iter().any(|m| m.pinned);
-                let held = &held;
-                turn.filter(move |&i| {
-                    !held[i] && (!pinned || (history[i].kind == MessageKind::Summary && !history[i].pinned))
-                })
-            })
-            .collect();
-        let mut summarised = summarised;
-        let mut stranded_summary = false;
-        for (i, m) in history.iter().enumerate().skip(boundaries.head_end) {
-            if m.kind != MessageKind::Summary || summarised.contains(&i) {
-                continue;
-            }
-            if m.pinned || held[i] || split_summary(&m.content).1.is_some() {
-                stranded_summary = true;
-            } else {
-                summarised.push(i);
-            }
-        }
-        summarised.sort_unstable();
-        if stranded_summary
-            || summarised
-                .iter()
-                .all(|&i| history[i].kind == MessageKind::Summary)
-        {
-            summarised.clear();
-        }
+        let summarised = summarisable(history, boundaries, &held);
         if summarised.is_empty() {
             if trigger.automatic() {
                 self.strike(LockReason::NothingToCompress);
@@ -728,13 +746,30 @@ impl CompressionEngine for DefaultEngine {
         }
     }
 
-    fn worth_compressing(&self, history: &[Message], tokens: &[u32], fixed_tokens: u64) -> bool {
-        let boundaries = find_boundaries(history, tokens, self.threshold() / 5, self.config.protect_last_n);
-        if boundaries.is_empty() {
+    fn worth_compressing(
+        &self,
+        history: &[Message],
+        tokens: &[u32],
+        dropped: &[bool],
+        fixed_tokens: u64,
+    ) -> bool {
+        let boundaries = find_boundaries_sent(
+            history,
+            tokens,
+            dropped,
+            self.threshold() / 5,
+            self.config.protect_last_n,
+            false,
+        );
+        // What a compression would really summarise: pinned turns and
+        // excluded units stay, so they save nothing.
+        let held = crate::pipeline::excluded_units(history);
+        let summarised = summarisable(history, boundaries, &held);
+        if summarised.is_empty() {
             return false;
         }
         let sum = |t: &[u32]| t.iter().map(|&n| u64::from(n)).sum::<u64>();
-        let middle = sum(&tokens[boundaries.middle()]);
+        let middle: u64 = summarised.iter().map(|&i| u64::from(tokens[i])).sum();
         let total = fixed_tokens + sum(tokens);
         let target = u64::from(target_summary_tokens(middle, self.config.window, 0));
         middle.saturating_sub(target) * 10 >= total

@@ -177,7 +177,13 @@ impl Conversation {
         let counts = &prepared.prelimit_counts;
         let history: u64 = counts.iter().map(|&t| u64::from(t)).sum();
         let fixed = prepared.prelimit_tokens.saturating_sub(history);
-        self.engine.worth_compressing(&self.messages, counts, fixed)
+        let dropped: Vec<bool> = prepared
+            .report
+            .iter()
+            .map(|r| r.action == crate::pipeline::Action::Dropped)
+            .collect();
+        self.engine
+            .worth_compressing(&self.messages, counts, &dropped, fixed)
     }
 
     fn start_compression(&mut self, trigger: Trigger) -> Vec<Effect> {
@@ -201,6 +207,7 @@ impl Conversation {
         self.sent = Some(super::SentRequest {
             compression_helps,
             report: prepared.report,
+            prelimit_counts: prepared.prelimit_counts,
             prepared_tokens: prepared.prepared_tokens,
             prelimit_tokens: prepared.prelimit_tokens,
         });

@@ -106,6 +106,7 @@ fn compact(c: &mut Conversation, trigger: Trigger, now_ms: i64) -> Option<Box<Co
         counter: counter.as_ref(),
         topic: None,
         sent_tokens: None,
+        sent_dropped: None,
     };
     let engine = c.engine_mut();
     let pending = engine.prepare(trigger, &input).ok()?;
@@ -291,18 +292,23 @@ fn after_response_compression_uses_the_providers_prompt_tokens() {
 
 #[test]
 fn two_no_op_compressions_block_automatic_compression_and_a_manual_one_still_runs() {
-    // Every turn holds a pinned message: the engine finds nothing it may
-    // summarise, a strike each time.
+    // Every turn holds a pinned message: nothing may be summarised, so the
+    // core does not ask (no strike for what it could foresee)...
     let s = session();
     let mut c = conversation(history(&s, 40, 40, true), s);
     let mut run = Runner::new(&c);
-    for turn in 0..2 {
-        let now = 10 * turn;
-        let e = run.handle(&mut c, submit("again", now));
-        assert_eq!(compress_of(&e), Some(Trigger::Preflight), "turn {turn}: {e:?}");
-        let e = run.compress(&mut c, Trigger::Preflight, now + 1);
-        assert!(request_of(&e).is_some(), "a no-op still sends the request");
-        run.handle(&mut c, done(now + 2));
+    let e = run.handle(&mut c, submit("again", 0));
+    assert!(compress_of(&e).is_none(), "not worth trying: {e:?}");
+    assert!(request_of(&e).is_some());
+    run.handle(&mut c, done(1));
+    assert_eq!(c.engine().status().strikes, 0);
+    // ...and a compression run all the same finds nothing, a strike each
+    // time; two pause automatic compression.
+    for turn in 1..3 {
+        assert!(
+            compact(&mut c, Trigger::Preflight, 10 * turn).is_none(),
+            "nothing to summarise"
+        );
     }
     assert_eq!(c.engine().status().strikes, 2);
     assert!(c.engine().status().locked.is_some());
@@ -467,6 +473,7 @@ fn a_preflight_right_after_a_compaction_compresses_when_the_pipeline_would_leave
         counter: &counter,
         topic: None,
         sent_tokens: None,
+        sent_dropped: None,
     };
     let pending = engine.prepare(Trigger::Manual, &input).unwrap();
     engine.finish(pending, None, &counter, 0).unwrap();

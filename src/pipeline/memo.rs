@@ -116,10 +116,14 @@ impl CutMemo {
         made
     }
 
-    /// The copy of `message` (`got` tokens whole) cut in the middle to at
-    /// most `room` tokens, and its tokens: remembered for this room, or
-    /// made and remembered unless the message is still streaming. `None`
-    /// when even the marker alone does not fit.
+    /// The copy of `message` (`got` tokens whole) cut in the middle to
+    /// about nine tenths of `room` tokens, and its tokens: remembered for
+    /// this room, or made and remembered unless the message is still
+    /// streaming. How much is kept follows from the message's own bytes per
+    /// token (its length over `got`, its stored count), never from trial
+    /// counts, so the copy is the same bytes in every process and on every
+    /// turn whatever the counter has learned meanwhile: the provider's
+    /// cached prefix holds. `None` when nothing would be cut.
     pub(crate) fn oversized(
         &mut self,
         counter: &dyn TokenCounter,
@@ -132,16 +136,19 @@ impl CutMemo {
         {
             return hit.clone();
         }
-        let mut count = |(head, tail): (usize, usize), copy: &str| {
+        let bytes = message.content.len() as u64;
+        let keep =
+            usize::try_from(bytes * u64::from(room) * 9 / 10 / u64::from(got.max(1))).unwrap_or(usize::MAX);
+        let (head, tail) = (keep * 2 / 3, keep / 3);
+        let made = super::truncate::cut_middle(&message.content, head, tail, "message").map(|copy| {
             let cut = Cut::Middle {
                 head,
                 tail,
                 of_reduced: false,
             };
-            self.count(counter, message, cut, copy)
-        };
-        let made = super::truncate::shrink_to_fit(&message.content, got, "message", room, &mut count)
-            .map(|(copy, n)| (Arc::<str>::from(copy), n));
+            let n = self.count(counter, message, cut, &copy);
+            (Arc::<str>::from(copy), n)
+        });
         if message.status != MessageStatus::Streaming {
             self.oversized.insert(message.id, (room, made.clone()));
         }

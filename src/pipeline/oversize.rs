@@ -19,6 +19,11 @@ use super::work::Work;
 use crate::domain::Role;
 use crate::tokens::TokenCounter;
 
+/// Steps the room is rounded down to, so that a token more or less of
+/// framing (the omitted-messages note's count growing a digit) keeps the
+/// same copy.
+const ROOM_STEP: u64 = 256;
+
 /// Cuts every live message over `budgets.cut_room` to its memoised copy.
 pub(crate) fn cap_oversized(
     work: &mut Work<'_>,
@@ -26,11 +31,17 @@ pub(crate) fn cap_oversized(
     counter: &dyn TokenCounter,
     memo: &mut CutMemo,
 ) {
-    let room = u32::try_from(budgets.cut_room).unwrap_or(u32::MAX);
+    let over = u32::try_from(budgets.cut_room).unwrap_or(u32::MAX);
+    let stepped = if budgets.cut_room > 2 * ROOM_STEP {
+        budgets.cut_room - budgets.cut_room % ROOM_STEP
+    } else {
+        budgets.cut_room
+    };
+    let room = u32::try_from(stepped).unwrap_or(u32::MAX);
     for i in 0..work.msgs.len() {
         let m = &work.msgs[i];
         if !work.live(i)
-            || work.tokens[i] <= room
+            || work.tokens[i] <= over
             || m.pinned
             || m.role == Role::Tool
             || !m.tool_calls.is_empty()
@@ -134,5 +145,89 @@ mod tests {
         assert!(longest < 1_000, "the copy was counted again ({longest} bytes)");
         // The stored message is untouched.
         assert_eq!(h[2].content.len(), counts[2] as usize - 7);
+    }
+}
+
+#[cfg(test)]
+mod stability {
+    use crate::domain::{Message, RequestSystem, Role, SessionId};
+    use crate::pipeline::{CutMemo, PrepareInput, prepare_with};
+    use crate::tokens::{TokenCounter, message_tokens};
+
+    /// One token per four bytes, and `.0` more for every text: the same
+    /// tokenizer as it learns (an estimate, then the server's counts).
+    struct Per(usize);
+    impl TokenCounter for Per {
+        fn id(&self) -> &str {
+            "per"
+        }
+        fn exact(&self) -> bool {
+            true
+        }
+        fn count(&self, text: &str) -> usize {
+            text.len() / 4 + self.0
+        }
+    }
+
+    /// The paste's copy as sent, from a fresh memo, with `counter` counting
+    /// what the pipeline makes and `window` tokens.
+    fn sent_copy(counter: &dyn TokenCounter, window: u64, messages: &[Message], counts: &[u32]) -> String {
+        let system = RequestSystem {
+            text: String::new(),
+            boundary_offset: None,
+        };
+        let input = PrepareInput {
+            system: &system,
+            system_tokens: 100,
+            messages,
+            counts,
+            counter,
+            tools: &[],
+            tool_tokens: 0,
+            window,
+            reserved_output: 1_024,
+            exact: true,
+            max_messages: None,
+            single_system: false,
+            model: "m",
+            max_tokens: 1_024,
+            temperature: None,
+        };
+        let p = prepare_with(&input, &mut CutMemo::new()).unwrap();
+        p.request
+            .messages
+            .iter()
+            .find(|m| m.content.contains("line 0\n"))
+            .unwrap()
+            .content
+            .clone()
+    }
+
+    /// The copy is the same bytes whatever the counter has learned (an
+    /// estimate first, the server's counts later) and when the framing
+    /// around it moves by a few tokens: the cached prefix holds.
+    #[test]
+    fn the_cut_copy_is_the_same_bytes_on_every_turn() {
+        let s = SessionId::new();
+        let paste: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
+        let h = vec![
+            Message::new(s, Role::User, paste.as_str(), 0),
+            Message::new(s, Role::Assistant, "ok", 0),
+            Message::new(s, Role::User, "and?", 0),
+        ];
+        // The stored counts, as the session's tokenizer made them.
+        let counts: Vec<u32> = h.iter().map(|m| message_tokens(&Per(0), m)).collect();
+        let first = sent_copy(&Per(0), 8_192, &h, &counts);
+        assert!(first.len() < paste.len() / 4, "{}", first.len());
+        assert_eq!(
+            sent_copy(&Per(2), 8_192, &h, &counts),
+            first,
+            "the counter's view moved"
+        );
+        assert_eq!(
+            sent_copy(&Per(0), 8_200, &h, &counts),
+            first,
+            "framing a few tokens larger"
+        );
     }
 }

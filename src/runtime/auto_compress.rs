@@ -55,7 +55,9 @@ impl Runtime {
             history_tokens,
             &choice,
         );
-        snapshot.sent_tokens = conversation.report().ok().map(|p| p.prelimit_counts);
+        if let Ok(prepared) = conversation.report() {
+            snapshot.sent_with(&prepared);
+        }
         let request = CompressRequest {
             force: false,
             trigger,

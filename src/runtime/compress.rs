@@ -47,9 +47,25 @@ pub struct Snapshot {
     /// message too large to send whole: its cut copy), when it could be
     /// prepared.
     pub sent_tokens: Option<Vec<u32>>,
+    /// The messages that request leaves out to fit, when it could be
+    /// prepared.
+    pub sent_dropped: Option<Vec<bool>>,
 }
 
 impl Snapshot {
+    /// Takes what `prepared` (the pipeline on this snapshot's messages)
+    /// says each message costs the request and which it leaves out.
+    pub fn sent_with(&mut self, prepared: &crate::pipeline::Prepared) {
+        self.sent_tokens = Some(prepared.prelimit_counts.clone());
+        self.sent_dropped = Some(
+            prepared
+                .report
+                .iter()
+                .map(|r| r.action == crate::pipeline::Action::Dropped)
+                .collect(),
+        );
+    }
+
     /// The request's input estimate (the budget's), tokens.
     #[must_use]
     pub fn input_tokens(&self) -> u64 {
@@ -224,14 +240,16 @@ impl Runtime {
             .map(|m| compress::tokens_of(counter.as_ref(), m))
             .collect();
         let mut snapshot = self.snapshot_of(prompt, counter, messages, history_tokens, choice);
-        snapshot.sent_tokens = self.sent_counts(&snapshot, choice);
+        if let Some(prepared) = self.sent_counts(&snapshot, choice) {
+            snapshot.sent_with(&prepared);
+        }
         Ok(snapshot)
     }
 
-    /// The pre-limit count of each message of `snapshot` in the request the
-    /// pipeline would prepare from it (see [`Snapshot::sent_tokens`]);
-    /// `None` when none can be prepared.
-    fn sent_counts(&self, snapshot: &Snapshot, choice: &ModelChoice) -> Option<Vec<u32>> {
+    /// What the pipeline says of the request it would prepare from
+    /// `snapshot` (see [`Snapshot::sent_tokens`]); `None` when none can be
+    /// prepared.
+    fn sent_counts(&self, snapshot: &Snapshot, choice: &ModelChoice) -> Option<crate::pipeline::Prepared> {
         let counter = snapshot.counter.as_ref();
         let system = crate::domain::RequestSystem {
             text: snapshot.prompt.text.clone(),
@@ -254,9 +272,7 @@ impl Runtime {
             max_tokens: choice.max_tokens,
             temperature: None,
         };
-        crate::pipeline::report_with(&input, &mut crate::pipeline::CutMemo::new())
-            .ok()
-            .map(|p| p.prelimit_counts)
+        crate::pipeline::report_with(&input, &mut crate::pipeline::CutMemo::new()).ok()
     }
 
     /// A snapshot from parts already in memory (a conversation's prompt,
@@ -277,6 +293,7 @@ impl Runtime {
             history_tokens,
             budget,
             sent_tokens: None,
+            sent_dropped: None,
         }
     }
 
@@ -456,13 +473,24 @@ impl Runtime {
         req: &CompressRequest<'_>,
     ) -> Result<(CompressOutcome, Option<StoredCompaction>), RuntimeError> {
         let settled = super::session::settled(snapshot.messages.iter().cloned());
-        let sent_tokens: Option<Vec<u32>> = snapshot.sent_tokens.as_ref().map(|sent| {
+        // Per settled message, as the engine reads the history.
+        let settled_only = |per: &[u32]| -> Vec<u32> {
             snapshot
                 .messages
                 .iter()
-                .zip(sent)
+                .zip(per)
                 .filter(|(m, _)| m.status != crate::domain::MessageStatus::Streaming)
                 .map(|(_, &t)| t)
+                .collect()
+        };
+        let sent_tokens = snapshot.sent_tokens.as_deref().map(settled_only);
+        let sent_dropped: Option<Vec<bool>> = snapshot.sent_dropped.as_ref().map(|d| {
+            snapshot
+                .messages
+                .iter()
+                .zip(d)
+                .filter(|(m, _)| m.status != crate::domain::MessageStatus::Streaming)
+                .map(|(_, &x)| x)
                 .collect()
         });
         // The topic is typed by the user and goes to the summariser and the
@@ -477,6 +505,7 @@ impl Runtime {
             counter: snapshot.counter.as_ref(),
             topic: topic.as_deref(),
             sent_tokens: sent_tokens.as_deref(),
+            sent_dropped: sent_dropped.as_deref(),
         };
         let now = super::now_ms();
         let cut = match (req.keep_last, req.up_to) {

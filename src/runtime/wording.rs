@@ -106,12 +106,13 @@ impl Client {
         )
     }
 
-    /// That the message just sent (`before` tokens) went cut to `after`
-    /// tokens to fit `window`; the whole of it is stored.
+    /// That the message being sent (`before` tokens, with what it
+    /// attaches) goes cut to `after` tokens to fit `window`; the whole of it
+    /// is stored.
     #[must_use]
     pub fn message_sent_cut(self, before: u64, after: u64, window: u64) -> String {
         format!(
-            "your message (~{} tokens) was sent cut to ~{} tokens to fit the {}-token window; the whole message is stored",
+            "your message (~{} tokens with what it attaches) goes cut to ~{} tokens to fit the {}-token window; the whole message is stored",
             group_digits(before),
             group_digits(after),
             group_digits(window)

@@ -111,7 +111,7 @@ async fn a_huge_paste_is_sent_cut_and_the_history_around_it_is_kept_or_summarise
     let said = notices(&events);
     let cut = said
         .iter()
-        .find(|n| n.contains("was sent cut to"))
+        .find(|n| n.contains("goes cut to"))
         .unwrap_or_else(|| panic!("no cut notice: {said:?}"));
     assert!(
         cut.contains("8,192-token window") && cut.contains("the whole message is stored"),
@@ -243,4 +243,45 @@ async fn an_older_huge_message_costs_every_later_request_its_cut_size() {
         sent.contains("worker-0 handled") && sent.contains("which worker was slowest?"),
         "{sent:.300}"
     );
+}
+
+/// Messages the request leaves out (here by `[history] max_messages`) are
+/// never protected: a compression summarises them instead of answering
+/// "Nothing to compress".
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn messages_left_out_by_the_message_cap_are_not_protected_from_compression() {
+    let sb = Sandbox::new();
+    write_config(
+        &sb,
+        "[history]\nmax_messages = 4\n[compression]\nsummarizer = \"extractive\"\n",
+    );
+    let server = Server::with(|_| Reply::sse(sse("Noted.", None))).await;
+    let first = chat(&sb, &server, None, "Q1 remember OLIVE", None).await;
+    let id = first
+        .iter()
+        .find_map(|e| e["session_id"].as_str())
+        .unwrap()
+        .to_owned();
+    for q in ["Q2 hi", "Q3 hey", "Q4 yo"] {
+        chat(&sb, &server, Some(&id), q, None).await;
+    }
+    let context = json_of(
+        &run(openai(
+            &sb,
+            &server.base_url(),
+            &["context", &id, "--json", "--no-mcp"],
+        ))
+        .await,
+    );
+    assert!(left_out(&context) > 0, "{context}");
+    let dry = json_of(
+        &run(openai(
+            &sb,
+            &server.base_url(),
+            &["compress", &id, "--dry-run", "--json"],
+        ))
+        .await,
+    );
+    assert_eq!(dry["noop"], false, "{dry}");
+    assert!(dry["summary"].as_str().unwrap().contains("OLIVE"), "{dry}");
 }

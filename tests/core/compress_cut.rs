@@ -19,6 +19,7 @@ fn input(messages: &[Message]) -> CompressionInput<'_> {
         counter: &QuarterCounter,
         topic: None,
         sent_tokens: None,
+        sent_dropped: None,
     }
 }
 

@@ -197,6 +197,7 @@ fn the_summary_token_count_is_exact() {
                 counter: &counter,
                 topic,
                 sent_tokens: None,
+                sent_dropped: None,
             };
             let plan = engine.compress_extractive(Trigger::Manual, &input, 0).unwrap();
             assert_eq!(
@@ -220,6 +221,7 @@ fn the_summary_token_count_is_exact() {
                 counter: &counter,
                 topic,
                 sent_tokens: None,
+                sent_dropped: None,
             };
             let again = engine.compress_extractive(Trigger::Manual, &input, 0).unwrap();
             assert!(again.archived.contains(&plan.summary.id), "{encoding:?}");
@@ -279,6 +281,7 @@ fn error_lines_of_long_tool_outputs_survive_compression() {
         counter: &QuarterCounter,
         topic: None,
         sent_tokens: None,
+        sent_dropped: None,
     };
     let plan = engine.compress_extractive(Trigger::Manual, &input, 0).unwrap();
     let summary = &plan.summary.content;
@@ -301,6 +304,7 @@ fn a_second_compression_keeps_the_first_summary_when_there_is_room() {
             counter: &QuarterCounter,
             topic: None,
             sent_tokens: None,
+            sent_dropped: None,
         };
         engine.compress_extractive(Trigger::Manual, &input, 0).unwrap()
     };

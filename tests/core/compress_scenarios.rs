@@ -22,6 +22,7 @@ fn input<'a>(messages: &'a [strata::domain::Message], topic: Option<&'a str>) ->
         counter: &QuarterCounter,
         topic,
         sent_tokens: None,
+        sent_dropped: None,
     }
 }
 

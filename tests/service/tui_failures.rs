@@ -199,7 +199,9 @@ async fn a_slow_summariser_is_stopped_from_the_app_and_nothing_is_stored() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_reload_is_stopped_from_the_app_and_the_session_keeps_its_prompt() {
     let server = Server::start(vec![Reply::sse(harness::sse(&["ok"]))]).await;
-    let mut h = Harness::start(&server);
+    // The prompt's command makes every build take a second: the reload is
+    // still running when Esc comes.
+    let mut h = Harness::start_with(&server, "[prompt]\ncontext_cmd = \"sleep 1; echo built\"\n");
     let ws = h._ws.path().to_path_buf();
     h.until("the connection", |a| a.context().is_some()).await;
     h.send("hello").await;
@@ -218,7 +220,7 @@ async fn a_reload_is_stopped_from_the_app_and_the_session_keeps_its_prompt() {
     .await;
     // Nothing was stored: the next reload makes version 2.
     h.command("/reload");
-    h.until("the new version", |a| {
+    h.until_within(std::time::Duration::from_secs(20), "the new version", |a| {
         a.notice()
             .is_some_and(|n| n.text.contains("rebuilt as version 2"))
     })

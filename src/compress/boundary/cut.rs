@@ -48,7 +48,7 @@ pub fn cut_boundaries(
     cut: Cut,
 ) -> Result<(Boundaries, Option<CompressWarning>), CompressError> {
     let n = history.len();
-    let head_end = head_end(history, tokens, tail_budget);
+    let head_end = head_end(history, tokens, tail_budget, &|_| false);
     // `asked`: where the tail would start; `asked_last`: the position
     // (from 1) of the last message the user asked to summarise.
     let (asked, asked_last) = match cut {

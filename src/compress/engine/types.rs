@@ -79,6 +79,9 @@ pub struct CompressionInput<'a> {
     /// count. Boundaries, savings and the figures use it, so they are
     /// those of the request.
     pub sent_tokens: Option<&'a [u32]>,
+    /// The messages that request leaves out to fit (same order), when
+    /// known: never protected at the start or the end.
+    pub sent_dropped: Option<&'a [bool]>,
 }
 
 /// Why automatic compression does not run now.

@@ -427,7 +427,15 @@ impl TurnHost for Host<'_> {
             .report
             .iter()
             .filter(|r| r.action == crate::pipeline::Action::Dropped && !empty.contains(&r.message_id));
-        let (count, tokens) = dropped.fold((0, 0), |(n, t), r| (n + 1, t + u64::from(r.tokens_before)));
+        // What they would have cost as sent: a paste too large for any
+        // request counts its cut copy, not its whole size.
+        let cost = |r: &crate::pipeline::ReportEntry| {
+            let at = sent.report.iter().position(|x| x.message_id == r.message_id);
+            at.and_then(|i| sent.prelimit_counts.get(i))
+                .copied()
+                .unwrap_or(r.tokens_before)
+        };
+        let (count, tokens) = dropped.fold((0, 0), |(n, t), r| (n + 1, t + u64::from(cost(r))));
         if count > 0 && !self.said_left_out {
             self.said_left_out = true;
             let line = self.client.left_out(count, tokens, choice.context_window);
