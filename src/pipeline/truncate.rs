@@ -170,9 +170,18 @@ pub(crate) fn cut_middle(text: &str, head: usize, tail: usize, what: &str) -> Op
         return None;
     }
     let cut = &text[h..t];
-    let marker = MIDDLE_CUT
-        .trim_end()
-        .replace("{cut_lines}", &cut.matches('\n').count().to_string())
+    let lines = cut.matches('\n').count();
+    // A cut inside one line says characters only, not "0 lines".
+    let template = if lines == 0 {
+        MIDDLE_CUT
+            .trim_end()
+            .replace("{cut_lines} lines (", "")
+            .replace(" characters)", " characters")
+    } else {
+        MIDDLE_CUT.trim_end().to_owned()
+    };
+    let marker = template
+        .replace("{cut_lines}", &lines.to_string())
         .replace("{cut_chars}", &cut.chars().count().to_string())
         .replace("{total_chars}", &text.chars().count().to_string())
         .replace("{what}", what);
@@ -299,7 +308,12 @@ mod tests {
         let text = "é".repeat(10_000);
         let cut = cut_middle(&text, 1_001, 999, "tool result").unwrap();
         assert!(cut.starts_with(&"é".repeat(500)));
-        assert!(cut.contains("of 10000 characters) from the middle of this tool result"));
+        // One line: characters only, never "0 lines".
+        assert!(
+            cut.contains("[... strata cut 9001 of 10000 characters from the middle of this tool result"),
+            "{cut}"
+        );
+        assert!(!cut.contains("0 lines"), "{cut}");
         assert!(cut.len() < 2_300);
     }
 

@@ -117,7 +117,10 @@ pub enum ControlError {
     },
     /// A pin over the limit.
     #[error(
-        "pinning message {pos} would make the pinned messages take {after} tokens, more than half of the effective window ({limit} of {effective}, the window less max_tokens); unpin another message or pin a smaller one"
+        "pinning message {pos} would make the pinned messages take {} tokens, more than half of the effective window ({} of {}, the window less max_tokens); unpin another message or pin a smaller one",
+        crate::text::group_digits(*after),
+        crate::text::group_digits(*limit),
+        crate::text::group_digits(*effective)
     )]
     PinOverHalf {
         /// Its position.

@@ -73,12 +73,12 @@ async fn a_preview_changes_nothing_and_its_summary_is_then_stored_exactly_withou
         assert!(k["tokens"].as_u64().unwrap() > 0);
     }
     // The tail's first message (a user's, after the head's reply) takes in
-    // the summary to keep the alternation, so it is not listed as kept
-    // verbatim: the verbatim tail goes on from the next one.
+    // the summary to keep the alternation; its own text stays whole after
+    // the summary, so it is listed as kept.
     let tail_from = preview["tail_from"].as_u64().unwrap();
     assert_eq!(tail_from, 35);
     // The protected start (1, 2) comes before the summary: not listed.
-    assert_eq!(positions, [36, 37, 38, 39, 40]);
+    assert_eq!(positions, [35, 36, 37, 38, 39, 40]);
 
     let file = sb.home.path().join("summary.md");
     std::fs::write(&file, preview["summary"].as_str().unwrap()).unwrap();
@@ -230,7 +230,8 @@ fn keep_last_2_keeps_exactly_the_last_two_exchanges() {
         .iter()
         .map(|k| k["pos"].as_u64().unwrap())
         .collect();
-    assert_eq!(kept, [18, 19, 20], "only what follows the summary");
+    // 17 holds the summary with its own text whole after it.
+    assert_eq!(kept, [17, 18, 19, 20], "only what follows the summary");
     sb.json(&["undo-compress", &id, "--json"]);
 
     // Keeping every exchange leaves nothing to compress; none is refused.

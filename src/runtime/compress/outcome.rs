@@ -133,8 +133,9 @@ pub(super) fn noop(
 }
 
 /// The active messages of `snapshot` after the summary that `plan` leaves
-/// as they are (not archived; a reply still streaming is not part of the
-/// compression; the protected start, before the summary, is not listed).
+/// as they are (not archived, or merged under the summary with their text
+/// whole; a reply still streaming is not part of the compression; the
+/// protected start, before the summary, is not listed).
 pub(super) fn kept_verbatim(snapshot: &Snapshot, plan: &CompressionPlan) -> Vec<KeptMessage> {
     let archived: HashSet<MessageId> = plan.archived.iter().copied().collect();
     let summary_at = snapshot
@@ -149,9 +150,10 @@ pub(super) fn kept_verbatim(snapshot: &Snapshot, plan: &CompressionPlan) -> Vec<
         .zip(tokens)
         .enumerate()
         .filter(|(i, (m, _))| {
-            *i > summary_at
-                && !archived.contains(&m.id)
-                && m.status != crate::domain::MessageStatus::Streaming
+            // The message the summary is merged into keeps its own text
+            // after the summary: it is kept too.
+            let kept = !archived.contains(&m.id) || plan.merged_into == Some(m.id);
+            *i > summary_at && kept && m.status != crate::domain::MessageStatus::Streaming
         })
         .map(|(i, (m, tokens))| KeptMessage {
             id: m.id,
