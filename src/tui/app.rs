@@ -33,6 +33,7 @@ mod rewrite;
 mod select;
 mod slash_menu;
 mod tools;
+mod turn_end;
 
 pub use ask::SendQuestion;
 pub use attach::ATTACH_KEYS;
@@ -467,25 +468,7 @@ impl App {
                 Vec::new()
             }
             AppEvent::Service(ServiceEvent::TurnDone { status }) => {
-                self.busy = false;
-                self.phase = None;
-                self.tools_turn_done();
-                let cancelling = std::mem::take(&mut self.cancelling);
-                let broke = self.turn_error.take();
-                match (status, broke) {
-                    // Only what the user did is a cancel.
-                    (MessageStatus::Interrupted, Some(why)) if !cancelling => {
-                        self.notify(
-                            &format!("the reply broke off: {why}; the partial reply is kept"),
-                            true,
-                        );
-                    }
-                    (MessageStatus::Interrupted, _) => {
-                        self.notify("the reply was interrupted; the partial reply is kept", false);
-                    }
-                    _ if cancelling => self.notify("cancelled; the turn stopped", false),
-                    _ => {}
-                }
+                self.turn_done(status);
                 Vec::new()
             }
             AppEvent::Service(ServiceEvent::DraftTokens { ticket, tokens }) => {

@@ -222,6 +222,31 @@ fn a_cancelled_reply_says_it_was_kept_not_that_it_is_cancelling() {
     app.handle(key(KeyCode::Enter));
     assert_eq!(app.handle(ctrl('c')), vec![Effect::Op(Op::Cancel)]);
     assert!(app.notice().unwrap().text.contains("cancelling"));
+    // Cancelled before any reply (while the history was compressed, say):
+    // no reply slot stays, and nothing is said to be kept but the message.
+    app.handle(ServiceEvent::TurnDone {
+        status: strata::domain::MessageStatus::Interrupted,
+    });
+    assert!(
+        app.notice()
+            .unwrap()
+            .text
+            .contains("before any of it came; your message is kept"),
+        "{:?}",
+        app.notice()
+    );
+    assert!(
+        !draw(&app, 80, 24).contains("streaming"),
+        "{}",
+        draw(&app, 80, 24)
+    );
+    // With part of a reply: that part is kept.
+    type_text(&mut app, "again");
+    app.handle(key(KeyCode::Enter));
+    app.handle(ctrl('c'));
+    let mut partial = msg(strata::domain::Role::Assistant, "Half an ans", 3);
+    partial.status = strata::domain::MessageStatus::Interrupted;
+    app.handle(ServiceEvent::Message(Box::new(partial)));
     app.handle(ServiceEvent::TurnDone {
         status: strata::domain::MessageStatus::Interrupted,
     });
@@ -495,6 +520,33 @@ fn a_bare_model_or_skill_opens_a_picker_that_picks_by_enter() {
         assert!(picked.contains(&want), "{command}: {picked:?}");
         assert!(app.overlay().is_none());
     }
+}
+
+/// Closing the model list while it loads stops the listing (Esc), or
+/// stops it and arms the quit (Ctrl-C): nothing keeps counting behind.
+#[test]
+fn closing_the_loading_model_list_stops_the_listing() {
+    for close in [key(KeyCode::Esc), ctrl('c')] {
+        let mut app = app_with(80, 24, Vec::new(), None);
+        type_text(&mut app, "/model");
+        app.handle(key(KeyCode::Enter));
+        assert!(app.overlay().is_some());
+        let effects = app.handle(close.clone());
+        assert!(app.overlay().is_none());
+        assert!(
+            effects.contains(&Effect::Op(Op::Cancel)),
+            "{close:?}: {effects:?}"
+        );
+    }
+    let mut app = app_with(80, 24, Vec::new(), None);
+    type_text(&mut app, "/model");
+    app.handle(key(KeyCode::Enter));
+    app.handle(ctrl('c'));
+    assert_eq!(
+        app.handle(ctrl('c')),
+        vec![Effect::Quit],
+        "the second Ctrl-C quits"
+    );
 }
 
 /// A model switch shows as work with its time and stops on Esc, leaving

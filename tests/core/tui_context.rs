@@ -667,6 +667,19 @@ fn the_preview_is_edited_in_the_overlay_and_the_edit_is_what_is_applied() {
     );
 }
 
+/// Ctrl-C on the preview cancels it and is the first of the two that quit.
+#[test]
+fn ctrl_c_twice_on_a_preview_cancels_it_and_quits() {
+    let mut app = previewing(120, 36, false);
+    let effects = app.handle(ctrl('c'));
+    assert!(
+        effects.contains(&Effect::Op(Op::Run(Command::CancelPreview))),
+        "{effects:?}"
+    );
+    assert!(app.overlay().is_none());
+    assert_eq!(app.handle(ctrl('c')), vec![Effect::Quit]);
+}
+
 /// Enter pressed as the preview appears (meant for the composer) stores
 /// nothing: the preview's keys answer once it could be read.
 #[test]

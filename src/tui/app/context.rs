@@ -67,9 +67,14 @@ impl App {
     }
 
     fn choices_key(&mut self, key: KeyEvent, action: Option<Action>) -> Vec<Effect> {
-        if matches!(action, Some(Action::Close | Action::Interrupt)) || key.code == KeyCode::Esc {
+        if action == Some(Action::Interrupt) {
             self.overlay = None;
-            return Vec::new();
+            return self.interrupted_overlay(Vec::new());
+        }
+        if matches!(action, Some(Action::Close)) || key.code == KeyCode::Esc {
+            self.overlay = None;
+            // Nothing is left to show the list in: the listing stops.
+            return self.stop_working().unwrap_or_default();
         }
         let Some(Overlay::Choices(c)) = self.overlay.as_mut() else {
             return Vec::new();
@@ -176,10 +181,11 @@ impl App {
     }
 
     fn list_key(&mut self, key: KeyEvent, action: Option<Action>) -> Vec<Effect> {
-        if matches!(
-            action,
-            Some(Action::Close | Action::Interrupt | Action::ContextList)
-        ) {
+        if action == Some(Action::Interrupt) {
+            self.overlay = None;
+            return self.interrupted_overlay(Vec::new());
+        }
+        if matches!(action, Some(Action::Close | Action::ContextList)) {
             self.overlay = None;
             return Vec::new();
         }
@@ -266,6 +272,9 @@ impl App {
             if let Some(Overlay::Message { back, .. }) = self.overlay.take() {
                 self.overlay = back.map(|b| *b);
             }
+            if action == Some(Action::Interrupt) {
+                return self.interrupted_overlay(Vec::new());
+            }
             return Vec::new();
         }
         if let Some(o) = self.overlay.as_mut() {
@@ -292,10 +301,14 @@ impl App {
             .modifiers
             .intersects(KeyModifiers::CONTROL | KeyModifiers::ALT);
         match (action, key.code) {
-            (Some(Action::Close | Action::Interrupt), _) => {
+            (Some(action @ (Action::Close | Action::Interrupt)), _) => {
                 self.overlay = None;
                 self.notify("the compression was cancelled; nothing was stored", false);
-                return vec![Effect::Op(Op::Run(Command::CancelPreview))];
+                let cancel = vec![Effect::Op(Op::Run(Command::CancelPreview))];
+                if action == Action::Interrupt {
+                    return self.interrupted_overlay(cancel);
+                }
+                return cancel;
             }
             (_, KeyCode::Enter) => match preview.accept() {
                 Accept::Confirm => {}

@@ -28,7 +28,28 @@ impl App {
         Some(vec![Effect::Op(Op::Cancel)])
     }
 
+    /// Ctrl-C closed an overlay (its own `effects` already made): what runs
+    /// is stopped as a Ctrl-C would stop it, and otherwise this Ctrl-C is
+    /// the first of the two that quit (a draft is left alone).
+    pub(super) fn interrupted_overlay(&mut self, mut effects: Vec<Effect>) -> Vec<Effect> {
+        if self.busy || self.working.as_ref().is_some_and(|w| w.cancellable) {
+            effects.extend(self.interrupt());
+            return effects;
+        }
+        self.interrupt_armed = true;
+        if effects.is_empty() {
+            self.notify("press Ctrl-C again to quit", false);
+        }
+        effects
+    }
+
     pub(super) fn interrupt(&mut self) -> Vec<Effect> {
+        // Armed by the Ctrl-C just before (a cancel, a stop, a closed
+        // overlay, the idle warning): this one quits, whatever still runs,
+        // even when a cancel put the message back in the composer.
+        if self.interrupt_armed {
+            return vec![Effect::Quit];
+        }
         if let Some(effects) = self.stop_working() {
             // Twice always quits: the next Ctrl-C, whatever it finds.
             self.interrupt_armed = true;
@@ -44,12 +65,6 @@ impl App {
             self.interrupt_armed = true;
             self.notify(CANCELLING, false);
             return vec![Effect::Op(Op::Cancel)];
-        }
-        // Armed by the Ctrl-C just before (a cancel, a stop, a closed
-        // overlay): this one quits, even when the cancel put the message
-        // back in the composer.
-        if self.interrupt_armed {
-            return vec![Effect::Quit];
         }
         if !self.draft().is_empty() {
             // The first Ctrl-C clears a draft; the next ones quit.

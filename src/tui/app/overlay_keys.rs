@@ -19,12 +19,7 @@ impl App {
         // (a turn running is cancelled as ever; a draft is left alone).
         if matches!(action, Some(Action::Interrupt)) {
             self.overlay = None;
-            if self.busy {
-                return self.interrupt();
-            }
-            self.interrupt_armed = true;
-            self.notify("press Ctrl-C again to quit", false);
-            return Vec::new();
+            return self.interrupted_overlay(Vec::new());
         }
         let Some(overlay) = self.overlay.as_mut() else {
             return Vec::new();

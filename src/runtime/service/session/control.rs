@@ -86,12 +86,16 @@ impl SessionService {
     pub(super) async fn compress_with(&mut self, ask: CompressAsk) -> anyhow::Result<()> {
         self.preview = None;
         self.claim(false)?;
+        // The history the preview is made from: taken before the summariser
+        // runs, so a change made meanwhile (here or by another strata) is
+        // a change.
+        let history = self.active_ids()?;
         let outcome = self.run_compression(&ask, None, false).await?;
         if ask.preview && !outcome.noop {
             self.preview = Some(PendingPreview {
                 summary: outcome.summary.clone().unwrap_or_default(),
                 ask,
-                history: self.active_ids()?,
+                history,
             });
             self.emit(ServiceEvent::CompressPreview(Box::new(outcome)));
             return Ok(());
