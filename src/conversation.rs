@@ -435,6 +435,12 @@ impl Conversation {
         self
     }
 
+    /// The cap on the messages sent per request (`history.max_messages`).
+    #[must_use]
+    pub fn max_messages(&self) -> Option<usize> {
+        self.max_messages
+    }
+
     /// Caps the messages sent per request (`history.max_messages`).
     #[must_use]
     pub fn with_max_messages(mut self, max_messages: Option<usize>) -> Self {

@@ -120,18 +120,23 @@ impl Client {
     }
 
     /// That the request just sent left `messages` older messages (`tokens`
-    /// of them) out to fit `window`, and how to keep them as a summary.
+    /// of them) out to fit `window` — or to keep to `[history]
+    /// max_messages` when `cap` says that cap did it — and how to keep
+    /// them as a summary.
     #[must_use]
-    pub fn left_out(self, messages: usize, tokens: u64, window: u64) -> String {
+    pub fn left_out(self, messages: usize, tokens: u64, window: u64, cap: Option<usize>) -> String {
         let (what, verb, them) = if messages == 1 {
             ("1 older message".to_owned(), "was", "it")
         } else {
             (format!("{messages} older messages"), "were", "them")
         };
+        let why = match cap {
+            Some(cap) => format!("to keep to [history] max_messages = {cap}"),
+            None => format!("to fit the {}-token window", group_digits(window)),
+        };
         format!(
-            "{what} (~{} tokens) {verb} left out of this request to fit the {}-token window; {} summarises {them} instead",
+            "{what} (~{} tokens) {verb} left out of this request {why}; {} summarises {them} instead",
             group_digits(tokens),
-            group_digits(window),
             self.commands().compress
         )
     }

@@ -262,9 +262,15 @@ async fn messages_left_out_by_the_message_cap_are_not_protected_from_compression
         .find_map(|e| e["session_id"].as_str())
         .unwrap()
         .to_owned();
+    let mut said = Vec::new();
     for q in ["Q2 hi", "Q3 hey", "Q4 yo"] {
-        chat(&sb, &server, Some(&id), q, None).await;
+        said.extend(notices(&chat(&sb, &server, Some(&id), q, None).await));
     }
+    assert!(
+        said.iter()
+            .any(|n| n.contains("left out of this request to keep to [history] max_messages = 4")),
+        "the cap is named, not the window: {said:?}"
+    );
     let context = json_of(
         &run(openai(
             &sb,

@@ -438,7 +438,11 @@ impl TurnHost for Host<'_> {
         let (count, tokens) = dropped.fold((0, 0), |(n, t), r| (n + 1, t + u64::from(cost(r))));
         if count > 0 && !self.said_left_out {
             self.said_left_out = true;
-            let line = self.client.left_out(count, tokens, choice.context_window);
+            // The message cap did it when everything would have fit the
+            // window.
+            let fits = sent.prelimit_tokens + conversation.max_tokens() <= choice.context_window;
+            let cap = conversation.max_messages().filter(|_| fits);
+            let line = self.client.left_out(count, tokens, choice.context_window, cap);
             (self.sink)(ServiceEvent::Notice(line));
         }
         let stored: Vec<u32> = conversation
