@@ -65,113 +65,49 @@ pub(crate) fn cap_oversized(
 #[cfg(test)]
 mod tests {
     use crate::domain::{Message, RequestSystem, Role, SessionId};
-    use crate::pipeline::{Action, CutMemo, PrepareInput, prepare_with};
+    use crate::pipeline::{Action, CutMemo, PrepareInput, Prepared, prepare_with};
     use crate::tokens::{TokenCounter, message_tokens};
     use std::sync::atomic::{AtomicUsize, Ordering};
 
-    /// One token per byte, remembering the longest text it counted.
-    struct Bytes(AtomicUsize);
-    impl TokenCounter for Bytes {
+    /// One token per `per` bytes plus `extra` for every text (the same
+    /// tokenizer as it learns: an estimate, then the server's counts),
+    /// remembering the longest text it counted.
+    struct Counter {
+        per: usize,
+        extra: usize,
+        longest: AtomicUsize,
+    }
+
+    fn counter(per: usize, extra: usize) -> Counter {
+        Counter {
+            per,
+            extra,
+            longest: AtomicUsize::new(0),
+        }
+    }
+
+    impl TokenCounter for Counter {
         fn id(&self) -> &str {
-            "bytes"
+            "counter"
         }
         fn exact(&self) -> bool {
             true
         }
         fn count(&self, text: &str) -> usize {
-            self.0.fetch_max(text.len(), Ordering::Relaxed);
-            text.len()
+            self.longest.fetch_max(text.len(), Ordering::Relaxed);
+            text.len() / self.per + self.extra
         }
     }
 
-    #[test]
-    fn a_huge_message_is_sent_cut_in_every_later_request_and_costs_its_cut_size() {
-        let s = SessionId::new();
-        let paste: String = (0..4_000).map(|i| format!("log line {i}\n")).collect();
-        let mut h = vec![
-            Message::new(s, Role::User, "what is a lexer?", 0),
-            Message::new(s, Role::Assistant, "It splits text into tokens.", 0),
-            Message::new(s, Role::User, paste.as_str(), 0),
-            Message::new(s, Role::Assistant, "The log shows a crash.", 0),
-            Message::new(s, Role::User, "why?", 0),
-        ];
-        for (i, m) in h.iter_mut().enumerate() {
-            m.seq = i as i64;
-        }
-        let counter = Bytes(AtomicUsize::new(0));
-        let counts: Vec<u32> = h.iter().map(|m| message_tokens(&counter, m)).collect();
-        let system = RequestSystem {
-            text: String::new(),
-            boundary_offset: None,
-        };
-        let input = PrepareInput {
-            system: &system,
-            system_tokens: 100,
-            messages: &h,
-            counts: &counts,
-            counter: &counter,
-            tools: &[],
-            tool_tokens: 0,
-            window: 8_192,
-            reserved_output: 1_024,
-            exact: true,
-            max_messages: None,
-            single_system: false,
-            model: "m",
-            max_tokens: 1_024,
-            temperature: None,
-        };
-        let mut memo = CutMemo::new();
-        let first = prepare_with(&input, &mut memo).unwrap();
-        // The paste is no longer the newest request, and is still sent
-        // cut: it costs its cut size before the limit too, so the turns
-        // around it are kept.
-        let paste = &first.report[2];
-        assert_eq!(paste.action, Action::Truncated);
-        assert_eq!(paste.tokens_after, first.prelimit_counts[2]);
-        assert!(paste.tokens_after < 8_192 - 1_024, "{}", paste.tokens_after);
-        assert!(u64::from(counts[2]) > 40_000);
-        assert!(first.prelimit_tokens < 8_192, "{}", first.prelimit_tokens);
-        assert!(
-            first.report.iter().all(|r| r.action != Action::Dropped),
-            "{:?}",
-            first.report
-        );
-        // The copy is made once: a second preparation counts nothing.
-        counter.0.store(0, Ordering::Relaxed);
-        let second = prepare_with(&input, &mut memo).unwrap();
-        assert_eq!(second, first);
-        let longest = counter.0.load(Ordering::Relaxed);
-        assert!(longest < 1_000, "the copy was counted again ({longest} bytes)");
-        // The stored message is untouched.
-        assert_eq!(h[2].content.len(), counts[2] as usize - 7);
-    }
-}
-
-#[cfg(test)]
-mod stability {
-    use crate::domain::{Message, RequestSystem, Role, SessionId};
-    use crate::pipeline::{CutMemo, PrepareInput, prepare_with};
-    use crate::tokens::{TokenCounter, message_tokens};
-
-    /// One token per four bytes, and `.0` more for every text: the same
-    /// tokenizer as it learns (an estimate, then the server's counts).
-    struct Per(usize);
-    impl TokenCounter for Per {
-        fn id(&self) -> &str {
-            "per"
-        }
-        fn exact(&self) -> bool {
-            true
-        }
-        fn count(&self, text: &str) -> usize {
-            text.len() / 4 + self.0
-        }
-    }
-
-    /// The paste's copy as sent, from a fresh memo, with `counter` counting
-    /// what the pipeline makes and `window` tokens.
-    fn sent_copy(counter: &dyn TokenCounter, window: u64, messages: &[Message], counts: &[u32]) -> String {
+    /// `messages` prepared in a `window` with a 1,024-token reserve and a
+    /// 100-token system prompt.
+    fn prepare(
+        counter: &dyn TokenCounter,
+        window: u64,
+        messages: &[Message],
+        counts: &[u32],
+        memo: &mut CutMemo,
+    ) -> Prepared {
         let system = RequestSystem {
             text: String::new(),
             boundary_offset: None,
@@ -193,14 +129,58 @@ mod stability {
             max_tokens: 1_024,
             temperature: None,
         };
-        let p = prepare_with(&input, &mut CutMemo::new()).unwrap();
-        p.request
-            .messages
+        prepare_with(&input, memo).unwrap()
+    }
+
+    fn history(texts: &[(Role, &str)]) -> Vec<Message> {
+        let s = SessionId::new();
+        texts
             .iter()
-            .find(|m| m.content.contains("line 0\n"))
-            .unwrap()
-            .content
-            .clone()
+            .enumerate()
+            .map(|(i, (role, text))| {
+                let mut m = Message::new(s, *role, *text, 0);
+                m.seq = i as i64;
+                m
+            })
+            .collect()
+    }
+
+    #[test]
+    fn a_huge_message_is_sent_cut_in_every_later_request_and_costs_its_cut_size() {
+        let paste: String = (0..4_000).map(|i| format!("log line {i}\n")).collect();
+        let h = history(&[
+            (Role::User, "what is a lexer?"),
+            (Role::Assistant, "It splits text into tokens."),
+            (Role::User, paste.as_str()),
+            (Role::Assistant, "The log shows a crash."),
+            (Role::User, "why?"),
+        ]);
+        let counter = counter(1, 0);
+        let counts: Vec<u32> = h.iter().map(|m| message_tokens(&counter, m)).collect();
+        let mut memo = CutMemo::new();
+        let first = prepare(&counter, 8_192, &h, &counts, &mut memo);
+        // The paste is no longer the newest request, and is still sent
+        // cut: it costs its cut size before the limit too, so the turns
+        // around it are kept.
+        let paste = &first.report[2];
+        assert_eq!(paste.action, Action::Truncated);
+        assert_eq!(paste.tokens_after, first.prelimit_counts[2]);
+        assert!(paste.tokens_after < 8_192 - 1_024, "{}", paste.tokens_after);
+        assert!(u64::from(counts[2]) > 40_000);
+        assert!(first.prelimit_tokens < 8_192, "{}", first.prelimit_tokens);
+        assert!(
+            first.report.iter().all(|r| r.action != Action::Dropped),
+            "{:?}",
+            first.report
+        );
+        // The copy is made once: a second preparation counts nothing.
+        counter.longest.store(0, Ordering::Relaxed);
+        let second = prepare(&counter, 8_192, &h, &counts, &mut memo);
+        assert_eq!(second, first);
+        let longest = counter.longest.load(Ordering::Relaxed);
+        assert!(longest < 1_000, "the copy was counted again ({longest} bytes)");
+        // The stored message is untouched.
+        assert_eq!(h[2].content.len(), counts[2] as usize - 7);
     }
 
     /// The copy is the same bytes whatever the counter has learned (an
@@ -208,26 +188,27 @@ mod stability {
     /// around it moves by a few tokens: the cached prefix holds.
     #[test]
     fn the_cut_copy_is_the_same_bytes_on_every_turn() {
-        let s = SessionId::new();
         let paste: String = (0..20_000).map(|i| format!("line {i}\n")).collect();
-        let h = vec![
-            Message::new(s, Role::User, paste.as_str(), 0),
-            Message::new(s, Role::Assistant, "ok", 0),
-            Message::new(s, Role::User, "and?", 0),
-        ];
+        let h = history(&[
+            (Role::User, paste.as_str()),
+            (Role::Assistant, "ok"),
+            (Role::User, "and?"),
+        ]);
         // The stored counts, as the session's tokenizer made them.
-        let counts: Vec<u32> = h.iter().map(|m| message_tokens(&Per(0), m)).collect();
-        let first = sent_copy(&Per(0), 8_192, &h, &counts);
+        let counts: Vec<u32> = h.iter().map(|m| message_tokens(&counter(4, 0), m)).collect();
+        let sent = |counter: &Counter, window: u64| {
+            let p = prepare(counter, window, &h, &counts, &mut CutMemo::new());
+            p.request
+                .messages
+                .iter()
+                .find(|m| m.content.contains("line 0\n"))
+                .unwrap()
+                .content
+                .clone()
+        };
+        let first = sent(&counter(4, 0), 8_192);
         assert!(first.len() < paste.len() / 4, "{}", first.len());
-        assert_eq!(
-            sent_copy(&Per(2), 8_192, &h, &counts),
-            first,
-            "the counter's view moved"
-        );
-        assert_eq!(
-            sent_copy(&Per(0), 8_200, &h, &counts),
-            first,
-            "framing a few tokens larger"
-        );
+        assert_eq!(sent(&counter(4, 2), 8_192), first, "the counter's view moved");
+        assert_eq!(sent(&counter(4, 0), 8_200), first, "framing a few tokens larger");
     }
 }

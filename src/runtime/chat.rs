@@ -73,6 +73,9 @@ enum Wake {
     Approval(super::ApprovalAnswer),
     /// The caller cancelled.
     Cancel,
+    /// Another strata took the session over: the turn stops as if
+    /// cancelled, and writes nothing more.
+    Lost,
 }
 
 /// How far an overflow error's stated request size may be from strata's
@@ -250,6 +253,8 @@ impl Runtime {
         // rows this turn already stored are closed, nothing else written.
         let mut lost = false;
         let mut unsaved = std::collections::HashSet::new();
+        // Set when a write finds the lease gone: the next wake is `Lost`.
+        let mut lost_now = false;
         loop {
             while let Some(effect) = pending.pop_front() {
                 if lost
@@ -271,19 +276,12 @@ impl Runtime {
                     && matches!(effect, Effect::SaveMessage(_) | Effect::UpdateMessage { .. })
                     && self.lease_lost(session_id, host.lease_token())?
                 {
-                    lost = true;
-                    message = Some(self.lost_mid_turn(host));
                     if let Effect::SaveMessage(m) = effect {
                         unsaved.insert(m.id);
                     }
-                    stream = None;
-                    asking = None;
-                    running.clear();
+                    lost_now = true;
                     pending.clear();
-                    pending.extend(conversation.handle(Event::Cancel {
-                        now_ms: super::now_ms(),
-                    }));
-                    continue;
+                    break;
                 }
                 match effect {
                     Effect::SaveMessage(mut m) => {
@@ -488,25 +486,25 @@ impl Runtime {
                 u64::try_from(crate::conversation::FLUSH_INTERVAL_MS).unwrap_or(250),
             ));
             let approvals = tools.as_mut().and_then(|t| t.approvals.as_deref_mut());
-            let wake = tokio::select! {
-                next = next_event(&mut stream), if stream.is_some() => Wake::Stream(next),
-                Some(done) = running.next(), if !running.is_empty() => Wake::Tool(Box::new(done)),
-                Some(line) = progress_rx.recv() => Wake::Progress(line),
-                Some(answer) = recv(approvals), if asking.is_some() => Wake::Approval(answer),
-                () = &mut cancel => Wake::Cancel,
-                () = tick => Wake::Tick,
+            let wake = if std::mem::take(&mut lost_now) {
+                Wake::Lost
+            } else {
+                tokio::select! {
+                    next = next_event(&mut stream), if stream.is_some() => Wake::Stream(next),
+                    Some(done) = running.next(), if !running.is_empty() => Wake::Tool(Box::new(done)),
+                    Some(line) = progress_rx.recv() => Wake::Progress(line),
+                    Some(answer) = recv(approvals), if asking.is_some() => Wake::Approval(answer),
+                    () = &mut cancel => Wake::Cancel,
+                    () = tick => Wake::Tick,
+                }
+            };
+            // A wait (a held stream, a tool) notices a take-over too.
+            let wake = match wake {
+                Wake::Tick if !lost && self.lease_lost(session_id, host.lease_token())? => Wake::Lost,
+                wake => wake,
             };
             let now_ms = super::now_ms();
             pending = match wake {
-                // A wait (a held stream, a tool) notices a take-over too.
-                Wake::Tick if !lost && self.lease_lost(session_id, host.lease_token())? => {
-                    lost = true;
-                    message = Some(self.lost_mid_turn(host));
-                    stream = None;
-                    asking = None;
-                    running.clear();
-                    conversation.handle(Event::Cancel { now_ms })
-                }
                 Wake::Tick => conversation.handle(Event::Tick { now_ms }),
                 Wake::Stream(Some(Ok(event))) => conversation.handle(Event::Stream { event, now_ms }),
                 Wake::Stream(Some(Err(e))) => {
@@ -588,7 +586,11 @@ impl Runtime {
                         now_ms,
                     })
                 }
-                Wake::Cancel => {
+                Wake::Cancel | Wake::Lost => {
+                    if matches!(wake, Wake::Lost) {
+                        lost = true;
+                        message = Some(self.lost_mid_turn(host));
+                    }
                     stream = None;
                     asking = None;
                     // Dropping the tasks kills their process groups.

@@ -112,6 +112,18 @@ pub(super) fn budget_with(
     budget
 }
 
+/// `per` (one value per message of `messages`) for the settled messages
+/// only, as the engine reads the history (a reply still streaming is not
+/// part of a compression).
+fn settled_only<T: Copy>(messages: &[Message], per: &[T]) -> Vec<T> {
+    messages
+        .iter()
+        .zip(per)
+        .filter(|(m, _)| m.status != crate::domain::MessageStatus::Streaming)
+        .map(|(_, &v)| v)
+        .collect()
+}
+
 /// A compaction as stored: the plan applied, the prompt version made
 /// current with it, and its row.
 pub(super) struct StoredCompaction {
@@ -474,25 +486,14 @@ impl Runtime {
     ) -> Result<(CompressOutcome, Option<StoredCompaction>), RuntimeError> {
         let settled = super::session::settled(snapshot.messages.iter().cloned());
         // Per settled message, as the engine reads the history.
-        let settled_only = |per: &[u32]| -> Vec<u32> {
-            snapshot
-                .messages
-                .iter()
-                .zip(per)
-                .filter(|(m, _)| m.status != crate::domain::MessageStatus::Streaming)
-                .map(|(_, &t)| t)
-                .collect()
-        };
-        let sent_tokens = snapshot.sent_tokens.as_deref().map(settled_only);
-        let sent_dropped: Option<Vec<bool>> = snapshot.sent_dropped.as_ref().map(|d| {
-            snapshot
-                .messages
-                .iter()
-                .zip(d)
-                .filter(|(m, _)| m.status != crate::domain::MessageStatus::Streaming)
-                .map(|(_, &x)| x)
-                .collect()
-        });
+        let sent_tokens = snapshot
+            .sent_tokens
+            .as_deref()
+            .map(|per| settled_only(&snapshot.messages, per));
+        let sent_dropped = snapshot
+            .sent_dropped
+            .as_deref()
+            .map(|per| settled_only(&snapshot.messages, per));
         // The topic is typed by the user and goes to the summariser and the
         // record: it is redacted like the history.
         let topic = match req.topic.as_deref().map(compress_topic).transpose() {
