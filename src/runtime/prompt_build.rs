@@ -83,6 +83,41 @@ pub struct PromptPreview<'a> {
     pub env: EnvFacts,
 }
 
+/// A [`PromptPreview`] that owns what it needs, with the store's answers
+/// already read (whether it is the workspace's first session, the recent
+/// ones): assembled off the session's thread, and abandoned when no longer
+/// wanted (a `/reload` or a first message the user stops).
+pub struct OwnedPreview {
+    pub(super) paths: Paths,
+    pub(super) config: Config,
+    pub(super) choice: ModelChoice,
+    pub(super) mode: PromptMode,
+    pub(super) cwd: std::path::PathBuf,
+    pub(super) now: jiff::Zoned,
+    pub(super) interactive: bool,
+    pub(super) env: EnvFacts,
+    pub(super) first_session: bool,
+    pub(super) recent: Vec<RecentSession>,
+}
+
+impl OwnedPreview {
+    /// The prompt, from the files (no store access).
+    #[must_use]
+    pub fn assemble(&self) -> AssembledPrompt {
+        PromptPreview {
+            paths: &self.paths,
+            config: &self.config,
+            choice: &self.choice,
+            mode: self.mode,
+            cwd: &self.cwd,
+            now: &self.now,
+            interactive: self.interactive,
+            env: self.env.clone(),
+        }
+        .assemble(self.first_session, self.recent.clone())
+    }
+}
+
 impl PromptPreview<'_> {
     /// Builds the prompt; without a store the workspace counts as new.
     ///
@@ -111,7 +146,7 @@ impl PromptPreview<'_> {
 
     /// Builds the prompt from what the store said about the workspace's
     /// sessions (see [`history_for`]); reads only files.
-    pub(super) fn assemble(self, first_session: bool, recent: Vec<RecentSession>) -> AssembledPrompt {
+    fn assemble(self, first_session: bool, recent: Vec<RecentSession>) -> AssembledPrompt {
         let counter =
             super::session_counter(self.paths, self.config, self.choice.provider, &self.choice.model);
         let inputs = workspace::gather(&GatherRequest {

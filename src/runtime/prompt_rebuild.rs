@@ -4,23 +4,18 @@
 //! assembled by [`PromptRebuild::build`], which owns everything it needs so
 //! it can run elsewhere and be abandoned (a `/reload` the user stops).
 
-use super::prompt_build::{PromptPreview, history_for};
+use super::prompt_build::{OwnedPreview, built_interactive, history_for};
 use super::{Runtime, RuntimeError};
-use crate::config::{Config, ModelChoice, Paths};
+use crate::config::ModelChoice;
 use crate::domain::{Session, SystemPrompt};
-use crate::prompt::{EnvFacts, RecentSession};
-use std::path::{Path, PathBuf};
+use crate::prompt::EnvFacts;
+use std::path::Path;
 
 /// Everything a rebuild of one session's prompt needs, owned.
 pub struct PromptRebuild {
     /// The session's current version, which the rebuild replaces.
     pub current: SystemPrompt,
-    paths: Paths,
-    config: Config,
-    choice: ModelChoice,
-    cwd: PathBuf,
-    first_session: bool,
-    recent: Vec<RecentSession>,
+    preview: OwnedPreview,
     version: u32,
 }
 
@@ -29,31 +24,20 @@ impl PromptRebuild {
     /// left out): for comparing the layers that come from files.
     #[must_use]
     pub fn without_commands(mut self) -> Self {
-        self.config.prompt.context_cmd = None;
+        self.preview.config.prompt.context_cmd = None;
         self
     }
 
     /// The next version, read from the files (no store access).
     #[must_use]
     pub fn build(self) -> SystemPrompt {
-        let now = jiff::Zoned::now();
-        let built = PromptPreview {
-            paths: &self.paths,
-            config: &self.config,
-            choice: &self.choice,
-            mode: self.current.fingerprint.mode,
-            cwd: &self.cwd,
-            now: &now,
-            interactive: super::prompt_build::built_interactive(&self.current),
-            env: EnvFacts::from_process(),
-        }
-        .assemble(self.first_session, self.recent);
+        let built = self.preview.assemble();
         super::to_system_prompt(
             &built,
             self.current.session_id,
             self.version,
             self.current.fingerprint.clone(),
-            now.timestamp().as_millisecond(),
+            self.preview.now.timestamp().as_millisecond(),
         )
     }
 }
@@ -81,14 +65,21 @@ impl Runtime {
             .max()
             .unwrap_or(current.version)
             + 1;
-        Ok(PromptRebuild {
-            current,
+        let preview = OwnedPreview {
             paths: self.paths.clone(),
             config: self.config.clone(),
             choice: choice.clone(),
+            mode: current.fingerprint.mode,
             cwd: cwd.to_path_buf(),
+            now: jiff::Zoned::now(),
+            interactive: built_interactive(&current),
+            env: EnvFacts::from_process(),
             first_session,
             recent,
+        };
+        Ok(PromptRebuild {
+            current,
+            preview,
             version,
         })
     }

@@ -6,43 +6,22 @@
 //! elsewhere and be abandoned (a first message the user cancels while a
 //! slow command runs); [`Runtime::store_new_session`] keeps the result.
 
-use super::prompt_build::{PromptPreview, history_for_new};
+use super::prompt_build::{OwnedPreview, history_for_new};
 use super::{NewSession, Runtime, RuntimeError};
-use crate::config::{Config, ModelChoice, Paths};
-use crate::domain::{PromptMode, Session, SessionId, SystemPrompt};
-use crate::prompt::{AssembledPrompt, EnvFacts, RecentSession};
-use std::path::PathBuf;
+use crate::domain::{Session, SessionId, SystemPrompt};
+use crate::prompt::AssembledPrompt;
 
 /// Everything a new session's first prompt needs, owned.
 pub struct NewSessionBuild {
-    paths: Paths,
-    config: Config,
-    choice: ModelChoice,
-    mode: PromptMode,
     title: String,
-    cwd: PathBuf,
-    now: jiff::Zoned,
-    interactive: bool,
-    env: EnvFacts,
-    first_session: bool,
-    recent: Vec<RecentSession>,
+    preview: OwnedPreview,
 }
 
 impl NewSessionBuild {
     /// The prompt, from the files (no store access).
     #[must_use]
     pub fn assemble(&self) -> AssembledPrompt {
-        PromptPreview {
-            paths: &self.paths,
-            config: &self.config,
-            choice: &self.choice,
-            mode: self.mode,
-            cwd: &self.cwd,
-            now: &self.now,
-            interactive: self.interactive,
-            env: self.env.clone(),
-        }
-        .assemble(self.first_session, self.recent.clone())
+        self.preview.assemble()
     }
 }
 
@@ -54,17 +33,19 @@ impl Runtime {
     pub fn new_session_build(&self, new: NewSession<'_>) -> Result<NewSessionBuild, RuntimeError> {
         let (first_session, recent) = history_for_new(&self.store, &self.config, new.cwd)?;
         Ok(NewSessionBuild {
-            paths: self.paths.clone(),
-            config: self.config.clone(),
-            choice: new.choice.clone(),
-            mode: new.mode,
             title: new.title,
-            cwd: new.cwd.to_path_buf(),
-            now: new.now.clone(),
-            interactive: new.interactive,
-            env: new.env,
-            first_session,
-            recent,
+            preview: OwnedPreview {
+                paths: self.paths.clone(),
+                config: self.config.clone(),
+                choice: new.choice.clone(),
+                mode: new.mode,
+                cwd: new.cwd.to_path_buf(),
+                now: new.now.clone(),
+                interactive: new.interactive,
+                env: new.env,
+                first_session,
+                recent,
+            },
         })
     }
 
@@ -78,23 +59,24 @@ impl Runtime {
         build: NewSessionBuild,
         built: &AssembledPrompt,
     ) -> Result<(Session, SystemPrompt, Vec<String>), RuntimeError> {
-        let now_ms = build.now.timestamp().as_millisecond();
+        let preview = &build.preview;
+        let now_ms = preview.now.timestamp().as_millisecond();
         let id = SessionId::new();
         let prompt = super::to_system_prompt(
             built,
             id,
             1,
-            super::fingerprint(&build.choice, build.mode),
+            super::fingerprint(&preview.choice, preview.mode),
             now_ms,
         );
         let session = Session {
             id,
             title: build.title,
-            workspace: crate::workspace::workspace_root(&build.cwd)
+            workspace: crate::workspace::workspace_root(&preview.cwd)
                 .to_string_lossy()
                 .into_owned(),
-            model: build.choice.model.clone(),
-            provider: build.choice.provider,
+            model: preview.choice.model.clone(),
+            provider: preview.choice.provider,
             current_prompt_id: Some(prompt.id),
             parent_id: None,
             created_at: now_ms,
