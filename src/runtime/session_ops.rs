@@ -107,23 +107,6 @@ impl Runtime {
         Ok(Reloaded::NewVersion(rebuilt))
     }
 
-    /// `/reload` in one step, on this thread ([`Runtime::reload_plan`],
-    /// the build, [`Runtime::store_reload`]).
-    ///
-    /// # Errors
-    /// [`RuntimeError::NoPrompt`]; [`RuntimeError::Store`].
-    pub fn reload_prompt(
-        &mut self,
-        session: &Session,
-        choice: &ModelChoice,
-        cwd: &Path,
-    ) -> Result<Reloaded, RuntimeError> {
-        let plan = self.reload_plan(session, choice, cwd)?;
-        let current = plan.current.clone();
-        let rebuilt = plan.build();
-        self.store_reload(current, rebuilt)
-    }
-
     /// The layers among `candidates` whose text `/reload` from `cwd` would
     /// change: what the files they come from say now against the session's
     /// current prompt (for instruction files, memory or skills edited

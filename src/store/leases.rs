@@ -30,6 +30,9 @@ pub enum Claim {
     Held {
         /// The holder it was taken from.
         from: Option<Lease>,
+        /// It was the claimant's already (renewed): nobody else can have
+        /// written meanwhile.
+        renewed: bool,
     },
     /// Another live holder has it.
     Refused(Lease),
@@ -82,10 +85,28 @@ impl Store {
             .query_row([session.to_string()], lease_row)
             .optional()?;
         let (claim, acquired_at) = match current {
-            Some(l) if l.holder == me.holder => (Claim::Held { from: None }, l.acquired_at),
+            Some(l) if l.holder == me.holder => (
+                Claim::Held {
+                    from: None,
+                    renewed: true,
+                },
+                l.acquired_at,
+            ),
             Some(l) if alive(&l) && !take_over => return Ok(Claim::Refused(l)),
-            Some(l) if alive(&l) => (Claim::Held { from: Some(l) }, me.acquired_at),
-            _ => (Claim::Held { from: None }, me.acquired_at),
+            Some(l) if alive(&l) => (
+                Claim::Held {
+                    from: Some(l),
+                    renewed: false,
+                },
+                me.acquired_at,
+            ),
+            _ => (
+                Claim::Held {
+                    from: None,
+                    renewed: false,
+                },
+                me.acquired_at,
+            ),
         };
         tx.prepare_cached(
             "INSERT INTO session_leases (session_id, holder, pid, host, acquired_at, renewed_at)

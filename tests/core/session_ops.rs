@@ -87,16 +87,21 @@ fn a_fork_copies_active_messages_and_the_prompt_bytes() {
     assert_eq!(rt.messages(session.id, false).unwrap().len(), 3);
 }
 
+/// `/reload` as the service runs it: planned, built, stored.
+fn reload(rt: &mut Runtime, session: &strata::domain::Session, cwd: &std::path::Path) -> Reloaded {
+    let plan = rt.reload_plan(session, &choice(), cwd).unwrap();
+    let current = plan.current.clone();
+    rt.store_reload(current, plan.build()).unwrap()
+}
+
 #[test]
 fn reload_stores_a_new_version_only_when_the_files_changed() {
     let f = fixture();
     let (mut rt, session) = open(&f, true);
     let before = rt.current_prompt(session.id).unwrap().unwrap();
-    assert!(
-        matches!(rt.reload_prompt(&session, &choice(), f.ws.path()).unwrap(), Reloaded::Unchanged(p) if p.id == before.id)
-    );
+    assert!(matches!(reload(&mut rt, &session, f.ws.path()), Reloaded::Unchanged(p) if p.id == before.id));
     std::fs::write(f.ws.path().join("AGENTS.md"), "Use spaces.\n").unwrap();
-    let Reloaded::NewVersion(after) = rt.reload_prompt(&session, &choice(), f.ws.path()).unwrap() else {
+    let Reloaded::NewVersion(after) = reload(&mut rt, &session, f.ws.path()) else {
         panic!("the edit should give a new version");
     };
     assert_eq!(after.version, 2);

@@ -28,13 +28,19 @@ fn a_lease_is_refused_to_others_while_its_holder_lives_and_taken_over_only_when_
 
     assert_eq!(
         store.claim_lease(id, &a, false, alive).unwrap(),
-        Claim::Held { from: None }
+        Claim::Held {
+            from: None,
+            renewed: false
+        }
     );
     // Its holder renews it and keeps when it was taken.
     let renewed = lease("a", 100, 5_000);
     assert_eq!(
         store.claim_lease(id, &renewed, false, alive).unwrap(),
-        Claim::Held { from: None }
+        Claim::Held {
+            from: None,
+            renewed: true
+        }
     );
     let held = store.lease(id).unwrap().unwrap();
     assert_eq!((held.acquired_at, held.renewed_at), (1_000, 5_000));
@@ -52,14 +58,17 @@ fn a_lease_is_refused_to_others_while_its_holder_lives_and_taken_over_only_when_
     // Gone: taken silently.
     assert_eq!(
         store.claim_lease(id, &b, false, |_| false).unwrap(),
-        Claim::Held { from: None }
+        Claim::Held {
+            from: None,
+            renewed: false
+        }
     );
     assert_eq!(store.lease(id).unwrap().unwrap().holder, "b");
 
     // Taken over: the claimant learns from whom.
     let from = store.claim_lease(id, &a, true, alive).unwrap();
     assert!(
-        matches!(from, Claim::Held { from: Some(ref l) } if l.holder == "b"),
+        matches!(from, Claim::Held { from: Some(ref l), renewed: false } if l.holder == "b"),
         "{from:?}"
     );
 

@@ -59,12 +59,6 @@ impl SessionService {
         };
         let now = crate::runtime::now_ms();
         let was_held = self.leased == Some(session);
-        // Held here without a break: nobody else can have written to it.
-        let continuous = self
-            .runtime
-            .store
-            .lease(session)?
-            .is_some_and(|l| l.holder == self.holder.token);
         let me = self.holder.lease(now);
         let holder = self.holder.clone();
         let claim = self
@@ -72,7 +66,11 @@ impl SessionService {
             .store
             .claim_lease(session, &me, take_over, |l| holder.alive(l, now))?;
         match claim {
-            Claim::Held { from } => {
+            // Renewed: held here without a break, nobody else wrote.
+            Claim::Held {
+                from,
+                renewed: continuous,
+            } => {
                 self.leased = Some(session);
                 // Another strata may have written to it since it was read
                 // here (it held the session meanwhile, and let it go): it
