@@ -83,6 +83,20 @@ fn left_out(context: &Value) -> usize {
         .count()
 }
 
+/// The session the events of a `chat --json` name.
+fn session_of(events: &[Value]) -> String {
+    events
+        .iter()
+        .find_map(|e| e["session_id"].as_str())
+        .unwrap()
+        .to_owned()
+}
+
+/// `strata ARGS` against `server`, its JSON.
+async fn strata_json(sb: &Sandbox, server: &Server, args: &[&str]) -> Value {
+    json_of(&run(openai(sb, &server.base_url(), args)).await)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_huge_paste_is_sent_cut_and_the_history_around_it_is_kept_or_summarised() {
     let sb = Sandbox::new();
@@ -91,11 +105,7 @@ async fn a_huge_paste_is_sent_cut_and_the_history_around_it_is_kept_or_summarise
     server.answer_discovery("/v1/models", Reply::json(200, &models_8k()));
 
     let first = chat(&sb, &server, None, "what does the lexer do with tabs?", None).await;
-    let id = first
-        .iter()
-        .find_map(|e| e["session_id"].as_str())
-        .unwrap()
-        .to_owned();
+    let id = session_of(&first);
 
     // About 120k tokens of log.
     let paste: String = (0..3_000)
@@ -132,14 +142,7 @@ async fn a_huge_paste_is_sent_cut_and_the_history_around_it_is_kept_or_summarise
 
     // The next request counts the paste at its cut size, before fitting
     // too: it costs the window what it is sent as.
-    let context = json_of(
-        &run(openai(
-            &sb,
-            &server.base_url(),
-            &["context", &id, "--json", "--no-mcp"],
-        ))
-        .await,
-    );
+    let context = strata_json(&sb, &server, &["context", &id, "--json", "--no-mcp"]).await;
     let prelimit = context["prelimit_tokens"].as_u64().unwrap();
     assert!(prelimit < 8_192, "the paste counts its cut size: {prelimit}");
     let paste_row = context["report"].as_array().unwrap()[2].clone();
@@ -168,26 +171,12 @@ async fn a_huge_paste_is_sent_cut_and_the_history_around_it_is_kept_or_summarise
             sent.contains("what does the lexer do with tabs?") || sent.contains("[Earlier conversation"),
             "turn {turn}: the first exchange is neither sent nor summarised: {sent:.400}"
         );
-        let context = json_of(
-            &run(openai(
-                &sb,
-                &server.base_url(),
-                &["context", &id, "--json", "--no-mcp"],
-            ))
-            .await,
-        );
+        let context = strata_json(&sb, &server, &["context", &id, "--json", "--no-mcp"]).await;
         let threshold = context["threshold"]["effective"].as_u64().unwrap();
         let prelimit = context["prelimit_tokens"].as_u64().unwrap();
         assert!(prelimit < 20_000, "the paste counts its cut size: {prelimit}");
         if left_out(&context) > 0 {
-            let dry = json_of(
-                &run(openai(
-                    &sb,
-                    &server.base_url(),
-                    &["compress", &id, "--dry-run", "--json"],
-                ))
-                .await,
-            );
+            let dry = strata_json(&sb, &server, &["compress", &id, "--dry-run", "--json"]).await;
             assert!(
                 !dry["reason"]
                     .as_str()
@@ -212,24 +201,13 @@ async fn an_older_huge_message_costs_every_later_request_its_cut_size() {
     let server = Server::with(|_| Reply::sse(sse("Noted.", None))).await;
     server.answer_discovery("/v1/models", Reply::json(200, &models_8k()));
     let first = chat(&sb, &server, None, "what does the lexer do with tabs?", None).await;
-    let id = first
-        .iter()
-        .find_map(|e| e["session_id"].as_str())
-        .unwrap()
-        .to_owned();
+    let id = session_of(&first);
     let paste: String = (0..3_000)
         .map(|i| format!("worker-{i} handled request {i} in {i} ms\n"))
         .collect();
     chat(&sb, &server, Some(&id), "-", Some(paste)).await;
     chat(&sb, &server, Some(&id), "which worker was slowest?", None).await;
-    let context = json_of(
-        &run(openai(
-            &sb,
-            &server.base_url(),
-            &["context", &id, "--json", "--no-mcp"],
-        ))
-        .await,
-    );
+    let context = strata_json(&sb, &server, &["context", &id, "--json", "--no-mcp"]).await;
     let prelimit = context["prelimit_tokens"].as_u64().unwrap();
     assert!(prelimit < 2 * 8_192, "counted whole before fitting: {prelimit}");
     let paste_row = &context["report"].as_array().unwrap()[2];
@@ -257,11 +235,7 @@ async fn messages_left_out_by_the_message_cap_are_not_protected_from_compression
     );
     let server = Server::with(|_| Reply::sse(sse("Noted.", None))).await;
     let first = chat(&sb, &server, None, "Q1 remember OLIVE", None).await;
-    let id = first
-        .iter()
-        .find_map(|e| e["session_id"].as_str())
-        .unwrap()
-        .to_owned();
+    let id = session_of(&first);
     let mut said = Vec::new();
     for q in ["Q2 hi", "Q3 hey", "Q4 yo"] {
         said.extend(notices(&chat(&sb, &server, Some(&id), q, None).await));
@@ -271,23 +245,9 @@ async fn messages_left_out_by_the_message_cap_are_not_protected_from_compression
             .any(|n| n.contains("left out of this request to keep to [history] max_messages = 4")),
         "the cap is named, not the window: {said:?}"
     );
-    let context = json_of(
-        &run(openai(
-            &sb,
-            &server.base_url(),
-            &["context", &id, "--json", "--no-mcp"],
-        ))
-        .await,
-    );
+    let context = strata_json(&sb, &server, &["context", &id, "--json", "--no-mcp"]).await;
     assert!(left_out(&context) > 0, "{context}");
-    let dry = json_of(
-        &run(openai(
-            &sb,
-            &server.base_url(),
-            &["compress", &id, "--dry-run", "--json"],
-        ))
-        .await,
-    );
+    let dry = strata_json(&sb, &server, &["compress", &id, "--dry-run", "--json"]).await;
     assert_eq!(dry["noop"], false, "{dry}");
     assert!(dry["summary"].as_str().unwrap().contains("OLIVE"), "{dry}");
 }

@@ -110,6 +110,21 @@ async fn the_list_an_exclusion_and_the_next_request_agree() {
     );
 }
 
+/// The compression preview the service sent.
+fn preview_of(
+    events: &std::sync::Arc<std::sync::Mutex<Vec<ServiceEvent>>>,
+) -> strata::runtime::CompressOutcome {
+    events
+        .lock()
+        .unwrap()
+        .iter()
+        .find_map(|e| match e {
+            ServiceEvent::CompressPreview(o) => Some((**o).clone()),
+            _ => None,
+        })
+        .expect("a preview")
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_preview_stores_nothing_until_applied_and_then_the_edited_summary() {
     let server = Server::with(|_| Reply::sse(tool_sse::openai_text("ok"))).await;
@@ -128,15 +143,7 @@ async fn a_preview_stores_nothing_until_applied_and_then_the_edited_summary() {
         }))
         .await
         .unwrap();
-    let preview = events
-        .lock()
-        .unwrap()
-        .iter()
-        .find_map(|e| match e {
-            ServiceEvent::CompressPreview(o) => Some(o.clone()),
-            _ => None,
-        })
-        .expect("a preview");
+    let preview = preview_of(&events);
     assert!(preview.preview);
     assert_eq!(active(&dirs, id), before, "nothing stored by the preview");
     let edited = format!(
@@ -196,15 +203,7 @@ async fn a_preview_is_not_stored_over_a_history_that_moved_since() {
         }))
         .await
         .unwrap();
-    let summary = events
-        .lock()
-        .unwrap()
-        .iter()
-        .find_map(|e| match e {
-            ServiceEvent::CompressPreview(o) => o.summary.clone(),
-            _ => None,
-        })
-        .expect("a preview");
+    let summary = preview_of(&events).summary.expect("a summary");
     // A turn while the preview waits moves the protected end.
     service
         .send("one more question".into(), std::future::pending())

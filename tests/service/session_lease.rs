@@ -15,6 +15,19 @@ use std::sync::{Arc, Mutex};
 use strata::config::Config;
 use strata::runtime::service::{Command, ServiceEvent};
 
+/// A session of two exchanges, imported, with a config pointing at
+/// `server`.
+fn session_on(server: &Server) -> (Dirs, Config, strata::domain::SessionId) {
+    let dirs = Dirs::new();
+    let text = format!(
+        "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n",
+        server.base_url()
+    );
+    let config = Config::parse(&text).unwrap().config;
+    let id = service_support::import(&dirs, &config, &history(2, "hello"));
+    (dirs, config, id)
+}
+
 fn said(events: &Arc<Mutex<Vec<ServiceEvent>>>, what: &str) -> bool {
     events.lock().unwrap().iter().any(|e| match e {
         ServiceEvent::Notice(n) | ServiceEvent::Error(n) => n.contains(what),
@@ -33,13 +46,7 @@ fn unsent(events: &Arc<Mutex<Vec<ServiceEvent>>>, text: &str) -> bool {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_second_app_on_a_session_writes_nothing_until_it_takes_the_session_over() {
     let server = Server::with(|_| Reply::sse(tool_sse::openai_text("ok"))).await;
-    let dirs = Dirs::new();
-    let text = format!(
-        "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n",
-        server.base_url()
-    );
-    let config = Config::parse(&text).unwrap().config;
-    let id = service_support::import(&dirs, &config, &history(2, "hello"));
+    let (dirs, config, id) = session_on(&server);
     let store = || strata::store::Store::open(dirs.paths().database()).unwrap();
     let stored = || store().messages(id, true).unwrap().len();
     let last_sent = || server.requests().last().unwrap().json()["messages"].to_string();
@@ -122,13 +129,7 @@ async fn a_reply_being_made_when_the_session_is_taken_over_stops_and_stores_noth
         _ => Reply::sse(tool_sse::openai_text("ok")),
     })
     .await;
-    let dirs = Dirs::new();
-    let text = format!(
-        "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n",
-        server.base_url()
-    );
-    let config = Config::parse(&text).unwrap().config;
-    let id = service_support::import(&dirs, &config, &history(2, "hello"));
+    let (dirs, config, id) = session_on(&server);
     let store = || strata::store::Store::open(dirs.paths().database()).unwrap();
     let (sink_a, events_a) = recorder();
     let mut first = service_support::open(&dirs, config.clone(), id, true, sink_a);
@@ -186,13 +187,7 @@ async fn a_reply_being_made_when_the_session_is_taken_over_stops_and_stores_noth
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_session_taken_and_let_go_while_this_app_waited_is_read_again_before_it_writes() {
     let server = Server::with(|_| Reply::sse(tool_sse::openai_text("ok"))).await;
-    let dirs = Dirs::new();
-    let text = format!(
-        "[model]\nprovider = \"openai\"\nname = \"gpt-4o-mini\"\n[providers.openai]\nbase_url = \"{}/v1\"\n",
-        server.base_url()
-    );
-    let config = Config::parse(&text).unwrap().config;
-    let id = service_support::import(&dirs, &config, &history(2, "hello"));
+    let (dirs, config, id) = session_on(&server);
     let (sink_a, events_a) = recorder();
     let mut first = service_support::open(&dirs, config.clone(), id, true, sink_a);
     first
