@@ -423,19 +423,17 @@ impl TurnHost for Host<'_> {
             })
             .map(|m| m.id)
             .collect();
-        let dropped = sent
+        // Counted at what they would have cost as sent: a paste too large
+        // for any request at its cut copy, not its whole size.
+        let (count, tokens) = sent
             .report
             .iter()
-            .filter(|r| r.action == crate::pipeline::Action::Dropped && !empty.contains(&r.message_id));
-        // What they would have cost as sent: a paste too large for any
-        // request counts its cut copy, not its whole size.
-        let cost = |r: &crate::pipeline::ReportEntry| {
-            let at = sent.report.iter().position(|x| x.message_id == r.message_id);
-            at.and_then(|i| sent.prelimit_counts.get(i))
-                .copied()
-                .unwrap_or(r.tokens_before)
-        };
-        let (count, tokens) = dropped.fold((0, 0), |(n, t), r| (n + 1, t + u64::from(cost(r))));
+            .enumerate()
+            .filter(|(_, r)| r.action == crate::pipeline::Action::Dropped && !empty.contains(&r.message_id))
+            .fold((0, 0), |(n, t), (i, r)| {
+                let cost = sent.prelimit_counts.get(i).copied().unwrap_or(r.tokens_before);
+                (n + 1, t + u64::from(cost))
+            });
         if count > 0 && !self.said_left_out {
             self.said_left_out = true;
             // The message cap did it when everything would have fit the
